@@ -1,0 +1,123 @@
+/*
+ * datagen.c
+ *		Seeded synthetic point sets (see datagen.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "datagen.h"
+
+/* splitmix64: tiny, seedable, good enough for test data */
+uint64_t
+gj_rng_next(uint64_t *state)
+{
+	uint64_t	z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+double
+gj_rng_uniform(uint64_t *state)
+{
+	return (double) (gj_rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double
+gaussian(uint64_t *state)
+{
+	double		u = gj_rng_uniform(state),
+				v = gj_rng_uniform(state);
+
+	return sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v);
+}
+
+/* n points of the given kind; ids are 0..n-1.  Exits on OOM (tests only). */
+void
+gj_gen_points(gj_points *p, gj_kind kind, int64_t n, int dims, uint64_t seed)
+{
+	uint64_t	st = seed * 2654435761u + 1;
+	double	   *row = malloc(sizeof(double) * dims);
+	double	   *centers = NULL;
+	int			ncenters = 0;
+
+	gj_points_init(p, dims);
+	if (row == NULL || gj_points_reserve(p, n > 0 ? n : 1) != GJ_OK)
+	{
+		fprintf(stderr, "datagen: out of memory\n");
+		exit(2);
+	}
+	if (kind == GJ_GEN_CLUSTERS || kind == GJ_GEN_DUPLICATES)
+	{
+		ncenters = kind == GJ_GEN_CLUSTERS ? 20 : (int) (n / 10 + 1);
+		centers = malloc(sizeof(double) * dims * ncenters);
+		if (centers == NULL)
+			exit(2);
+		for (int c = 0; c < ncenters * dims; c++)
+			centers[c] = 100.0 * gj_rng_uniform(&st);
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			c = ncenters ? (int) (gj_rng_next(&st) % ncenters) : 0;
+
+		for (int d = 0; d < dims; d++)
+		{
+			double		u = gj_rng_uniform(&st);
+
+			switch (kind)
+			{
+				case GJ_GEN_UNIFORM:
+					row[d] = 100.0 * u;
+					break;
+				case GJ_GEN_EXPONENTIAL:
+					row[d] = -log(1.0 - u) / 40.0;
+					break;
+				case GJ_GEN_CLUSTERS:
+					row[d] = centers[c * dims + d] + 2.0 * gaussian(&st);
+					break;
+				case GJ_GEN_DUPLICATES:
+					row[d] = centers[c * dims + d];
+					break;
+				case GJ_GEN_ONE_CELL:
+					row[d] = 1e-3 * u;
+					break;
+				case GJ_GEN_GRID_SNAPPED:
+					row[d] = 0.5 * floor(21.0 * u);
+					break;
+			}
+		}
+		gj_points_push(p, i, row);
+	}
+	free(row);
+	free(centers);
+}
+
+/* An eps giving about `neighbours` neighbours a point, from the kind's extent. */
+double
+gj_gen_typical_eps(gj_kind kind, int64_t n, int dims, double neighbours)
+{
+	double		extent;
+	double		vball;
+
+	switch (kind)
+	{
+		case GJ_GEN_EXPONENTIAL:
+			extent = 0.1;
+			break;
+		case GJ_GEN_ONE_CELL:
+			extent = 1e-3;
+			break;
+		case GJ_GEN_GRID_SNAPPED:
+			extent = 10.0;
+			break;
+		default:
+			extent = 100.0;
+	}
+	if (n < 2)
+		n = 2;
+	vball = pow(M_PI, dims / 2.0) / tgamma(dims / 2.0 + 1.0);
+	return extent * pow(neighbours / ((double) n * vball), 1.0 / dims);
+}

@@ -1,0 +1,30 @@
+/*
+ * datagen.h
+ *		Seeded synthetic point sets for the unit tests, the GPU check and the
+ *		benchmarks (the same generator everywhere, so a seed means one data set).
+ */
+#ifndef GJ_DATAGEN_H
+#define GJ_DATAGEN_H
+
+#include <stdint.h>
+
+#include "../src/core/gj_core.h"
+
+typedef enum gj_kind
+{
+	GJ_GEN_UNIFORM,				/* uniform in [0,100]^d */
+	GJ_GEN_EXPONENTIAL,			/* each coordinate exponential, rate 40 */
+	GJ_GEN_CLUSTERS,			/* 20 Gaussian clusters (sd 2) in [0,100]^d */
+	GJ_GEN_DUPLICATES,			/* drawn from n/10 distinct uniform points */
+	GJ_GEN_ONE_CELL,			/* uniform in [0,1e-3]^d: one cell for most eps */
+	GJ_GEN_GRID_SNAPPED			/* multiples of 0.5 in [0,10]: exact-eps pairs */
+} gj_kind;
+
+extern uint64_t gj_rng_next(uint64_t *state);
+extern double gj_rng_uniform(uint64_t *state);
+extern void gj_gen_points(gj_points *p, gj_kind kind, int64_t n, int dims,
+						  uint64_t seed);
+extern double gj_gen_typical_eps(gj_kind kind, int64_t n, int dims,
+								 double neighbours);
+
+#endif

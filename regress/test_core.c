@@ -1,0 +1,387 @@
+/*
+ * test_core.c
+ *		Unit tests of the pure-C core: the grid CPU self-join against the
+ *		brute-force oracle on seeded random and adversarial point sets.
+ *
+ * Each case builds a point set whose ids are the original row numbers, keeps
+ * a copy for the oracle, runs grid build + threaded join, and requires the
+ * two pair sets, distances included bit for bit, to be equal.  A failure
+ * prints the case name and seed, which reproduce it:
+ *		test_core [seed]
+ * The last line is "core: N passed, N failed".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/core/gj_core.h"
+#include "datagen.h"
+
+typedef struct pair
+{
+	int64_t		a;
+	int64_t		b;
+	double		dist;
+} pair;
+
+typedef struct pair_list
+{
+	pair	   *v;
+	int64_t		n;
+	int64_t		cap;
+} pair_list;
+
+static int	passed = 0;
+static int	failed = 0;
+
+static void
+list_add(pair_list *l, int64_t a, int64_t b, double dist)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap ? l->cap * 2 : 1024;
+		l->v = realloc(l->v, sizeof(pair) * l->cap);
+		if (l->v == NULL)
+		{
+			fprintf(stderr, "out of memory\n");
+			exit(2);
+		}
+	}
+	if (a > b)
+	{
+		int64_t		t = a;
+
+		a = b;
+		b = t;
+	}
+	l->v[l->n++] = (pair) {a, b, dist};
+}
+
+typedef struct oracle_ctx
+{
+	pair_list  *out;
+	const int64_t *ids;
+} oracle_ctx;
+
+/* The oracle reports row indexes; record the rows' ids. */
+static void
+oracle_emit(void *arg, int64_t i, int64_t j, double dist)
+{
+	oracle_ctx *ctx = arg;
+
+	list_add(ctx->out, ctx->ids[i], ctx->ids[j], dist);
+}
+
+static int
+cmp_pair(const void *x, const void *y)
+{
+	const pair *p = x,
+			   *q = y;
+
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	if (p->b != q->b)
+		return p->b < q->b ? -1 : 1;
+	return 0;
+}
+
+/* Run the grid join on p (consumed: it is sorted in place) into out. */
+static gj_status
+run_engine(gj_points *p, double eps, int threads, pair_list *out)
+{
+	gj_grid		g;
+	gj_cpu_selfjoin *j;
+	gj_status	st;
+
+	st = gj_grid_build(&g, p, eps);
+	if (st != GJ_OK)
+		return st;
+	st = gj_cpu_selfjoin_start(&g, p, threads, &j);
+	if (st != GJ_OK)
+	{
+		gj_grid_free(&g);
+		return st;
+	}
+	for (;;)
+	{
+		gj_chunk   *c;
+
+		st = gj_cpu_selfjoin_next(j, 100, &c);
+		if (st == GJ_AGAIN)
+			continue;
+		if (st != GJ_OK)
+			break;
+		for (int k = 0; k < c->n; k++)
+		{
+			if (c->a[k] >= c->b[k])
+			{
+				fprintf(stderr, "engine emitted a >= b\n");
+				st = GJ_ERR_ARG;
+			}
+			list_add(out, p->ids[c->a[k]], p->ids[c->b[k]], c->dist[k]);
+		}
+		gj_cpu_selfjoin_release(j, c);
+	}
+	gj_cpu_selfjoin_free(j);
+	gj_grid_free(&g);
+	return st == GJ_DONE ? GJ_OK : st;
+}
+
+/* Compare the engine with the oracle on p (ids must be distinct). */
+static void
+check_case(const char *name, uint64_t seed, gj_points *p, double eps, int threads)
+{
+	pair_list	want = {0},
+				got = {0};
+	gj_points	copy;
+	gj_status	st;
+	const char *why = NULL;
+	int64_t		at = -1;
+
+	gj_points_init(&copy, p->dims);
+	if (gj_points_reserve(&copy, p->n > 0 ? p->n : 1) != GJ_OK)
+		exit(2);
+	for (int64_t i = 0; i < p->n; i++)
+		gj_points_push(&copy, p->ids[i], p->x + i * p->dims);
+
+	{
+		oracle_ctx	ctx = {&want, copy.ids};
+
+		gj_oracle_selfjoin(&copy, eps, oracle_emit, &ctx);
+	}
+	st = run_engine(p, eps, threads, &got);
+	if (st != GJ_OK)
+		why = gj_status_name(st);
+	else
+	{
+		qsort(want.v, want.n, sizeof(pair), cmp_pair);
+		qsort(got.v, got.n, sizeof(pair), cmp_pair);
+		if (want.n != got.n)
+			why = "pair count differs";
+		else
+			for (int64_t k = 0; k < want.n; k++)
+				if (cmp_pair(&want.v[k], &got.v[k]) != 0)
+				{
+					why = "pair sets differ";
+					at = k;
+					break;
+				}
+				else if (memcmp(&want.v[k].dist, &got.v[k].dist, sizeof(double)) != 0)
+				{
+					why = "distance differs";
+					at = k;
+					break;
+				}
+	}
+	if (why == NULL)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL %s seed=%llu n=%lld dims=%d eps=%.17g threads=%d: %s "
+			   "(oracle %lld pairs, engine %lld)\n",
+			   name, (unsigned long long) seed, (long long) p->n, p->dims, eps,
+			   threads, why, (long long) want.n, (long long) got.n);
+		if (at >= 0)
+			printf("  first difference: oracle (%lld, %lld, %.17g), "
+				   "engine (%lld, %lld, %.17g)\n",
+				   (long long) want.v[at].a, (long long) want.v[at].b,
+				   want.v[at].dist, (long long) got.v[at].a,
+				   (long long) got.v[at].b, got.v[at].dist);
+	}
+	free(want.v);
+	free(got.v);
+	gj_points_free(&copy);
+}
+
+/* Make a data set of a kind, run it, free it. */
+static void
+run_kind(gj_kind kind, const char *name, uint64_t seed, int64_t n, int dims,
+		 double eps, int threads)
+{
+	gj_points	p;
+
+	gj_gen_points(&p, kind, n, dims, seed);
+	check_case(name, seed, &p, eps, threads);
+	gj_points_free(&p);
+}
+
+/* Cancel a large join mid-way: must return promptly and leak nothing. */
+static void
+check_cancel(uint64_t seed)
+{
+	gj_points	p;
+	gj_grid		g;
+	gj_cpu_selfjoin *j;
+	gj_chunk   *c = NULL;
+	gj_status	st;
+
+	gj_gen_points(&p, GJ_GEN_ONE_CELL, 20000, 2, seed);
+	if (gj_grid_build(&g, &p, 1e6) != GJ_OK ||
+		gj_cpu_selfjoin_start(&g, &p, 4, &j) != GJ_OK)
+	{
+		failed++;
+		printf("FAIL cancel seed=%llu: could not start\n", (unsigned long long) seed);
+		gj_points_free(&p);
+		return;
+	}
+	do
+		st = gj_cpu_selfjoin_next(j, 100, &c);
+	while (st == GJ_AGAIN);
+	if (st == GJ_OK)
+	{
+		gj_cpu_selfjoin_release(j, c);
+		passed++;
+	}
+	else
+	{
+		failed++;
+		printf("FAIL cancel seed=%llu: no first chunk (%s)\n",
+			   (unsigned long long) seed, gj_status_name(st));
+	}
+	gj_cpu_selfjoin_free(j);	/* cancels 200M pairs still to come */
+	gj_grid_free(&g);
+	gj_points_free(&p);
+}
+
+/* Hand-made boundary cases: pairs at exactly eps, lattices, duplicates. */
+static void
+check_boundaries(void)
+{
+	gj_points	p;
+	double		row[3];
+
+	/* integer lattice with eps 1: every axis neighbour is exactly eps away */
+	gj_points_init(&p, 2);
+	for (int i = 0; i < 40; i++)
+		for (int k = 0; k < 40; k++)
+		{
+			row[0] = i;
+			row[1] = k;
+			gj_points_push(&p, p.n, row);
+		}
+	check_case("lattice-eps1", 0, &p, 1.0, 2);
+	gj_points_free(&p);
+
+	/* decimal lattice: 0.1 steps, eps 0.1, where rounding decides */
+	gj_points_init(&p, 2);
+	for (int i = 0; i < 50; i++)
+		for (int k = 0; k < 50; k++)
+		{
+			row[0] = i * 0.1;
+			row[1] = k * 0.1;
+			gj_points_push(&p, p.n, row);
+		}
+	check_case("lattice-eps0.1", 0, &p, 0.1, 2);
+	check_case("lattice-eps0.3", 0, &p, 0.30000000000000004, 2);
+	gj_points_free(&p);
+
+	/* diagonal: 3-4-5 triangles at exactly eps = 5 */
+	gj_points_init(&p, 2);
+	for (int i = 0; i < 200; i++)
+	{
+		row[0] = 3.0 * i;
+		row[1] = 4.0 * i;
+		gj_points_push(&p, p.n, row);
+	}
+	check_case("diagonal-345", 0, &p, 5.0, 2);
+	gj_points_free(&p);
+
+	/* subnormal eps*eps: differences near 1.5e-162 */
+	gj_points_init(&p, 1);
+	for (int i = 0; i < 300; i++)
+	{
+		row[0] = 1.0e-162 * (i % 37) * 0.37;
+		gj_points_push(&p, p.n, row);
+	}
+	check_case("subnormal-eps", 0, &p, 2.0e-162, 2);
+	check_case("zero-eps2", 0, &p, 1.0e-170, 2);
+	gj_points_free(&p);
+
+	/* range overflow in one dimension, normal in the other */
+	gj_points_init(&p, 2);
+	for (int i = 0; i < 300; i++)
+	{
+		row[0] = (i % 3 - 1) * 1.5e308;
+		row[1] = (i % 17) * 0.5;
+		gj_points_push(&p, p.n, row);
+	}
+	check_case("range-overflow", 0, &p, 1.0, 2);
+	check_case("eps2-overflow", 0, &p, 1.0e200, 2);
+	gj_points_free(&p);
+
+	/* 1-D, 3-D: exactly eps apart along each axis */
+	gj_points_init(&p, 3);
+	for (int i = 0; i < 10; i++)
+		for (int k = 0; k < 10; k++)
+			for (int m = 0; m < 10; m++)
+			{
+				row[0] = i * 0.25;
+				row[1] = k * 0.25;
+				row[2] = m * 0.25;
+				gj_points_push(&p, p.n, row);
+			}
+	check_case("cube-lattice", 0, &p, 0.25, 3);
+	check_case("cube-lattice-diag", 0, &p, sqrt(3 * 0.0625), 3);
+	gj_points_free(&p);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t	base = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261121;
+	static const struct
+	{
+		gj_kind		kind;
+		const char *name;
+	}			kinds[] = {
+		{GJ_GEN_UNIFORM, "uniform"},
+		{GJ_GEN_EXPONENTIAL, "exponential"},
+		{GJ_GEN_CLUSTERS, "clusters"},
+		{GJ_GEN_DUPLICATES, "duplicates"},
+		{GJ_GEN_ONE_CELL, "one-cell"},
+		{GJ_GEN_GRID_SNAPPED, "grid-snapped"},
+	};
+	static const int dim_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 33, 64};
+	int			ndims = sizeof(dim_list) / sizeof(dim_list[0]);
+	uint64_t	seed = base;
+	const char *only = getenv("GJ_TEST_ONLY");
+
+	printf("test_core: base seed %llu\n", (unsigned long long) base);
+
+	/* edge sizes */
+	for (int n = 0; n <= 3; n++)
+		run_kind(GJ_GEN_UNIFORM, "tiny", seed++, n, 2, 50.0, 2);
+
+	/* every kind, every dimensionality, eps from tiny to huge */
+	for (int k = 0; k < (int) (sizeof(kinds) / sizeof(kinds[0])); k++)
+		for (int d = 0; d < ndims; d++)
+		{
+			int			dims = dim_list[d];
+			int64_t		n = dims <= 8 ? 1500 : 600;
+			/* eps for a few neighbours on average, then much smaller/larger */
+			double		typical = gj_gen_typical_eps(kinds[k].kind, n, dims, 4.0);
+			double		scales[] = {1e-9, 0.3, 1.0, 3.0, 1e6};
+
+			for (int s = 0; s < 5; s++, seed++)
+				if (only == NULL)
+					run_kind(kinds[k].kind, kinds[k].name, seed, n, dims,
+							 typical * scales[s], 1 + (int) (seed % 4));
+		}
+
+	/* large grids: many cells, threads > cores, tasks split across cells */
+	run_kind(GJ_GEN_UNIFORM, "uniform-big", seed++, 30000, 2,
+			 gj_gen_typical_eps(GJ_GEN_UNIFORM, 30000, 2, 10.0), 8);
+	run_kind(GJ_GEN_EXPONENTIAL, "expo-big", seed++, 30000, 2,
+			 gj_gen_typical_eps(GJ_GEN_EXPONENTIAL, 30000, 2, 30.0), 3);
+	run_kind(GJ_GEN_ONE_CELL, "one-cell-big", seed++, 6000, 3, 1e9, 4);
+	run_kind(GJ_GEN_UNIFORM, "uniform-6d", seed++, 20000, 6,
+			 gj_gen_typical_eps(GJ_GEN_UNIFORM, 20000, 6, 10.0), 4);
+
+	check_boundaries();
+	check_cancel(seed++);
+
+	printf("core: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,192 @@
+/*
+ * gj_core.h
+ *		The pure-C core of gpujoin: point buffers, the eps grid index, the
+ *		multi-threaded CPU self-join and the brute-force oracle.
+ *
+ * Nothing here includes a PostgreSQL header.  The core is the CPU engine,
+ * the reference the GPU engine is checked against, and what the unit tests
+ * under regress/ drive directly.  Every function that can fail returns a
+ * gj_status; none of them aborts or longjmps, so the PostgreSQL glue can turn
+ * each status into an ereport.
+ *
+ * Exactness rule shared by every engine: a pair (i, j) of rows is within eps
+ * when the float64 sum over dimensions 0..dims-1, in that order, of
+ * (x_i - x_j)^2 is <= eps * eps (both products rounded to float64, no fused
+ * multiply-add).  gj_pair_within() below is that rule.
+ */
+#ifndef GJ_CORE_H
+#define GJ_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits */
+#define GJ_MAX_DIMS				256		/* coordinates per point */
+#define GJ_MAX_ROWS				INT32_MAX	/* rows travel as 32-bit indexes */
+#define GJ_MAX_INDEXED_DIMS		6		/* grid dimensions; 3^6 neighbours */
+#define GJ_MAX_CELLS_PER_DIM	(INT64_C(1) << 24)	/* keeps cell maths exact */
+#define GJ_MAX_LINEAR_ID		(INT64_C(1) << 62)
+#define GJ_CHUNK_PAIRS			(32 * 1024)	/* pairs in one result chunk */
+
+typedef enum gj_status
+{
+	GJ_OK = 0,
+	GJ_DONE,					/* an iterator has nothing more */
+	GJ_AGAIN,					/* nothing ready yet; poll again */
+	GJ_ERR_NOMEM,				/* host allocation failed */
+	GJ_ERR_LIMIT,				/* input beyond a GJ_MAX_* limit */
+	GJ_ERR_THREAD,				/* pthread_create failed */
+	GJ_ERR_ARG,					/* caller passed something invalid */
+	GJ_ERR_CANCELED				/* the join was cancelled */
+} gj_status;
+
+extern const char *gj_status_name(gj_status st);
+
+/*
+ * Point set: n rows of dims float64 coordinates, row-major, and one int64 id
+ * per row.  The grid build permutes both arrays in place, so there is only
+ * ever one copy of the coordinates.
+ */
+typedef struct gj_points
+{
+	int			dims;
+	int64_t		n;
+	int64_t		cap;
+	double	   *x;				/* n * dims */
+	int64_t    *ids;			/* n */
+} gj_points;
+
+extern void gj_points_init(gj_points *p, int dims);
+extern gj_status gj_points_reserve(gj_points *p, int64_t n);
+extern gj_status gj_points_push(gj_points *p, int64_t id, const double *coords);
+extern void gj_points_free(gj_points *p);
+
+/* The distance rule, shared by the CPU engine and the oracle. */
+static inline double
+gj_sqdist(const double *a, const double *b, int dims)
+{
+	double		s = 0.0;
+
+	for (int d = 0; d < dims; d++)
+	{
+		double		t = a[d] - b[d];
+
+		s += t * t;
+	}
+	return s;
+}
+
+/*
+ * Grid index over the non-empty cells of a grid whose cells are at least eps
+ * wide in each indexed dimension.  After gj_grid_build the points are sorted
+ * by linear cell id; cell c holds the sorted rows
+ * [cell_start[c], cell_start[c + 1]) and has linear id cell_id[c] (ascending).
+ * Only the nidx highest-variance dimensions with more than one cell are
+ * indexed (REORDER); the linear id is row-major over them, the last indexed
+ * dimension varying fastest.
+ */
+typedef struct gj_grid
+{
+	int			dims;
+	int			nidx;			/* indexed dimensions, 0..GJ_MAX_INDEXED_DIMS */
+	int			idx_dim[GJ_MAX_INDEXED_DIMS];	/* data dim of each */
+	double		origin[GJ_MAX_INDEXED_DIMS];
+	double		width[GJ_MAX_INDEXED_DIMS];	/* cell side, >= eps */
+	int64_t		ncell_dim[GJ_MAX_INDEXED_DIMS];
+	int64_t		stride[GJ_MAX_INDEXED_DIMS];
+	double		eps;
+	double		eps2;			/* eps * eps, the inclusive threshold */
+	int64_t		npoints;
+	int64_t		ncells;			/* non-empty cells */
+	int64_t    *cell_id;		/* ncells, ascending */
+	int64_t    *cell_start;		/* ncells + 1 */
+} gj_grid;
+
+extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps);
+extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps);
+extern void gj_grid_free(gj_grid *g);
+extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
+
+/*
+ * Forward neighbours (LID-UNICOMP): the non-empty cells adjacent to a cell
+ * whose linear id is larger.  Cells must be visited in ascending order with
+ * one iterator; its cursors then only move forward.
+ */
+#define GJ_MAX_FWD_PREFIXES 122	/* (3^(GJ_MAX_INDEXED_DIMS-1) - 1) / 2 + 1 */
+#define GJ_MAX_FWD_NEIGHBOURS (3 * GJ_MAX_FWD_PREFIXES)
+
+typedef struct gj_nbr_iter
+{
+	const gj_grid *g;
+	int			nprefix;
+	int64_t		prefix_off[GJ_MAX_FWD_PREFIXES];	/* linear offset */
+	int8_t		prefix_vec[GJ_MAX_FWD_PREFIXES][GJ_MAX_INDEXED_DIMS];
+	int64_t		cursor[GJ_MAX_FWD_PREFIXES];
+} gj_nbr_iter;
+
+extern void gj_nbr_iter_init(gj_nbr_iter *it, const gj_grid *g, int64_t first_cell);
+extern int	gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out);
+
+/*
+ * Result chunks and the queue that carries them from producers (CPU worker
+ * threads or the GPU driver) to the consumer (the backend writing tuples).
+ * Rows are indexes into the sorted point set; a < b always.
+ */
+typedef struct gj_chunk
+{
+	int32_t		n;
+	uint32_t   *a;
+	uint32_t   *b;
+	double	   *dist;
+	struct gj_chunk *next;
+} gj_chunk;
+
+typedef struct gj_pair_queue gj_pair_queue;
+
+extern gj_pair_queue *gj_queue_create(int nchunks);
+extern void gj_queue_destroy(gj_pair_queue *q);
+extern gj_chunk *gj_queue_get_free(gj_pair_queue *q);
+extern void gj_queue_put_full(gj_pair_queue *q, gj_chunk *c);
+extern void gj_queue_producer_done(gj_pair_queue *q);
+extern void gj_queue_set_producers(gj_pair_queue *q, int n);
+extern gj_status gj_queue_take(gj_pair_queue *q, int timeout_ms, gj_chunk **out);
+extern void gj_queue_release(gj_pair_queue *q, gj_chunk *c);
+extern void gj_queue_cancel(gj_pair_queue *q);
+extern int	gj_queue_canceled(gj_pair_queue *q);
+
+/*
+ * The CPU self-join.  gj_cpu_selfjoin_start launches the worker threads
+ * (with every signal blocked, so that PostgreSQL's handlers only ever run on
+ * the backend thread) and returns at once; the caller takes chunks with
+ * gj_cpu_selfjoin_next until GJ_DONE.  gj_cpu_selfjoin_free cancels,
+ * joins the threads and frees everything; it is safe at any point and
+ * more than once on the same handle pointer set to NULL afterwards.
+ */
+typedef struct gj_cpu_selfjoin gj_cpu_selfjoin;
+
+typedef struct gj_join_stats
+{
+	int64_t		candidates;		/* distance computations planned */
+	int64_t		ntasks;
+	int			nthreads;
+} gj_join_stats;
+
+extern gj_status gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p,
+									   int nthreads, gj_cpu_selfjoin **out);
+extern gj_status gj_cpu_selfjoin_next(gj_cpu_selfjoin *j, int timeout_ms,
+									  gj_chunk **out);
+extern void gj_cpu_selfjoin_release(gj_cpu_selfjoin *j, gj_chunk *c);
+extern void gj_cpu_selfjoin_stats(const gj_cpu_selfjoin *j, gj_join_stats *st);
+extern void gj_cpu_selfjoin_free(gj_cpu_selfjoin *j);
+
+extern int	gj_cpu_count(void);
+
+/*
+ * Brute force: every i < j of p, in p's current order, within eps.  Calls
+ * emit for each pair; returns the number of pairs.  For tests and benchmarks.
+ */
+typedef void (*gj_pair_fn) (void *arg, int64_t i, int64_t j, double dist);
+extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps,
+								  gj_pair_fn emit, void *arg);
+
+#endif							/* GJ_CORE_H */

@@ -1,0 +1,378 @@
+/*
+ * grid.c
+ *		The eps grid index: choice of indexed dimensions, cell geometry,
+ *		sorting the points by linear cell id, and the non-empty cell arrays.
+ *
+ * Only non-empty cells are stored: cell_id[] holds their linear ids in
+ * ascending order and cell_start[] where each one's points begin in the
+ * sorted point array (the "point lookup array" of the GPU self-join papers,
+ * here realised by physically sorting the points, which keeps each cell's
+ * coordinates contiguous for the distance loops).
+ *
+ * Why a cell is a little wider than eps.  The search visits the cells at
+ * most one step away in each indexed dimension, so every pair that passes
+ * the float64 distance test must land in cells whose coordinates differ by
+ * at most one.  Cell coordinates come from floor((x - origin) / width), which
+ * rounds; and a pair can pass the test with |x_i - x_j| slightly above eps
+ * because the squares and their sum round (badly so where eps*eps is
+ * subnormal).  We therefore size cells from the largest per-dimension
+ * difference that can pass, sqrt(eps2 + 2 * DBL_TRUE_MIN), widened by a
+ * relative 2^-20; cell coordinates are kept below 2^24 so that their own
+ * rounding error (about 2^24 * 2^-52) stays far inside that margin.  A
+ * dimension whose range would need more cells gets proportionally wider
+ * cells instead (coarser, still exact).
+ *
+ * Dimensions whose range overflows float64 or fits in one cell are not
+ * indexed, nor is anything when eps*eps overflows (every pair then passes).
+ * Of the rest, the highest-variance ones are taken first (REORDER) while the
+ * product of cell counts stays below 2^62 and at most GJ_MAX_INDEXED_DIMS.
+ * With no indexed dimension everything lies in one cell; the join still
+ * finishes, splitting that cell's work across threads.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gj_core.h"
+
+#define GJ_WIDTH_MARGIN (1.0 + 1.0 / 1048576.0)
+#define GJ_DBL_TRUE_MIN 4.9406564584124654e-324	/* C11 DBL_TRUE_MIN */
+
+typedef struct dim_stat
+{
+	int			dim;
+	double		var;
+	double		min;
+	double		width;
+	int64_t		ncells;
+} dim_stat;
+
+/* Sort by variance, largest first; ties by dimension number. */
+static int
+cmp_var_desc(const void *a, const void *b)
+{
+	const dim_stat *x = a;
+	const dim_stat *y = b;
+
+	if (x->var > y->var)
+		return -1;
+	if (x->var < y->var)
+		return 1;
+	return x->dim - y->dim;
+}
+
+/*
+ * Decide the grid geometry for p and eps, without touching the points.
+ * Fills every field of g except the cell arrays.
+ */
+gj_status
+gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
+{
+	int			dims = p->dims;
+	dim_stat   *ds;
+	double		base;
+	int			ncand = 0;
+	int64_t		product = 1;
+
+	if (!(eps > 0.0) || !isfinite(eps) || dims < 1 || dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+
+	memset(g, 0, sizeof(*g));
+	g->dims = dims;
+	g->eps = eps;
+	g->eps2 = eps * eps;
+	g->npoints = p->n;
+
+	/* eps*eps overflows: every finite pair passes, so use one cell */
+	if (!isfinite(g->eps2) || p->n < 2)
+		return GJ_OK;
+
+	base = sqrt(g->eps2 + 2.0 * GJ_DBL_TRUE_MIN);
+	if (base < eps)
+		base = eps;
+	base *= GJ_WIDTH_MARGIN;
+
+	ds = malloc(sizeof(dim_stat) * dims);
+	if (ds == NULL)
+		return GJ_ERR_NOMEM;
+
+	for (int d = 0; d < dims; d++)
+	{
+		double		mn = INFINITY,
+					mx = -INFINITY,
+					mean = 0.0,
+					m2 = 0.0,
+					range,
+					width;
+		int64_t		ncells;
+
+		/* Welford's running variance: one pass, no overflow of sums */
+		for (int64_t i = 0; i < p->n; i++)
+		{
+			double		v = p->x[i * dims + d];
+			double		delta = v - mean;
+
+			if (v < mn)
+				mn = v;
+			if (v > mx)
+				mx = v;
+			mean += delta / (double) (i + 1);
+			m2 += delta * (v - mean);
+		}
+		range = mx - mn;
+		if (!isfinite(range) || range < base)
+			continue;			/* unindexable, or a single cell */
+
+		width = base;
+		if (range / width > (double) (GJ_MAX_CELLS_PER_DIM - 2))
+			width = range / (double) (GJ_MAX_CELLS_PER_DIM - 2);
+		ncells = (int64_t) floor(range / width) + 1;
+		if (ncells > GJ_MAX_CELLS_PER_DIM)
+			ncells = GJ_MAX_CELLS_PER_DIM;
+		if (ncells < 2)
+			continue;
+
+		ds[ncand].dim = d;
+		ds[ncand].var = isfinite(m2) ? m2 : DBL_MAX;
+		ds[ncand].min = mn;
+		ds[ncand].width = width;
+		ds[ncand].ncells = ncells;
+		ncand++;
+	}
+
+	qsort(ds, ncand, sizeof(dim_stat), cmp_var_desc);
+	for (int c = 0; c < ncand && g->nidx < GJ_MAX_INDEXED_DIMS; c++)
+	{
+		int			k;
+
+		if (ds[c].ncells > GJ_MAX_LINEAR_ID / product)
+			continue;			/* would overflow the linear id: skip it */
+		k = g->nidx++;
+		product *= ds[c].ncells;
+		g->idx_dim[k] = ds[c].dim;
+		g->origin[k] = ds[c].min;
+		g->width[k] = ds[c].width;
+		g->ncell_dim[k] = ds[c].ncells;
+	}
+	free(ds);
+
+	if (g->nidx > 0)
+	{
+		g->stride[g->nidx - 1] = 1;
+		for (int k = g->nidx - 2; k >= 0; k--)
+			g->stride[k] = g->stride[k + 1] * g->ncell_dim[k + 1];
+	}
+	return GJ_OK;
+}
+
+/* Linear id of the cell holding a point. */
+int64_t
+gj_grid_cell_of(const gj_grid *g, const double *coords)
+{
+	int64_t		id = 0;
+
+	for (int k = 0; k < g->nidx; k++)
+	{
+		double		u = (coords[g->idx_dim[k]] - g->origin[k]) / g->width[k];
+		int64_t		c = (int64_t) u;
+
+		if (c < 0)
+			c = 0;
+		if (c >= g->ncell_dim[k])
+			c = g->ncell_dim[k] - 1;
+		id += c * g->stride[k];
+	}
+	return id;
+}
+
+/*
+ * Stable LSD radix sort of (key, val) by key, 8 bits a pass, only over the
+ * bytes that the largest key uses.  The result ends in keys/vals.
+ */
+static gj_status
+radix_sort(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey)
+{
+	int64_t    *tk;
+	uint32_t   *tv;
+	int			passes = 0;
+
+	while (passes < 8 && (maxkey >> (8 * passes)) != 0)
+		passes++;
+	if (passes == 0 || n < 2)
+		return GJ_OK;
+
+	tk = malloc(sizeof(int64_t) * n);
+	tv = malloc(sizeof(uint32_t) * n);
+	if (tk == NULL || tv == NULL)
+	{
+		free(tk);
+		free(tv);
+		return GJ_ERR_NOMEM;
+	}
+
+	for (int pass = 0; pass < passes; pass++)
+	{
+		int			shift = 8 * pass;
+		int64_t		count[256] = {0};
+		int64_t		sum = 0;
+		int64_t    *sk = (pass % 2 == 0) ? keys : tk;
+		uint32_t   *sv = (pass % 2 == 0) ? vals : tv;
+		int64_t    *dk = (pass % 2 == 0) ? tk : keys;
+		uint32_t   *dv = (pass % 2 == 0) ? tv : vals;
+
+		for (int64_t i = 0; i < n; i++)
+			count[(sk[i] >> shift) & 0xff]++;
+		for (int b = 0; b < 256; b++)
+		{
+			int64_t		c = count[b];
+
+			count[b] = sum;
+			sum += c;
+		}
+		for (int64_t i = 0; i < n; i++)
+		{
+			int64_t		pos = count[(sk[i] >> shift) & 0xff]++;
+
+			dk[pos] = sk[i];
+			dv[pos] = sv[i];
+		}
+	}
+	if (passes % 2 == 1)
+	{
+		memcpy(keys, tk, sizeof(int64_t) * n);
+		memcpy(vals, tv, sizeof(uint32_t) * n);
+	}
+	free(tk);
+	free(tv);
+	return GJ_OK;
+}
+
+/*
+ * Reorder the rows of p so that row k becomes old row perm[k], in place by
+ * following permutation cycles (one spare row, one bit per row).
+ */
+static gj_status
+permute_points(gj_points *p, const uint32_t *perm)
+{
+	int			dims = p->dims;
+	size_t		rowsz = sizeof(double) * dims;
+	uint8_t    *done = calloc((size_t) p->n / 8 + 1, 1);
+	double	   *tmp = malloc(rowsz);
+
+	if (done == NULL || tmp == NULL)
+	{
+		free(done);
+		free(tmp);
+		return GJ_ERR_NOMEM;
+	}
+	for (int64_t s = 0; s < p->n; s++)
+	{
+		int64_t		k = s;
+		int64_t		tmpid;
+
+		if (done[s >> 3] & (1 << (s & 7)) || perm[s] == (uint32_t) s)
+			continue;
+		memcpy(tmp, p->x + s * dims, rowsz);
+		tmpid = p->ids[s];
+		for (;;)
+		{
+			int64_t		src = perm[k];
+
+			done[k >> 3] |= (uint8_t) (1 << (k & 7));
+			if (src == s)
+			{
+				memcpy(p->x + k * dims, tmp, rowsz);
+				p->ids[k] = tmpid;
+				break;
+			}
+			memcpy(p->x + k * dims, p->x + src * dims, rowsz);
+			p->ids[k] = p->ids[src];
+			k = src;
+		}
+	}
+	free(done);
+	free(tmp);
+	return GJ_OK;
+}
+
+/*
+ * Plan the grid, sort the points by cell (in place) and build the non-empty
+ * cell arrays.  On failure g holds nothing to free.
+ */
+gj_status
+gj_grid_build(gj_grid *g, gj_points *p, double eps)
+{
+	gj_status	st;
+	int64_t    *keys;
+	uint32_t   *perm;
+	int64_t		maxkey = 0;
+	int64_t		nc = 0;
+
+	if (p->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	st = gj_grid_plan(g, p, eps);
+	if (st != GJ_OK)
+		return st;
+
+	keys = malloc(sizeof(int64_t) * (p->n + 1));
+	perm = malloc(sizeof(uint32_t) * (p->n + 1));
+	if (keys == NULL || perm == NULL)
+	{
+		free(keys);
+		free(perm);
+		return GJ_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		keys[i] = gj_grid_cell_of(g, p->x + i * p->dims);
+		perm[i] = (uint32_t) i;
+		if (keys[i] > maxkey)
+			maxkey = keys[i];
+	}
+	st = radix_sort(keys, perm, p->n, maxkey);
+	if (st == GJ_OK)
+		st = permute_points(p, perm);
+	free(perm);
+	if (st != GJ_OK)
+	{
+		free(keys);
+		return st;
+	}
+
+	/* run-length encode the sorted keys into the cell arrays */
+	for (int64_t i = 0; i < p->n; i++)
+		if (i == 0 || keys[i] != keys[i - 1])
+			nc++;
+	g->cell_id = malloc(sizeof(int64_t) * (nc + 1));
+	g->cell_start = malloc(sizeof(int64_t) * (nc + 1));
+	if (g->cell_id == NULL || g->cell_start == NULL)
+	{
+		free(keys);
+		gj_grid_free(g);
+		return GJ_ERR_NOMEM;
+	}
+	nc = 0;
+	for (int64_t i = 0; i < p->n; i++)
+		if (i == 0 || keys[i] != keys[i - 1])
+		{
+			g->cell_id[nc] = keys[i];
+			g->cell_start[nc] = i;
+			nc++;
+		}
+	g->cell_start[nc] = p->n;
+	g->ncells = nc;
+	free(keys);
+	return GJ_OK;
+}
+
+/* Free the cell arrays. */
+void
+gj_grid_free(gj_grid *g)
+{
+	free(g->cell_id);
+	free(g->cell_start);
+	g->cell_id = NULL;
+	g->cell_start = NULL;
+	g->ncells = 0;
+}

@@ -1,0 +1,160 @@
+/*
+ * neighbours.c
+ *		Forward neighbour cells of a grid cell (LID-UNICOMP).
+ *
+ * Linear ids are linear in the cell coordinates, so the neighbour at offset
+ * o of the cell with id c has id c + L(o).  A cell pair is compared once,
+ * from the cell with the smaller id: the forward neighbours are exactly the
+ * offsets o with L(o) > 0, i.e. those whose first non-zero component is +1.
+ *
+ * Offsets are grouped by their prefix (all indexed dimensions but the last):
+ * for a prefix, the three cells that differ only in the last dimension have
+ * consecutive ids, so one range probe finds all of them.  With n indexed
+ * dimensions there are (3^(n-1) - 1) / 2 positive prefixes, each taking its
+ * whole triple, plus the zero prefix, which takes only last-dimension +1.
+ *
+ * Instead of a binary search per probe (what a GPU thread does), each prefix
+ * keeps a cursor into the sorted cell_id array: as cells are visited in
+ * ascending order the probe targets ascend too, so cursors only move
+ * forward, and a run of cells costs a merge rather than 3^n log|G| lookups.
+ */
+#include "gj_core.h"
+
+/* First index in cell_id[0..n) with cell_id >= key. */
+static int64_t
+lower_bound(const int64_t *a, int64_t n, int64_t key)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Prepare an iterator for a run of cells that starts at first_cell; the
+ * cells passed to gj_nbr_forward must then ascend.
+ */
+void
+gj_nbr_iter_init(gj_nbr_iter *it, const gj_grid *g, int64_t first_cell)
+{
+	int			m = g->nidx - 1;	/* prefix dimensions */
+	int			total = 1;
+	int64_t		start;
+
+	it->g = g;
+	it->nprefix = 0;
+	if (g->nidx < 2 || g->ncells == 0)
+		return;
+
+	for (int k = 0; k < m; k++)
+		total *= 3;
+	for (int t = 0; t < total; t++)
+	{
+		int8_t		vec[GJ_MAX_INDEXED_DIMS] = {0};
+		int			first_nonzero = 0;
+		int64_t		off = 0;
+		int			rest = t;
+
+		for (int k = m - 1; k >= 0; k--)
+		{
+			vec[k] = (int8_t) (rest % 3 - 1);
+			rest /= 3;
+		}
+		for (int k = 0; k < m; k++)
+			if (vec[k] != 0)
+			{
+				first_nonzero = vec[k];
+				break;
+			}
+		if (first_nonzero != 1)
+			continue;
+		for (int k = 0; k < m; k++)
+		{
+			off += vec[k] * g->stride[k];
+			it->prefix_vec[it->nprefix][k] = vec[k];
+		}
+		it->prefix_off[it->nprefix] = off;
+		it->nprefix++;
+	}
+
+	start = g->cell_id[first_cell];
+	for (int p = 0; p < it->nprefix; p++)
+		it->cursor[p] = lower_bound(g->cell_id, g->ncells,
+									start + it->prefix_off[p] - 1);
+}
+
+/*
+ * Write the indexes of the non-empty forward neighbours of cell into out
+ * (room for GJ_MAX_FWD_NEIGHBOURS); returns how many.
+ */
+int
+gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out)
+{
+	const gj_grid *g = it->g;
+	int64_t		id = g->cell_id[cell];
+	int			last = g->nidx - 1;
+	int64_t		c[GJ_MAX_INDEXED_DIMS];
+	int			n = 0;
+	int64_t		rest = id;
+	int			has_lo,
+				has_hi;
+
+	if (g->nidx == 0)
+		return 0;
+	for (int k = last; k >= 0; k--)
+	{
+		c[k] = rest % g->ncell_dim[k];
+		rest /= g->ncell_dim[k];
+	}
+	has_lo = c[last] > 0;
+	has_hi = c[last] + 1 < g->ncell_dim[last];
+
+	/* zero prefix: only the next cell along the last dimension */
+	if (has_hi && cell + 1 < g->ncells && g->cell_id[cell + 1] == id + 1)
+		out[n++] = cell + 1;
+
+	for (int p = 0; p < it->nprefix; p++)
+	{
+		int			valid = 1;
+		int64_t		base,
+					lo,
+					hi,
+					cur;
+
+		for (int k = 0; k < last; k++)
+		{
+			int64_t		ck = c[k] + it->prefix_vec[p][k];
+
+			if (ck < 0 || ck >= g->ncell_dim[k])
+			{
+				valid = 0;
+				break;
+			}
+		}
+		if (!valid)
+			continue;
+		base = id + it->prefix_off[p];
+		lo = base - has_lo;
+		hi = base + has_hi;
+		cur = it->cursor[p];
+		/* gallop over long empty stretches, else step */
+		if (cur + 16 < g->ncells && g->cell_id[cur + 16] < lo)
+			cur += 16 + lower_bound(g->cell_id + cur + 16,
+									g->ncells - cur - 16, lo);
+		while (cur < g->ncells && g->cell_id[cur] < lo)
+			cur++;
+		it->cursor[p] = cur;
+		while (cur < g->ncells && g->cell_id[cur] <= hi)
+			out[n++] = cur++;
+	}
+	return n;
+}

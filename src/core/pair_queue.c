@@ -1,0 +1,229 @@
+/*
+ * pair_queue.c
+ *		A bounded queue of result chunks between producer threads and the one
+ *		consumer (the backend thread that writes tuples).
+ *
+ * A fixed pool of chunks circulates: producers take an empty chunk, fill it
+ * and hand it over full; the consumer writes its rows out and gives it back.
+ * The bound is what keeps memory flat when tuple output is slower than the
+ * join: producers block on an empty pool.  The consumer waits with a timeout
+ * so that it can check for interrupts while producers are busy, and cancel
+ * wakes everyone, so that a cancelled join's threads can be joined at once.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "gj_core.h"
+
+struct gj_pair_queue
+{
+	pthread_mutex_t mu;
+	pthread_cond_t cv_free;		/* a chunk went back to the pool */
+	pthread_cond_t cv_full;		/* a full chunk arrived, or a producer ended */
+	gj_chunk   *free_head;
+	gj_chunk   *full_head;
+	gj_chunk   *full_tail;
+	int			producers;
+	int			canceled;
+	int			nchunks;
+	gj_chunk   *chunks;			/* the pool, for destroy */
+};
+
+/* A queue with nchunks empty chunks of GJ_CHUNK_PAIRS each; NULL on OOM. */
+gj_pair_queue *
+gj_queue_create(int nchunks)
+{
+	gj_pair_queue *q = calloc(1, sizeof(gj_pair_queue));
+
+	if (q == NULL)
+		return NULL;
+	q->chunks = calloc(nchunks, sizeof(gj_chunk));
+	if (q->chunks == NULL)
+	{
+		free(q);
+		return NULL;
+	}
+	q->nchunks = nchunks;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv_free, NULL);
+	pthread_cond_init(&q->cv_full, NULL);
+	for (int i = 0; i < nchunks; i++)
+	{
+		gj_chunk   *c = &q->chunks[i];
+
+		c->a = malloc(sizeof(uint32_t) * GJ_CHUNK_PAIRS);
+		c->b = malloc(sizeof(uint32_t) * GJ_CHUNK_PAIRS);
+		c->dist = malloc(sizeof(double) * GJ_CHUNK_PAIRS);
+		if (c->a == NULL || c->b == NULL || c->dist == NULL)
+		{
+			gj_queue_destroy(q);
+			return NULL;
+		}
+		c->next = q->free_head;
+		q->free_head = c;
+	}
+	return q;
+}
+
+/* Free the pool; no thread may use q any more. */
+void
+gj_queue_destroy(gj_pair_queue *q)
+{
+	if (q == NULL)
+		return;
+	for (int i = 0; i < q->nchunks; i++)
+	{
+		free(q->chunks[i].a);
+		free(q->chunks[i].b);
+		free(q->chunks[i].dist);
+	}
+	free(q->chunks);
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv_free);
+	pthread_cond_destroy(&q->cv_full);
+	free(q);
+}
+
+/* Number of producers the consumer waits for before GJ_DONE. */
+void
+gj_queue_set_producers(gj_pair_queue *q, int n)
+{
+	pthread_mutex_lock(&q->mu);
+	q->producers = n;
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* An empty chunk; blocks while the pool is empty.  NULL once cancelled. */
+gj_chunk *
+gj_queue_get_free(gj_pair_queue *q)
+{
+	gj_chunk   *c = NULL;
+
+	pthread_mutex_lock(&q->mu);
+	while (q->free_head == NULL && !q->canceled)
+		pthread_cond_wait(&q->cv_free, &q->mu);
+	if (!q->canceled)
+	{
+		c = q->free_head;
+		q->free_head = c->next;
+		c->n = 0;
+		c->next = NULL;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return c;
+}
+
+/* Hand a filled chunk to the consumer (an empty one goes back to the pool). */
+void
+gj_queue_put_full(gj_pair_queue *q, gj_chunk *c)
+{
+	pthread_mutex_lock(&q->mu);
+	if (c->n == 0)
+	{
+		c->next = q->free_head;
+		q->free_head = c;
+		pthread_cond_signal(&q->cv_free);
+	}
+	else
+	{
+		c->next = NULL;
+		if (q->full_tail)
+			q->full_tail->next = c;
+		else
+			q->full_head = c;
+		q->full_tail = c;
+		pthread_cond_signal(&q->cv_full);
+	}
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* A producer has finished; the last one lets the consumer see GJ_DONE. */
+void
+gj_queue_producer_done(gj_pair_queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	q->producers--;
+	pthread_cond_broadcast(&q->cv_full);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/*
+ * The next full chunk, waiting up to timeout_ms: GJ_OK with *out set,
+ * GJ_AGAIN on timeout, GJ_DONE when every producer has finished and nothing
+ * is left, GJ_ERR_CANCELED after gj_queue_cancel.
+ */
+gj_status
+gj_queue_take(gj_pair_queue *q, int timeout_ms, gj_chunk **out)
+{
+	struct timespec deadline;
+	gj_status	st = GJ_OK;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L)
+	{
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+
+	*out = NULL;
+	pthread_mutex_lock(&q->mu);
+	while (q->full_head == NULL && q->producers > 0 && !q->canceled)
+	{
+		if (pthread_cond_timedwait(&q->cv_full, &q->mu, &deadline) == ETIMEDOUT)
+			break;
+	}
+	if (q->canceled)
+		st = GJ_ERR_CANCELED;
+	else if (q->full_head != NULL)
+	{
+		*out = q->full_head;
+		q->full_head = q->full_head->next;
+		if (q->full_head == NULL)
+			q->full_tail = NULL;
+	}
+	else if (q->producers <= 0)
+		st = GJ_DONE;
+	else
+		st = GJ_AGAIN;
+	pthread_mutex_unlock(&q->mu);
+	return st;
+}
+
+/* Give a consumed chunk back to the pool. */
+void
+gj_queue_release(gj_pair_queue *q, gj_chunk *c)
+{
+	c->n = 0;
+	pthread_mutex_lock(&q->mu);
+	c->next = q->free_head;
+	q->free_head = c;
+	pthread_cond_signal(&q->cv_free);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Wake and stop everyone: producers get no more chunks, the consumer stops. */
+void
+gj_queue_cancel(gj_pair_queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	q->canceled = 1;
+	pthread_cond_broadcast(&q->cv_free);
+	pthread_cond_broadcast(&q->cv_full);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Whether gj_queue_cancel was called. */
+int
+gj_queue_canceled(gj_pair_queue *q)
+{
+	int			c;
+
+	pthread_mutex_lock(&q->mu);
+	c = q->canceled;
+	pthread_mutex_unlock(&q->mu);
+	return c;
+}

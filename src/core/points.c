@@ -1,0 +1,98 @@
+/*
+ * points.c
+ *		The growable point buffer the readers fill and the engines sort.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gj_core.h"
+
+/* Names for statuses, for messages. */
+const char *
+gj_status_name(gj_status st)
+{
+	switch (st)
+	{
+		case GJ_OK:
+			return "ok";
+		case GJ_DONE:
+			return "done";
+		case GJ_AGAIN:
+			return "again";
+		case GJ_ERR_NOMEM:
+			return "out of host memory";
+		case GJ_ERR_LIMIT:
+			return "input exceeds a limit";
+		case GJ_ERR_THREAD:
+			return "could not start a worker thread";
+		case GJ_ERR_ARG:
+			return "invalid argument";
+		case GJ_ERR_CANCELED:
+			return "canceled";
+	}
+	return "unknown status";
+}
+
+/* An empty point set of the given dimensionality. */
+void
+gj_points_init(gj_points *p, int dims)
+{
+	memset(p, 0, sizeof(*p));
+	p->dims = dims;
+}
+
+/* Make room for at least n rows; grows geometrically. */
+gj_status
+gj_points_reserve(gj_points *p, int64_t n)
+{
+	int64_t		cap;
+	double	   *x;
+	int64_t    *ids;
+
+	if (n <= p->cap)
+		return GJ_OK;
+	if (n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	cap = p->cap < 1024 ? 1024 : p->cap;
+	while (cap < n)
+		cap = cap > GJ_MAX_ROWS / 2 ? GJ_MAX_ROWS : cap * 2;
+
+	x = realloc(p->x, (size_t) cap * (size_t) p->dims * sizeof(double));
+	if (x == NULL)
+		return GJ_ERR_NOMEM;
+	p->x = x;
+	ids = realloc(p->ids, (size_t) cap * sizeof(int64_t));
+	if (ids == NULL)
+		return GJ_ERR_NOMEM;
+	p->ids = ids;
+	p->cap = cap;
+	return GJ_OK;
+}
+
+/* Append one row. */
+gj_status
+gj_points_push(gj_points *p, int64_t id, const double *coords)
+{
+	if (p->n == p->cap)
+	{
+		gj_status	st = gj_points_reserve(p, p->n + 1);
+
+		if (st != GJ_OK)
+			return st;
+	}
+	memcpy(p->x + p->n * p->dims, coords, sizeof(double) * p->dims);
+	p->ids[p->n] = id;
+	p->n++;
+	return GJ_OK;
+}
+
+/* Free the buffers; the struct may be reused after gj_points_init. */
+void
+gj_points_free(gj_points *p)
+{
+	free(p->x);
+	free(p->ids);
+	p->x = NULL;
+	p->ids = NULL;
+	p->n = p->cap = 0;
+}
