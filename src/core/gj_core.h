@@ -37,7 +37,10 @@ typedef enum gj_status
 	GJ_ERR_LIMIT,				/* input beyond a GJ_MAX_* limit */
 	GJ_ERR_THREAD,				/* pthread_create failed */
 	GJ_ERR_ARG,					/* caller passed something invalid */
-	GJ_ERR_CANCELED				/* the join was cancelled */
+	GJ_ERR_CANCELED,			/* the join was cancelled */
+	GJ_ERR_NODEVICE,			/* no usable GPU (no driver, no device) */
+	GJ_ERR_DEVICE_OOM,			/* GPU memory exhausted */
+	GJ_ERR_CUDA					/* any other CUDA failure */
 } gj_status;
 
 extern const char *gj_status_name(gj_status st);

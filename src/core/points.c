@@ -29,6 +29,12 @@ gj_status_name(gj_status st)
 			return "invalid argument";
 		case GJ_ERR_CANCELED:
 			return "canceled";
+		case GJ_ERR_NODEVICE:
+			return "no usable GPU";
+		case GJ_ERR_DEVICE_OOM:
+			return "out of GPU memory";
+		case GJ_ERR_CUDA:
+			return "CUDA error";
 	}
 	return "unknown status";
 }

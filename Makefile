@@ -1,0 +1,74 @@
+# gpujoin: a PGXS extension with a pure-C core and optional CUDA kernels.
+#
+#   make             build (CUDA kernels too when nvcc is found)
+#   make install     install into the PostgreSQL that pg_config names
+#   make test        everything: core unit tests + pg_regress on a throwaway cluster
+#   make demo        build, install and run a sample join on a throwaway cluster
+
+EXTENSION = gpujoin
+EXTVERSION = 0.1
+
+MODULE_big = gpujoin
+CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
+	src/core/pair_queue.o src/core/cpu_selfjoin.o src/core/oracle.o
+OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o $(CORE_OBJS)
+
+DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core
+
+REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
+	privileges cancel
+REGRESS_OPTS = --inputdir=$(srcdir)
+
+# No FMA contraction anywhere: distances must round identically everywhere.
+PG_CFLAGS = -ffp-contract=off -pthread -Wno-declaration-after-statement
+PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK = -lm -lpthread
+
+# CUDA: found on PATH or in /usr/local/cuda; the runtime is linked
+# statically so the library loads where no driver is installed.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifneq ($(strip $(NVCC)),)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
+	--fmad=false $(CUDA_ARCH)
+OBJS += kernels/device.o
+SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+else
+OBJS += kernels/nocuda.o
+endif
+
+# LLVM bitcode for JIT is of no use here and cannot be made from .cu files.
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+kernels/%.o: kernels/%.cu kernels/gj_cuda.h src/core/gj_core.h
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(OBJS): src/core/gj_core.h
+src/*.o: src/gpujoin.h kernels/gj_cuda.h
+
+sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
+	cp $< $@
+
+all: sql/$(EXTENSION)--$(EXTVERSION).sql
+
+# Core unit tests: no PostgreSQL involved.
+CORE_SRCS = $(CORE_OBJS:.o=.c)
+regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/test_core.c regress/datagen.c $(CORE_SRCS) -lm
+
+.PHONY: test demo unittest
+unittest: regress/test_core
+	./regress/test_core
+
+test:
+	./regress/run_tests.sh
+
+demo:
+	./regress/demo.sh

@@ -1,0 +1,75 @@
+/*
+ * device.cu
+ *		CUDA runtime start-up and device description.
+ *
+ * The runtime is linked statically (no libcudart at load time); the driver
+ * library is opened by the runtime on the first call, so a machine without
+ * a driver loads the extension fine and only this probe reports "no GPU".
+ * Runtime initialisation may start helper threads: every signal is blocked
+ * around it so that PostgreSQL's handlers only ever run on the backend
+ * thread.
+ */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gj_cuda.h"
+
+#define GJ_STR2(x) #x
+#define GJ_STR(x) GJ_STR2(x)
+
+extern "C" const char *
+gj_cuda_build_info(void)
+{
+	return "CUDA " GJ_STR(CUDART_VERSION) " runtime (static)";
+}
+
+extern "C" gj_status
+gj_cuda_probe(gj_cuda_device_info *info)
+{
+	sigset_t	all,
+				old;
+	cudaError_t err;
+	int			count = 0;
+	cudaDeviceProp prop;
+
+	memset(info, 0, sizeof(*info));
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = cudaGetDeviceCount(&count);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	cudaRuntimeGetVersion(&info->runtime_version);
+	cudaDriverGetVersion(&info->driver_version);
+	if (err != cudaSuccess)
+	{
+		snprintf(info->error, sizeof(info->error), "cudaGetDeviceCount: %s",
+				 cudaGetErrorName(err));
+		cudaGetLastError();		/* clear the (non-sticky) error */
+		return GJ_ERR_NODEVICE;
+	}
+	if (count < 1)
+	{
+		snprintf(info->error, sizeof(info->error), "no CUDA device");
+		return GJ_ERR_NODEVICE;
+	}
+	err = cudaGetDeviceProperties(&prop, 0);
+	if (err == cudaSuccess)
+		err = cudaSetDevice(0);
+	if (err == cudaSuccess)
+		err = cudaMemGetInfo(&info->free_mem, &info->total_mem);
+	if (err != cudaSuccess)
+	{
+		snprintf(info->error, sizeof(info->error), "device 0: %s",
+				 cudaGetErrorName(err));
+		cudaGetLastError();
+		return GJ_ERR_NODEVICE;
+	}
+	info->device = 0;
+	snprintf(info->name, sizeof(info->name), "%s", prop.name);
+	info->major = prop.major;
+	info->minor = prop.minor;
+	info->sm_count = prop.multiProcessorCount;
+	return GJ_OK;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs every test suite of gpujoin and ends with one line: "N passed, N failed".
+#   1. core unit tests (regress/test_core): grid CPU join vs brute force
+#   2. pg_regress on a throwaway cluster (pg_virtualenv), once with
+#      gpujoin.device = cpu and once with the default (auto)
+# Installs missing build dependencies and the extension (root or sudo).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PGVER=${PGVER:-15}
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+regress/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
+make -s -j2 >/dev/null || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+$SUDO make -s install PG_CONFIG="$PG_CONFIG" >/dev/null || { echo "install failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+log=$(mktemp -d)
+
+# 1. core unit tests
+make -s regress/test_core >/dev/null && ./regress/test_core | tee "$log/core.txt" | grep -E '^(FAIL|core:)'
+line=$(grep -E '^core: [0-9]+ passed, [0-9]+ failed' "$log/core.txt" | tail -1)
+if [ -n "$line" ]; then
+	passed=$((passed + $(echo "$line" | awk '{print $2}')))
+	failed=$((failed + $(echo "$line" | awk '{print $4}')))
+else
+	echo "core: no summary (crashed?)"
+	failed=$((failed + 1))
+fi
+
+# 2. pg_regress, per device setting
+chmod 777 "$log"
+for device in cpu auto; do
+	outdir="$log/regress-$device"
+	mkdir -p "$outdir" && chmod 777 "$outdir"
+	pg_virtualenv -v "$PGVER" -o "max_worker_processes=8" sh -c \
+		"PGOPTIONS='-c gpujoin.device=$device' make -s installcheck PG_CONFIG='$PG_CONFIG' \
+		 EXTRA_REGRESS_OPTS='--outputdir=$outdir'" >"$log/pg-$device.txt" 2>&1
+	ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$log/pg-$device.txt" || true)
+	bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log/pg-$device.txt" || true)
+	echo "pg_regress (gpujoin.device=$device): $ok passed, $bad failed"
+	if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+		echo "pg_regress did not run:"; tail -20 "$log/pg-$device.txt"
+		bad=1
+	fi
+	if [ "$bad" -ne 0 ] && [ -f "$outdir/regression.diffs" ]; then
+		head -150 "$outdir/regression.diffs"
+	fi
+	passed=$((passed + ok))
+	failed=$((failed + bad))
+done
+
+rm -rf "$log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,22 @@
+-- statement_timeout stops a long join within a second and leaves no threads behind.
+CREATE TABLE big AS SELECT i AS id, (i % 1000) * 1e-9 AS x, 0.0::float8 AS y FROM generate_series(1, 200000) i;
+ALTER TABLE big ADD PRIMARY KEY (id);
+-- threads of this backend before the join
+SELECT count(*) AS tasks_before FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') \gset
+SET statement_timeout = '300ms';
+DO $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+    elapsed interval;
+BEGIN
+    -- all 200000 points in one cell: 2e10 pairs, far more than 300 ms of work
+    PERFORM count(*) FROM eps_selfjoin('big', '{x,y}', 1.0);
+    RAISE NOTICE 'the join was not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    elapsed := clock_timestamp() - t0;
+    RAISE NOTICE 'cancelled: %, within a second of the timeout: %', SQLERRM, elapsed < interval '1.3 s';
+END $$;
+RESET statement_timeout;
+SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
+-- the backend is healthy afterwards
+SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM big WHERE id <= 2000', 1e-12);

@@ -1,0 +1,181 @@
+/*
+ * gpujoin.c
+ *		Module entry: GUCs, engine choice, gpujoin_info().
+ *
+ * Nothing here touches CUDA at load time: _PG_init may run in the
+ * postmaster (shared_preload_libraries) and a CUDA context does not survive
+ * fork().  The GPU is probed lazily, once per backend, in GjChooseEngine.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "gpujoin.h"
+#include "../kernels/gj_cuda.h"
+
+PG_MODULE_MAGIC;
+
+int			gj_device_guc = GJ_DEVICE_AUTO;
+int			gj_cpu_threads_guc = 0;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", GJ_DEVICE_AUTO, false},
+	{"cpu", GJ_DEVICE_CPU, false},
+	{"gpu", GJ_DEVICE_GPU, false},
+	{NULL, 0, false}
+};
+
+/* The backend's GPU probe, done at most once. */
+static bool gpu_probed = false;
+static gj_cuda_device_info gpu_info;
+static gj_status gpu_status = GJ_ERR_NODEVICE;
+
+void		_PG_init(void);
+
+/* Register the GUCs; no CUDA here (see the file header). */
+void
+_PG_init(void)
+{
+	DefineCustomEnumVariable("gpujoin.device",
+							 "Engine for gpujoin joins: auto, cpu or gpu.",
+							 "auto uses a usable GPU and the CPU engine otherwise; "
+							 "gpu raises an error when no GPU engine is usable.",
+							 &gj_device_guc,
+							 GJ_DEVICE_AUTO,
+							 device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpujoin.cpu_threads",
+							"Worker threads of the CPU engine (0 = one per CPU).",
+							NULL,
+							&gj_cpu_threads_guc,
+							0, 0, 1024,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("gpujoin");
+}
+
+/* Probe the GPU once per backend and remember the answer. */
+static void
+ProbeGpu(void)
+{
+	if (gpu_probed)
+		return;
+	gpu_probed = true;
+	gpu_status = gj_cuda_probe(&gpu_info);
+}
+
+/* Threads the CPU engine will use. */
+int
+GjCpuThreads(void)
+{
+	return gj_cpu_threads_guc > 0 ? gj_cpu_threads_guc : gj_cpu_count();
+}
+
+/*
+ * The engine for the next join.  The GPU engine is not part of this
+ * version: auto means the CPU, and gpu is refused.
+ */
+GjEngine
+GjChooseEngine(void)
+{
+	if (gj_device_guc == GJ_DEVICE_GPU)
+	{
+		ProbeGpu();
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the GPU engine is not available in gpujoin %s",
+						GPUJOIN_VERSION),
+				 errhint("Set gpujoin.device to auto or cpu.")));
+	}
+	return GJ_ENGINE_CPU;
+}
+
+/* Map a failed core status to an ERROR with the matching SQLSTATE. */
+void
+GjCheckStatus(gj_status st, const char *what)
+{
+	switch (st)
+	{
+		case GJ_OK:
+		case GJ_DONE:
+		case GJ_AGAIN:
+			return;
+		case GJ_ERR_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory during %s", what)));
+			break;
+		case GJ_ERR_LIMIT:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("input too large for %s", what),
+					 errdetail("gpujoin handles at most %d rows of at most %d dimensions.",
+							   GJ_MAX_ROWS, GJ_MAX_DIMS)));
+			break;
+		case GJ_ERR_THREAD:
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("could not start worker threads for %s", what),
+					 errhint("Lower gpujoin.cpu_threads.")));
+			break;
+		default:
+			elog(ERROR, "gpujoin: %s failed: %s", what, gj_status_name(st));
+	}
+}
+
+PG_FUNCTION_INFO_V1(gpujoin_info);
+
+/* gpujoin_info(): one (name, value) row per fact about the installation. */
+Datum
+gpujoin_info(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		buf[256];
+	const char *engine;
+
+#define INFO_ROW(name, value) \
+	do { \
+		Datum		v_[2]; \
+		bool		n_[2] = {false, false}; \
+		v_[0] = CStringGetTextDatum(name); \
+		v_[1] = CStringGetTextDatum(value); \
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v_, n_); \
+	} while (0)
+
+	InitMaterializedSRF(fcinfo, 0);
+	ProbeGpu();
+
+	engine = gj_device_guc == GJ_DEVICE_GPU ? "gpu (not available)" : "cpu";
+	INFO_ROW("version", GPUJOIN_VERSION);
+	INFO_ROW("engine", engine);
+	snprintf(buf, sizeof(buf), "%d", GjCpuThreads());
+	INFO_ROW("cpu_threads", buf);
+	snprintf(buf, sizeof(buf), "%d", gj_cpu_count());
+	INFO_ROW("cpus", buf);
+	INFO_ROW("cuda_build", gj_cuda_build_info());
+	if (gpu_status == GJ_OK)
+	{
+		snprintf(buf, sizeof(buf), "%s (compute %d.%d, %d SMs, %.1f GiB)",
+				 gpu_info.name, gpu_info.major, gpu_info.minor,
+				 gpu_info.sm_count,
+				 (double) gpu_info.total_mem / (1024.0 * 1024.0 * 1024.0));
+		INFO_ROW("gpu", buf);
+	}
+	else
+	{
+		snprintf(buf, sizeof(buf), "none (%s)", gpu_info.error[0] ?
+				 gpu_info.error : gj_status_name(gpu_status));
+		INFO_ROW("gpu", buf);
+	}
+#undef INFO_ROW
+	return (Datum) 0;
+}

@@ -1,0 +1,77 @@
+/*
+ * gpujoin.h
+ *		Declarations shared by the PostgreSQL glue files of gpujoin.
+ *
+ * The glue reads points through SPI (input.c), owns every outside resource
+ * through a memory context with a reset callback (resources.c), picks an
+ * engine (gpujoin.c) and writes result rows (selfjoin.c).
+ */
+#ifndef GPUJOIN_H
+#define GPUJOIN_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/array.h"
+
+#include "core/gj_core.h"
+
+#define GPUJOIN_VERSION "0.1"
+
+/* gpujoin.device */
+typedef enum GjDevice
+{
+	GJ_DEVICE_AUTO,
+	GJ_DEVICE_CPU,
+	GJ_DEVICE_GPU
+} GjDevice;
+
+extern int	gj_device_guc;
+extern int	gj_cpu_threads_guc;
+
+/* The engine a join will run on, after applying gpujoin.device. */
+typedef enum GjEngine
+{
+	GJ_ENGINE_CPU,
+	GJ_ENGINE_GPU
+} GjEngine;
+
+extern GjEngine GjChooseEngine(void);
+extern int	GjCpuThreads(void);
+
+/*
+ * Everything a join holds outside palloc (malloc'd points, the grid, worker
+ * threads), owned by a memory context whose reset/delete callback releases
+ * it: on success, ERROR, cancel and statement_timeout alike.
+ */
+typedef struct GjResources
+{
+	MemoryContext cxt;
+	gj_points	points;
+	gj_grid		grid;
+	bool		have_grid;
+	gj_cpu_selfjoin *cpu;
+} GjResources;
+
+extern GjResources *GjResourcesCreate(int dims_hint);
+extern void GjResourcesRelease(GjResources *res);
+
+/* What the reader is asked to read. */
+typedef struct GjInputSpec
+{
+	const char *fname;			/* SQL function name, for messages */
+	/* relation form */
+	Oid			relid;
+	ArrayType  *cols;
+	text	   *id_col;			/* NULL: the primary key */
+	/* query form (relid == InvalidOid) */
+	const char *query;
+} GjInputSpec;
+
+/* Reads every usable row of spec into res->points. */
+extern void GjReadPoints(const GjInputSpec *spec, GjResources *res);
+
+/* Turns a core status into an ereport(ERROR) (never returns for errors). */
+extern void GjCheckStatus(gj_status st, const char *what);
+
+#endif							/* GPUJOIN_H */
