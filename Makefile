@@ -14,7 +14,7 @@ CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
 OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o $(CORE_OBJS)
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/bench_core
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel
@@ -72,3 +72,8 @@ test:
 
 demo:
 	./regress/demo.sh
+
+# Benchmarks (numbers for the README and the issue notes).
+regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
+		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
