@@ -14,7 +14,7 @@ CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
 OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o $(CORE_OBJS)
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/bench_core
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel
@@ -33,7 +33,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
 	--fmad=false $(CUDA_ARCH)
-OBJS += kernels/device.o
+OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o
 SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 OBJS += kernels/nocuda.o
@@ -46,7 +46,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-kernels/%.o: kernels/%.cu kernels/gj_cuda.h src/core/gj_core.h
+kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh src/core/gj_core.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 $(OBJS): src/core/gj_core.h
@@ -59,9 +59,9 @@ all: sql/$(EXTENSION)--$(EXTVERSION).sql
 
 # Core unit tests: no PostgreSQL involved.
 CORE_SRCS = $(CORE_OBJS:.o=.c)
-regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_core.c regress/datagen.c $(CORE_SRCS) -lm
+		regress/test_core.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 .PHONY: test demo unittest
 unittest: regress/test_core
@@ -77,3 +77,13 @@ demo:
 regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
+
+# GPU check and GPU benchmark (need nvcc to build, a GPU to run).
+KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o
+GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
+regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
+		regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
+regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
+		regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)

@@ -43,6 +43,53 @@ extern gj_status gj_cuda_probe(gj_cuda_device_info *info);
 /* How the CUDA side was built, for gpujoin_info(). */
 extern const char *gj_cuda_build_info(void);
 
+/*
+ * The GPU eps self-join.  gj_gpu_selfjoin_start uploads the points, builds
+ * the grid index on the device, estimates the result size from a sample and
+ * starts a driver thread that runs the join in batches; the caller takes
+ * result chunks (rows are indexes into p as given: p is not reordered) until
+ * GJ_DONE, exactly as with the CPU engine.  GJ_ERR_DEVICE_OOM from start
+ * means the index does not fit: fall back to the CPU engine.
+ */
+typedef struct gj_gpu_options
+{
+	size_t		memory_limit;	/* device bytes at most; 0: 90% of free */
+	int64_t		batch_pairs;	/* result pairs per buffer; 0: automatic */
+	int			nstreams;		/* 0: 3 */
+} gj_gpu_options;
+
+typedef struct gj_gpu_stats
+{
+	double		upload_ms;		/* host points to device */
+	double		index_ms;		/* cell ids, sort, cells, gather */
+	double		estimate_ms;	/* sampled result-size estimate */
+	int64_t		estimated_pairs;
+	int64_t		batches;		/* kernel launches that delivered */
+	int64_t		overflows;		/* batches split and rerun */
+	int64_t		pairs;
+	int64_t		batch_pairs;	/* buffer capacity chosen */
+	int64_t		ncells;
+	int			nidx;
+} gj_gpu_stats;
+
+typedef struct gj_gpu_selfjoin gj_gpu_selfjoin;
+
+extern gj_status gj_gpu_selfjoin_start(const gj_points *p, double eps,
+									   const gj_gpu_options *opt,
+									   gj_gpu_selfjoin **out,
+									   char *err, size_t errlen);
+extern gj_status gj_gpu_selfjoin_next(gj_gpu_selfjoin *j, int timeout_ms,
+									  gj_chunk **out);
+extern void gj_gpu_selfjoin_release(gj_gpu_selfjoin *j, gj_chunk *c);
+extern void gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st);
+extern const char *gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j);
+extern void gj_gpu_selfjoin_free(gj_gpu_selfjoin *j);
+
+/* Brute-force pair count on the GPU (benchmark reference); *ms: kernel time. */
+extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps,
+										 int64_t *pairs, double *ms,
+										 char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,3 +21,64 @@ gj_cuda_build_info(void)
 {
 	return "none (built without nvcc)";
 }
+
+gj_status
+gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
+					  gj_gpu_selfjoin **out, char *err, size_t errlen)
+{
+	(void) p;
+	(void) eps;
+	(void) opt;
+	*out = NULL;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+/* Never reached: start never succeeds in this build. */
+gj_status
+gj_gpu_selfjoin_next(gj_gpu_selfjoin *j, int timeout_ms, gj_chunk **out)
+{
+	(void) j;
+	(void) timeout_ms;
+	*out = NULL;
+	return GJ_ERR_NODEVICE;
+}
+
+void
+gj_gpu_selfjoin_release(gj_gpu_selfjoin *j, gj_chunk *c)
+{
+	(void) j;
+	(void) c;
+}
+
+void
+gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st)
+{
+	(void) j;
+	memset(st, 0, sizeof(*st));
+}
+
+const char *
+gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j)
+{
+	(void) j;
+	return "built without CUDA";
+}
+
+void
+gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
+{
+	(void) j;
+}
+
+gj_status
+gj_gpu_bruteforce_count(const gj_points *p, double eps, int64_t *pairs,
+						double *ms, char *err, size_t errlen)
+{
+	(void) p;
+	(void) eps;
+	*pairs = 0;
+	*ms = 0;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}

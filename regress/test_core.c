@@ -17,50 +17,14 @@
 
 #include "../src/core/gj_core.h"
 #include "datagen.h"
-
-typedef struct pair
-{
-	int64_t		a;
-	int64_t		b;
-	double		dist;
-} pair;
-
-typedef struct pair_list
-{
-	pair	   *v;
-	int64_t		n;
-	int64_t		cap;
-} pair_list;
+#include "pairset.h"
 
 static int	passed = 0;
 static int	failed = 0;
 
-static void
-list_add(pair_list *l, int64_t a, int64_t b, double dist)
-{
-	if (l->n == l->cap)
-	{
-		l->cap = l->cap ? l->cap * 2 : 1024;
-		l->v = realloc(l->v, sizeof(pair) * l->cap);
-		if (l->v == NULL)
-		{
-			fprintf(stderr, "out of memory\n");
-			exit(2);
-		}
-	}
-	if (a > b)
-	{
-		int64_t		t = a;
-
-		a = b;
-		b = t;
-	}
-	l->v[l->n++] = (pair) {a, b, dist};
-}
-
 typedef struct oracle_ctx
 {
-	pair_list  *out;
+	gj_pairset *out;
 	const int64_t *ids;
 } oracle_ctx;
 
@@ -70,25 +34,12 @@ oracle_emit(void *arg, int64_t i, int64_t j, double dist)
 {
 	oracle_ctx *ctx = arg;
 
-	list_add(ctx->out, ctx->ids[i], ctx->ids[j], dist);
-}
-
-static int
-cmp_pair(const void *x, const void *y)
-{
-	const pair *p = x,
-			   *q = y;
-
-	if (p->a != q->a)
-		return p->a < q->a ? -1 : 1;
-	if (p->b != q->b)
-		return p->b < q->b ? -1 : 1;
-	return 0;
+	gj_pairset_add(ctx->out, ctx->ids[i], ctx->ids[j], dist);
 }
 
 /* Run the grid join on p (consumed: it is sorted in place) into out. */
 static gj_status
-run_engine(gj_points *p, double eps, int threads, pair_list *out)
+run_engine(gj_points *p, double eps, int threads, gj_pairset *out)
 {
 	gj_grid		g;
 	gj_cpu_selfjoin *j;
@@ -119,7 +70,7 @@ run_engine(gj_points *p, double eps, int threads, pair_list *out)
 				fprintf(stderr, "engine emitted a >= b\n");
 				st = GJ_ERR_ARG;
 			}
-			list_add(out, p->ids[c->a[k]], p->ids[c->b[k]], c->dist[k]);
+			gj_pairset_add(out, p->ids[c->a[k]], p->ids[c->b[k]], c->dist[k]);
 		}
 		gj_cpu_selfjoin_release(j, c);
 	}
@@ -132,7 +83,7 @@ run_engine(gj_points *p, double eps, int threads, pair_list *out)
 static void
 check_case(const char *name, uint64_t seed, gj_points *p, double eps, int threads)
 {
-	pair_list	want = {0},
+	gj_pairset	want = {0},
 				got = {0};
 	gj_points	copy;
 	gj_status	st;
@@ -154,26 +105,7 @@ check_case(const char *name, uint64_t seed, gj_points *p, double eps, int thread
 	if (st != GJ_OK)
 		why = gj_status_name(st);
 	else
-	{
-		qsort(want.v, want.n, sizeof(pair), cmp_pair);
-		qsort(got.v, got.n, sizeof(pair), cmp_pair);
-		if (want.n != got.n)
-			why = "pair count differs";
-		else
-			for (int64_t k = 0; k < want.n; k++)
-				if (cmp_pair(&want.v[k], &got.v[k]) != 0)
-				{
-					why = "pair sets differ";
-					at = k;
-					break;
-				}
-				else if (memcmp(&want.v[k].dist, &got.v[k].dist, sizeof(double)) != 0)
-				{
-					why = "distance differs";
-					at = k;
-					break;
-				}
-	}
+		why = gj_pairset_diff(&want, &got, &at);
 	if (why == NULL)
 		passed++;
 	else
@@ -190,8 +122,8 @@ check_case(const char *name, uint64_t seed, gj_points *p, double eps, int thread
 				   want.v[at].dist, (long long) got.v[at].a,
 				   (long long) got.v[at].b, got.v[at].dist);
 	}
-	free(want.v);
-	free(got.v);
+	gj_pairset_free(&want);
+	gj_pairset_free(&got);
 	gj_points_free(&copy);
 }
 

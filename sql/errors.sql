@@ -59,8 +59,14 @@ SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT 1::int, array_fill(0
 -- numeric beyond float8 range
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT 1, 1e400::numeric', 1)$$);
 -- device and threads GUCs
+-- gpu: an error without a usable GPU, the same rows with one
 SET gpujoin.device = gpu;
-SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x}', 1)$$);
+SELECT CASE WHEN value LIKE 'none%'
+            THEN pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x}', 1)$$)
+                 = '0A000: gpujoin.device is gpu but no GPU is usable'
+            ELSE (SELECT count(*) FROM eps_selfjoin('e', '{x}', 1)) = 1
+       END AS device_gpu_behaves
+FROM gpujoin_info() WHERE name = 'gpu';
 RESET gpujoin.device;
 SET gpujoin.device = quantum;
 SET gpujoin.cpu_threads = -1;

@@ -14,6 +14,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+#include <limits.h>
+
 #include "gpujoin.h"
 #include "../kernels/gj_cuda.h"
 
@@ -21,6 +23,9 @@ PG_MODULE_MAGIC;
 
 int			gj_device_guc = GJ_DEVICE_AUTO;
 int			gj_cpu_threads_guc = 0;
+int			gj_gpu_memory_limit_guc = 0;
+int			gj_gpu_batch_pairs_guc = 0;
+bool		gj_progress_guc = false;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GJ_DEVICE_AUTO, false},
@@ -29,10 +34,11 @@ static const struct config_enum_entry device_options[] = {
 	{NULL, 0, false}
 };
 
-/* The backend's GPU probe, done at most once. */
+/* The backend's GPU probe, done at most once; a CUDA failure clears it. */
 static bool gpu_probed = false;
 static gj_cuda_device_info gpu_info;
 static gj_status gpu_status = GJ_ERR_NODEVICE;
+static char gpu_unusable[160] = "";
 
 void		_PG_init(void);
 
@@ -60,6 +66,33 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gpujoin.gpu_memory_limit",
+							"Most GPU memory a join may use, in MB (0 = 90% of what is free).",
+							NULL,
+							&gj_gpu_memory_limit_guc,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpujoin.gpu_batch_pairs",
+							"Result pairs per GPU batch buffer (0 = automatic).",
+							"Smaller buffers mean more batches; for tuning and tests.",
+							&gj_gpu_batch_pairs_guc,
+							0, 0, INT_MAX / 2,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpujoin.progress",
+							 "Report the progress of long joins as NOTICEs, at most one a second.",
+							 NULL,
+							 &gj_progress_guc,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpujoin");
 }
 
@@ -80,22 +113,51 @@ GjCpuThreads(void)
 	return gj_cpu_threads_guc > 0 ? gj_cpu_threads_guc : gj_cpu_count();
 }
 
+/* Whether this backend can use the GPU; why not in *why. */
+static bool
+GpuUsable(const char **why)
+{
+	ProbeGpu();
+	if (gpu_unusable[0] != '\0')
+	{
+		*why = gpu_unusable;
+		return false;
+	}
+	if (gpu_status != GJ_OK)
+	{
+		*why = gpu_info.error[0] ? gpu_info.error : gj_status_name(gpu_status);
+		return false;
+	}
+	*why = NULL;
+	return true;
+}
+
+/* After a CUDA failure: no more GPU joins in this backend. */
+void
+GjMarkGpuUnusable(const char *why)
+{
+	snprintf(gpu_unusable, sizeof(gpu_unusable), "disabled after an error: %s", why);
+}
+
 /*
- * The engine for the next join.  The GPU engine is not part of this
- * version: auto means the CPU, and gpu is refused.
+ * The engine for the next join: the GPU when gpujoin.device allows it and
+ * one is usable, else the CPU; gpu with no usable GPU is an error.
  */
 GjEngine
 GjChooseEngine(void)
 {
+	const char *why;
+
+	if (gj_device_guc == GJ_DEVICE_CPU)
+		return GJ_ENGINE_CPU;
+	if (GpuUsable(&why))
+		return GJ_ENGINE_GPU;
 	if (gj_device_guc == GJ_DEVICE_GPU)
-	{
-		ProbeGpu();
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the GPU engine is not available in gpujoin %s",
-						GPUJOIN_VERSION),
+				 errmsg("gpujoin.device is gpu but no GPU is usable"),
+				 errdetail("%s", why),
 				 errhint("Set gpujoin.device to auto or cpu.")));
-	}
 	return GJ_ENGINE_CPU;
 }
 
@@ -152,9 +214,17 @@ gpujoin_info(PG_FUNCTION_ARGS)
 	} while (0)
 
 	InitMaterializedSRF(fcinfo, 0);
-	ProbeGpu();
+	{
+		const char *why;
+		bool		usable = GpuUsable(&why);
 
-	engine = gj_device_guc == GJ_DEVICE_GPU ? "gpu (not available)" : "cpu";
+		if (gj_device_guc == GJ_DEVICE_CPU)
+			engine = "cpu";
+		else if (usable)
+			engine = "gpu";
+		else
+			engine = gj_device_guc == GJ_DEVICE_GPU ? "none (gpu required, none usable)" : "cpu";
+	}
 	INFO_ROW("version", GPUJOIN_VERSION);
 	INFO_ROW("engine", engine);
 	snprintf(buf, sizeof(buf), "%d", GjCpuThreads());
@@ -162,7 +232,7 @@ gpujoin_info(PG_FUNCTION_ARGS)
 	snprintf(buf, sizeof(buf), "%d", gj_cpu_count());
 	INFO_ROW("cpus", buf);
 	INFO_ROW("cuda_build", gj_cuda_build_info());
-	if (gpu_status == GJ_OK)
+	if (gpu_status == GJ_OK && gpu_unusable[0] == '\0')
 	{
 		snprintf(buf, sizeof(buf), "%s (compute %d.%d, %d SMs, %.1f GiB)",
 				 gpu_info.name, gpu_info.major, gpu_info.minor,
@@ -172,8 +242,8 @@ gpujoin_info(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		snprintf(buf, sizeof(buf), "none (%s)", gpu_info.error[0] ?
-				 gpu_info.error : gj_status_name(gpu_status));
+		snprintf(buf, sizeof(buf), "none (%s)", gpu_unusable[0] ? gpu_unusable :
+				 gpu_info.error[0] ? gpu_info.error : gj_status_name(gpu_status));
 		INFO_ROW("gpu", buf);
 	}
 #undef INFO_ROW

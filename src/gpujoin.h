@@ -28,6 +28,9 @@ typedef enum GjDevice
 
 extern int	gj_device_guc;
 extern int	gj_cpu_threads_guc;
+extern int	gj_gpu_memory_limit_guc;	/* MB, 0 = automatic */
+extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */
+extern bool gj_progress_guc;
 
 /* The engine a join will run on, after applying gpujoin.device. */
 typedef enum GjEngine
@@ -38,6 +41,7 @@ typedef enum GjEngine
 
 extern GjEngine GjChooseEngine(void);
 extern int	GjCpuThreads(void);
+extern void GjMarkGpuUnusable(const char *why);
 
 /*
  * Everything a join holds outside palloc (malloc'd points, the grid, worker
@@ -51,6 +55,7 @@ typedef struct GjResources
 	gj_grid		grid;
 	bool		have_grid;
 	gj_cpu_selfjoin *cpu;
+	struct gj_gpu_selfjoin *gpu;
 } GjResources;
 
 extern GjResources *GjResourcesCreate(int dims_hint);

@@ -2,8 +2,8 @@
  * resources.c
  *		Ownership of everything a join holds outside palloc.
  *
- * Points, the grid and the CPU engine's threads live in malloc'd memory the
- * core manages.  A small memory context owns them through a reset callback:
+ * Points, the grid, the CPU engine's threads and the GPU engine's device
+ * memory, pinned buffers, streams and driver thread live outside palloc.  A small memory context owns them through a reset callback:
  * when the join finishes, or when an ERROR, a cancel or statement_timeout
  * unwinds the query and deletes the context, the callback stops and joins
  * the worker threads and frees the buffers.  The callback never raises and
@@ -14,6 +14,7 @@
 #include "utils/memutils.h"
 
 #include "gpujoin.h"
+#include "../kernels/gj_cuda.h"
 
 static void
 ResourcesCallback(void *arg)
@@ -43,6 +44,11 @@ GjResourcesCreate(int dims_hint)
 void
 GjResourcesRelease(GjResources *res)
 {
+	if (res->gpu != NULL)
+	{
+		gj_gpu_selfjoin_free(res->gpu);
+		res->gpu = NULL;
+	}
 	if (res->cpu != NULL)
 	{
 		gj_cpu_selfjoin_free(res->cpu);

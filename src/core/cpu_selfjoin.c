@@ -254,7 +254,7 @@ emit(struct gj_cpu_selfjoin *j, gj_chunk **chp, int64_t a, int64_t b, double s)
 {
 	gj_chunk   *ch = *chp;
 
-	if (ch->n == GJ_CHUNK_PAIRS)
+	if (ch->n == ch->cap)
 	{
 		gj_queue_put_full(j->q, ch);
 		ch = *chp = gj_queue_get_free(j->q);

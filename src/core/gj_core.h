@@ -20,6 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
 /* Limits */
 #define GJ_MAX_DIMS				256		/* coordinates per point */
 #define GJ_MAX_ROWS				INT32_MAX	/* rows travel as 32-bit indexes */
@@ -127,17 +132,22 @@ typedef struct gj_nbr_iter
 	int64_t		cursor[GJ_MAX_FWD_PREFIXES];
 } gj_nbr_iter;
 
+extern int	gj_grid_forward_prefixes(const gj_grid *g, int64_t *off,
+									 int8_t (*vec)[GJ_MAX_INDEXED_DIMS]);
 extern void gj_nbr_iter_init(gj_nbr_iter *it, const gj_grid *g, int64_t first_cell);
 extern int	gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out);
 
 /*
  * Result chunks and the queue that carries them from producers (CPU worker
  * threads or the GPU driver) to the consumer (the backend writing tuples).
- * Rows are indexes into the sorted point set; a < b always.
+ * a and b are row indexes into the point set the engine was given (the CPU
+ * engine's sorted order, the GPU engine's original order); their order
+ * within a pair is unspecified.
  */
 typedef struct gj_chunk
 {
 	int32_t		n;
+	int32_t		cap;
 	uint32_t   *a;
 	uint32_t   *b;
 	double	   *dist;
@@ -147,6 +157,7 @@ typedef struct gj_chunk
 typedef struct gj_pair_queue gj_pair_queue;
 
 extern gj_pair_queue *gj_queue_create(int nchunks);
+extern gj_pair_queue *gj_queue_create_external(gj_chunk *pool, int nchunks);
 extern void gj_queue_destroy(gj_pair_queue *q);
 extern gj_chunk *gj_queue_get_free(gj_pair_queue *q);
 extern void gj_queue_put_full(gj_pair_queue *q, gj_chunk *c);
@@ -191,5 +202,9 @@ extern int	gj_cpu_count(void);
 typedef void (*gj_pair_fn) (void *arg, int64_t i, int64_t j, double dist);
 extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps,
 								  gj_pair_fn emit, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif							/* GJ_CORE_H */

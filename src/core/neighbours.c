@@ -40,52 +40,66 @@ lower_bound(const int64_t *a, int64_t n, int64_t key)
 }
 
 /*
+ * The positive prefix offsets of g: their linear offsets in off[] and their
+ * vectors in vec[]; returns how many (at most GJ_MAX_FWD_PREFIXES - 1).
+ * The GPU kernels get the same table, so both engines visit the same cells.
+ */
+int
+gj_grid_forward_prefixes(const gj_grid *g, int64_t *off,
+						 int8_t (*vec)[GJ_MAX_INDEXED_DIMS])
+{
+	int			m = g->nidx - 1;	/* prefix dimensions */
+	int			total = 1;
+	int			n = 0;
+
+	if (g->nidx < 2)
+		return 0;
+	for (int k = 0; k < m; k++)
+		total *= 3;
+	for (int t = 0; t < total; t++)
+	{
+		int8_t		v[GJ_MAX_INDEXED_DIMS] = {0};
+		int			first_nonzero = 0;
+		int64_t		o = 0;
+		int			rest = t;
+
+		for (int k = m - 1; k >= 0; k--)
+		{
+			v[k] = (int8_t) (rest % 3 - 1);
+			rest /= 3;
+		}
+		for (int k = 0; k < m; k++)
+			if (v[k] != 0)
+			{
+				first_nonzero = v[k];
+				break;
+			}
+		if (first_nonzero != 1)
+			continue;
+		for (int k = 0; k < GJ_MAX_INDEXED_DIMS; k++)
+		{
+			o += k < m ? v[k] * g->stride[k] : 0;
+			vec[n][k] = k < m ? v[k] : 0;
+		}
+		off[n++] = o;
+	}
+	return n;
+}
+
+/*
  * Prepare an iterator for a run of cells that starts at first_cell; the
  * cells passed to gj_nbr_forward must then ascend.
  */
 void
 gj_nbr_iter_init(gj_nbr_iter *it, const gj_grid *g, int64_t first_cell)
 {
-	int			m = g->nidx - 1;	/* prefix dimensions */
-	int			total = 1;
 	int64_t		start;
 
 	it->g = g;
 	it->nprefix = 0;
 	if (g->nidx < 2 || g->ncells == 0)
 		return;
-
-	for (int k = 0; k < m; k++)
-		total *= 3;
-	for (int t = 0; t < total; t++)
-	{
-		int8_t		vec[GJ_MAX_INDEXED_DIMS] = {0};
-		int			first_nonzero = 0;
-		int64_t		off = 0;
-		int			rest = t;
-
-		for (int k = m - 1; k >= 0; k--)
-		{
-			vec[k] = (int8_t) (rest % 3 - 1);
-			rest /= 3;
-		}
-		for (int k = 0; k < m; k++)
-			if (vec[k] != 0)
-			{
-				first_nonzero = vec[k];
-				break;
-			}
-		if (first_nonzero != 1)
-			continue;
-		for (int k = 0; k < m; k++)
-		{
-			off += vec[k] * g->stride[k];
-			it->prefix_vec[it->nprefix][k] = vec[k];
-		}
-		it->prefix_off[it->nprefix] = off;
-		it->nprefix++;
-	}
-
+	it->nprefix = gj_grid_forward_prefixes(g, it->prefix_off, it->prefix_vec);
 	start = g->cell_id[first_cell];
 	for (int p = 0; p < it->nprefix; p++)
 		it->cursor[p] = lower_bound(g->cell_id, g->ncells,

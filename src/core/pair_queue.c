@@ -29,6 +29,7 @@ struct gj_pair_queue
 	int			canceled;
 	int			nchunks;
 	gj_chunk   *chunks;			/* the pool, for destroy */
+	int			external;		/* the pool's arrays belong to the caller */
 };
 
 /* A queue with nchunks empty chunks of GJ_CHUNK_PAIRS each; NULL on OOM. */
@@ -53,6 +54,7 @@ gj_queue_create(int nchunks)
 	{
 		gj_chunk   *c = &q->chunks[i];
 
+		c->cap = GJ_CHUNK_PAIRS;
 		c->a = malloc(sizeof(uint32_t) * GJ_CHUNK_PAIRS);
 		c->b = malloc(sizeof(uint32_t) * GJ_CHUNK_PAIRS);
 		c->dist = malloc(sizeof(double) * GJ_CHUNK_PAIRS);
@@ -67,13 +69,45 @@ gj_queue_create(int nchunks)
 	return q;
 }
 
+/*
+ * A queue over chunks whose arrays the caller owns (the GPU engine's pinned
+ * buffers); the pool array is copied, the arrays are not freed by destroy.
+ */
+gj_pair_queue *
+gj_queue_create_external(gj_chunk *pool, int nchunks)
+{
+	gj_pair_queue *q = calloc(1, sizeof(gj_pair_queue));
+
+	if (q == NULL)
+		return NULL;
+	q->chunks = calloc(nchunks, sizeof(gj_chunk));
+	if (q->chunks == NULL)
+	{
+		free(q);
+		return NULL;
+	}
+	q->nchunks = nchunks;
+	q->external = 1;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv_free, NULL);
+	pthread_cond_init(&q->cv_full, NULL);
+	for (int i = 0; i < nchunks; i++)
+	{
+		q->chunks[i] = pool[i];
+		q->chunks[i].n = 0;
+		q->chunks[i].next = q->free_head;
+		q->free_head = &q->chunks[i];
+	}
+	return q;
+}
+
 /* Free the pool; no thread may use q any more. */
 void
 gj_queue_destroy(gj_pair_queue *q)
 {
 	if (q == NULL)
 		return;
-	for (int i = 0; i < q->nchunks; i++)
+	for (int i = 0; i < q->nchunks && !q->external; i++)
 	{
 		free(q->chunks[i].a);
 		free(q->chunks[i].b);

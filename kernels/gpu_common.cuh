@@ -1,0 +1,130 @@
+/*
+ * gpu_common.cuh
+ *		What the CUDA files of gpujoin share: the error-check macro, the grid
+ *		as the kernels see it, and the exact distance.
+ *
+ * Errors never abort: GJ_CUDA_CHECK records "call: cudaErrorName (file:line)"
+ * in the caller's error buffer and returns a gj_status from the enclosing
+ * function, which the C side turns into an ereport or a CPU fallback.
+ */
+#ifndef GJ_GPU_COMMON_CUH
+#define GJ_GPU_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gj_cuda.h"
+
+/* Debug builds (-DGJ_CUDA_SYNC_CHECK) synchronise after every launch. */
+#ifdef GJ_CUDA_SYNC_CHECK
+#define GJ_LAUNCH_SYNC() cudaDeviceSynchronize()
+#else
+#define GJ_LAUNCH_SYNC() cudaSuccess
+#endif
+
+static inline gj_status
+gj_cuda_status(cudaError_t e)
+{
+	return e == cudaErrorMemoryAllocation ? GJ_ERR_DEVICE_OOM : GJ_ERR_CUDA;
+}
+
+#define GJ_CUDA_CHECK(err, errlen, call) \
+	do { \
+		cudaError_t e_ = (call); \
+		if (e_ != cudaSuccess) \
+		{ \
+			snprintf((err), (errlen), "%s: %s (%s:%d)", #call, \
+					 cudaGetErrorName(e_), __FILE__, __LINE__); \
+			cudaGetLastError(); \
+			return gj_cuda_status(e_); \
+		} \
+	} while (0)
+
+#define GJ_CUDA_CHECK_LAUNCH(err, errlen, what) \
+	do { \
+		cudaError_t e_ = cudaGetLastError(); \
+		if (e_ == cudaSuccess) \
+			e_ = GJ_LAUNCH_SYNC(); \
+		if (e_ != cudaSuccess) \
+		{ \
+			snprintf((err), (errlen), "%s launch: %s (%s:%d)", (what), \
+					 cudaGetErrorName(e_), __FILE__, __LINE__); \
+			return gj_cuda_status(e_); \
+		} \
+	} while (0)
+
+/* Grid geometry and neighbour table, passed to kernels by value. */
+typedef struct gj_grid_params
+{
+	int			dims;
+	int			nidx;
+	int			idx_dim[GJ_MAX_INDEXED_DIMS];
+	double		origin[GJ_MAX_INDEXED_DIMS];
+	double		width[GJ_MAX_INDEXED_DIMS];
+	int64_t		ncell_dim[GJ_MAX_INDEXED_DIMS];
+	int64_t		stride[GJ_MAX_INDEXED_DIMS];
+	double		eps2;
+	int			nprefix;
+	int64_t		prefix_off[GJ_MAX_FWD_PREFIXES];
+	int8_t		prefix_vec[GJ_MAX_FWD_PREFIXES][GJ_MAX_INDEXED_DIMS];
+} gj_grid_params;
+
+/* The device index: points sorted by cell and the non-empty cells. */
+typedef struct gj_dev_grid
+{
+	int64_t		n;
+	int64_t		ncells;
+	double	   *xs;				/* n * dims, sorted by cell */
+	uint32_t   *perm;			/* sorted position -> original row */
+	uint32_t   *pcell;			/* sorted position -> cell index */
+	int64_t    *cell_id;		/* ncells, ascending linear ids */
+	uint32_t   *cell_start;		/* ncells + 1 */
+} gj_dev_grid;
+
+/*
+ * Squared distance by the shared rule: sum over d = 0.. in order of
+ * (a_d - b_d)^2, each operation rounded on its own (the _rn intrinsics are
+ * never contracted into FMA).  Stops early once past eps2: the pair fails
+ * either way, and passing pairs get the full, identical sum.
+ */
+template <int DIMS>
+__device__ __forceinline__ double
+gj_dev_sqdist(const double *a, const double *b, int dims, double eps2)
+{
+	double		s = 0.0;
+
+	if constexpr (DIMS > 0)
+	{
+#pragma unroll
+		for (int d = 0; d < DIMS; d++)
+		{
+			double		t = __dsub_rn(a[d], b[d]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+	}
+	else
+	{
+		for (int d = 0; d < dims; d++)
+		{
+			double		t = __dsub_rn(a[d], b[d]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+			if ((d & 3) == 3 && s > eps2)
+				break;
+		}
+	}
+	return s;
+}
+
+/* Index build (grid.cu): fills g; frees its temporaries. */
+extern gj_status gj_gpu_grid_build(const gj_points *p, const gj_grid *plan,
+								   gj_dev_grid *g, cudaStream_t stream,
+								   double *upload_ms, double *index_ms,
+								   char *err, size_t errlen);
+extern void gj_gpu_grid_free(gj_dev_grid *g);
+extern size_t gj_gpu_grid_bytes(int64_t n, int dims);
+extern void gj_grid_params_fill(gj_grid_params *P, const gj_grid *plan);
+
+#endif

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# make demo: build, install and run a sample eps self-join on a throwaway
+# cluster (pg_virtualenv), printing the result and its timing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PGVER=${PGVER:-15}
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+regress/install-deps.sh
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
+make -s -j2 >/dev/null
+$SUDO make -s install >/dev/null
+cat > /tmp/gpujoin-demo.sql <<'SQL'
+\set ON_ERROR_STOP 1
+\pset footer off
+CREATE EXTENSION gpujoin;
+SELECT * FROM gpujoin_info();
+\echo '== 1,000,000 random points in [0,100]^2'
+SELECT setseed(0.5);
+CREATE TABLE places (id bigint PRIMARY KEY, x float8, y float8);
+INSERT INTO places SELECT i, random() * 100, random() * 100 FROM generate_series(1, 1000000) i;
+ANALYZE places;
+\timing on
+\echo '== every pair within 0.3 of each other (about 28 neighbours a point)'
+SELECT count(*) AS pairs, round(avg(dist)::numeric, 4) AS avg_dist
+FROM eps_selfjoin('places', '{x,y}', 0.3);
+\echo '== the five closest pairs'
+SELECT * FROM eps_selfjoin('places', '{x,y}', 0.3) ORDER BY dist, a LIMIT 5;
+\echo '== the same join over a query (as with PostGIS: SELECT id, ST_X(g), ST_Y(g) ...)'
+SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM places WHERE x < 50', 0.3);
+\echo '== neighbour counts, the first step of DBSCAN'
+SELECT n_neighbours, count(*) AS points
+FROM (SELECT a, count(*) AS n_neighbours FROM eps_selfjoin('places', '{x,y}', 0.3, NULL, true) GROUP BY a) s
+GROUP BY n_neighbours ORDER BY n_neighbours LIMIT 8;
+SQL
+pg_virtualenv -v "$PGVER" -o jit=off psql -X -f /tmp/gpujoin-demo.sql postgres

@@ -1,0 +1,328 @@
+/*
+ * gpu_check.c
+ *		The GPU engine against the CPU engine (itself checked against brute
+ *		force by test_core), on seeded random and adversarial cases: every
+ *		kind of data of regress/datagen, 1-8 and 12/16 dims, eps from tiny to
+ *		huge, automatic and forced tiny result buffers (so that batches
+ *		overflow, split and rerun, and single points span several buffers).
+ *		Pair sets must be equal, distances bit for bit.  Also: cancel mid-join,
+ *		and GPU memory too small for the index (must fail cleanly with
+ *		GJ_ERR_DEVICE_OOM, the CPU-fallback signal).
+ *
+ *	gpu_check [seed]      last line: "gpu_check: N passed, N failed"
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/gj_cuda.h"
+#include "../src/core/gj_core.h"
+#include "datagen.h"
+#include "pairset.h"
+
+static int	passed = 0;
+static int	failed = 0;
+
+/* CPU engine result of p (a sorted copy is used; p is untouched). */
+static void
+cpu_pairs(const gj_points *p, double eps, gj_pairset *out)
+{
+	gj_points	c;
+	gj_grid		g;
+	gj_cpu_selfjoin *j;
+	gj_chunk   *ch;
+	gj_status	st;
+
+	gj_points_init(&c, p->dims);
+	gj_points_reserve(&c, p->n > 0 ? p->n : 1);
+	for (int64_t i = 0; i < p->n; i++)
+		gj_points_push(&c, p->ids[i], p->x + i * p->dims);
+	if (gj_grid_build(&g, &c, eps) != GJ_OK ||
+		gj_cpu_selfjoin_start(&g, &c, 0, &j) != GJ_OK)
+	{
+		fprintf(stderr, "cpu engine failed to start\n");
+		exit(2);
+	}
+	while ((st = gj_cpu_selfjoin_next(j, 100, &ch)) == GJ_OK || st == GJ_AGAIN)
+	{
+		if (st == GJ_AGAIN)
+			continue;
+		for (int k = 0; k < ch->n; k++)
+			gj_pairset_add(out, c.ids[ch->a[k]], c.ids[ch->b[k]], ch->dist[k]);
+		gj_cpu_selfjoin_release(j, ch);
+	}
+	gj_cpu_selfjoin_free(j);
+	gj_grid_free(&g);
+	gj_points_free(&c);
+}
+
+/* GPU engine result of p; returns its status. */
+static gj_status
+gpu_pairs(const gj_points *p, double eps, int64_t batch_pairs, gj_pairset *out,
+		  gj_gpu_stats *stats, char *err, size_t errlen)
+{
+	gj_gpu_options opt = {0, batch_pairs, 0};
+	gj_gpu_selfjoin *j;
+	gj_chunk   *ch;
+	gj_status	st;
+
+	st = gj_gpu_selfjoin_start(p, eps, &opt, &j, err, errlen);
+	if (st != GJ_OK)
+		return st;
+	while ((st = gj_gpu_selfjoin_next(j, 100, &ch)) == GJ_OK || st == GJ_AGAIN)
+	{
+		if (st == GJ_AGAIN)
+			continue;
+		for (int k = 0; k < ch->n; k++)
+			gj_pairset_add(out, p->ids[ch->a[k]], p->ids[ch->b[k]], ch->dist[k]);
+		gj_gpu_selfjoin_release(j, ch);
+	}
+	gj_gpu_selfjoin_stats(j, stats);
+	if (st != GJ_DONE)
+		snprintf(err, errlen, "%s", gj_gpu_selfjoin_error(j));
+	gj_gpu_selfjoin_free(j);
+	return st == GJ_DONE ? GJ_OK : st;
+}
+
+static void
+check(const char *name, uint64_t seed, const gj_points *p, double eps,
+	  int64_t batch_pairs)
+{
+	gj_pairset	want = {0},
+				got = {0};
+	gj_gpu_stats stats;
+	char		err[256] = "";
+	const char *why = NULL;
+	int64_t		at = -1;
+	gj_status	st;
+
+	memset(&stats, 0, sizeof(stats));
+	cpu_pairs(p, eps, &want);
+	st = gpu_pairs(p, eps, batch_pairs, &got, &stats, err, sizeof(err));
+	if (st != GJ_OK)
+		why = gj_status_name(st);
+	else
+		why = gj_pairset_diff(&want, &got, &at);
+	if (why == NULL)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL %s seed=%llu n=%lld dims=%d eps=%.17g batch=%lld: %s %s "
+			   "(cpu %lld pairs, gpu %lld; %lld batches, %lld overflows)\n",
+			   name, (unsigned long long) seed, (long long) p->n, p->dims, eps,
+			   (long long) batch_pairs, why, err, (long long) want.n,
+			   (long long) got.n, (long long) stats.batches,
+			   (long long) stats.overflows);
+		if (at >= 0)
+			printf("  first difference: cpu (%lld, %lld, %.17g), gpu (%lld, %lld, %.17g)\n",
+				   (long long) want.v[at].a, (long long) want.v[at].b, want.v[at].dist,
+				   (long long) got.v[at].a, (long long) got.v[at].b, got.v[at].dist);
+	}
+	gj_pairset_free(&want);
+	gj_pairset_free(&got);
+}
+
+static void
+check_kind(gj_kind kind, const char *name, uint64_t seed, int64_t n, int dims,
+		   double eps, int64_t batch_pairs)
+{
+	gj_points	p;
+
+	gj_gen_points(&p, kind, n, dims, seed);
+	check(name, seed, &p, eps, batch_pairs);
+	gj_points_free(&p);
+}
+
+/* Hand-made boundary sets (the same as test_core's). */
+static void
+check_boundaries(void)
+{
+	gj_points	p;
+	double		row[3];
+	int64_t		batches[] = {0, 100};
+
+	for (int b = 0; b < 2; b++)
+	{
+		gj_points_init(&p, 2);
+		for (int i = 0; i < 40; i++)
+			for (int k = 0; k < 40; k++)
+			{
+				row[0] = i * 0.1;
+				row[1] = k * 0.1;
+				gj_points_push(&p, p.n, row);
+			}
+		check("lattice-0.1", 0, &p, 0.1, batches[b]);
+		check("lattice-0.1-diag", 0, &p, sqrt(0.02), batches[b]);
+		check("lattice-1", 0, &p, 1.0, batches[b]);
+		gj_points_free(&p);
+
+		gj_points_init(&p, 1);
+		for (int i = 0; i < 300; i++)
+		{
+			row[0] = 1.0e-162 * (i % 37) * 0.37;
+			gj_points_push(&p, p.n, row);
+		}
+		check("subnormal-eps", 0, &p, 2.0e-162, batches[b]);
+		check("zero-eps2", 0, &p, 1.0e-170, batches[b]);
+		gj_points_free(&p);
+
+		gj_points_init(&p, 2);
+		for (int i = 0; i < 300; i++)
+		{
+			row[0] = (i % 3 - 1) * 1.5e308;
+			row[1] = (i % 17) * 0.5;
+			gj_points_push(&p, p.n, row);
+		}
+		check("range-overflow", 0, &p, 1.0, batches[b]);
+		check("eps2-overflow", 0, &p, 1.0e200, batches[b]);
+		gj_points_free(&p);
+
+		gj_points_init(&p, 3);
+		for (int i = 0; i < 12; i++)
+			for (int k = 0; k < 12; k++)
+				for (int m = 0; m < 12; m++)
+				{
+					row[0] = i * 0.25;
+					row[1] = k * 0.25;
+					row[2] = m * 0.25;
+					gj_points_push(&p, p.n, row);
+				}
+		check("cube-lattice", 0, &p, 0.25, batches[b]);
+		check("cube-lattice-diag", 0, &p, sqrt(3 * 0.0625), batches[b]);
+		gj_points_free(&p);
+	}
+}
+
+/* Cancel after the first chunk: free must return promptly. */
+static void
+check_cancel(uint64_t seed)
+{
+	gj_points	p;
+	gj_gpu_options opt = {0, 1 << 16, 0};
+	gj_gpu_selfjoin *j;
+	gj_chunk   *ch;
+	gj_status	st;
+	char		err[256];
+
+	gj_gen_points(&p, GJ_GEN_ONE_CELL, 200000, 2, seed);
+	st = gj_gpu_selfjoin_start(&p, 1.0, &opt, &j, err, sizeof(err));
+	if (st != GJ_OK)
+	{
+		failed++;
+		printf("FAIL cancel: start %s %s\n", gj_status_name(st), err);
+		gj_points_free(&p);
+		return;
+	}
+	do
+		st = gj_gpu_selfjoin_next(j, 100, &ch);
+	while (st == GJ_AGAIN);
+	if (st == GJ_OK)
+	{
+		gj_gpu_selfjoin_release(j, ch);
+		passed++;
+	}
+	else
+	{
+		failed++;
+		printf("FAIL cancel: no first chunk (%s)\n", gj_status_name(st));
+	}
+	gj_gpu_selfjoin_free(j);	/* 2e10 pairs still to come */
+	gj_points_free(&p);
+}
+
+/* A memory limit below the index size: GJ_ERR_DEVICE_OOM, nothing leaked. */
+static void
+check_oom(uint64_t seed)
+{
+	gj_points	p;
+	gj_gpu_options opt = {1 << 20, 0, 0};
+	gj_gpu_selfjoin *j = NULL;
+	gj_status	st;
+	char		err[256];
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 500000, 2, seed);
+	st = gj_gpu_selfjoin_start(&p, 0.5, &opt, &j, err, sizeof(err));
+	if (st == GJ_ERR_DEVICE_OOM && j == NULL)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL oom: got %s\n", gj_status_name(st));
+		gj_gpu_selfjoin_free(j);
+	}
+	gj_points_free(&p);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t	seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261121;
+	gj_cuda_device_info info;
+	static const struct
+	{
+		gj_kind		kind;
+		const char *name;
+	}			kinds[] = {
+		{GJ_GEN_UNIFORM, "uniform"},
+		{GJ_GEN_EXPONENTIAL, "exponential"},
+		{GJ_GEN_CLUSTERS, "clusters"},
+		{GJ_GEN_DUPLICATES, "duplicates"},
+		{GJ_GEN_ONE_CELL, "one-cell"},
+		{GJ_GEN_GRID_SNAPPED, "grid-snapped"},
+	};
+	static const int dim_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
+	static const double scales[] = {1e-9, 0.5, 1.0, 3.0, 1e6};
+	static const int64_t batch_list[] = {0, 64, 4096};
+	/* GJ_GPU_CHECK_QUICK: every 7th case, no large ones (for compute-sanitizer) */
+	int			quick = getenv("GJ_GPU_CHECK_QUICK") != NULL;
+	int			ncase = 0;
+
+	if (gj_cuda_probe(&info) != GJ_OK)
+	{
+		printf("gpu_check: no usable GPU: %s\n", info.error);
+		printf("gpu_check: 0 passed, 1 failed\n");
+		return 1;
+	}
+	printf("gpu_check: %s, %d SMs, compute %d.%d; base seed %llu\n", info.name,
+		   info.sm_count, info.major, info.minor, (unsigned long long) seed);
+
+	for (int k = 0; k < (int) (sizeof(kinds) / sizeof(kinds[0])); k++)
+		for (int d = 0; d < (int) (sizeof(dim_list) / sizeof(dim_list[0])); d++)
+			for (int s = 0; s < 5; s++)
+			{
+				int			dims = dim_list[d];
+				int64_t		n = 1000 + (int64_t) (seed % 3000);
+				double		eps = gj_gen_typical_eps(kinds[k].kind, n, dims, 4.0) * scales[s];
+
+				if (!quick || ncase % 7 == 0)
+					check_kind(kinds[k].kind, kinds[k].name, seed, n, dims, eps,
+							   batch_list[(k + d + s) % 3]);
+				ncase++;
+				seed++;
+			}
+	if (quick)
+	{
+		check_boundaries();
+		check_oom(seed++);
+		printf("gpu_check: %d passed, %d failed\n", passed, failed);
+		return failed == 0 ? 0 : 1;
+	}
+	/* large: many batches, skew, one dense cell spanning many buffers */
+	check_kind(GJ_GEN_UNIFORM, "uniform-200k", seed++, 200000, 2,
+			   gj_gen_typical_eps(GJ_GEN_UNIFORM, 200000, 2, 30.0), 0);
+	check_kind(GJ_GEN_UNIFORM, "uniform-200k-small-batches", seed++, 200000, 2,
+			   gj_gen_typical_eps(GJ_GEN_UNIFORM, 200000, 2, 30.0), 50000);
+	check_kind(GJ_GEN_EXPONENTIAL, "expo-200k", seed++, 200000, 2,
+			   gj_gen_typical_eps(GJ_GEN_EXPONENTIAL, 200000, 2, 50.0), 100000);
+	check_kind(GJ_GEN_ONE_CELL, "one-cell-20k", seed++, 20000, 3, 1.0, 1 << 16);
+	check_kind(GJ_GEN_UNIFORM, "uniform-6d-100k", seed++, 100000, 6,
+			   gj_gen_typical_eps(GJ_GEN_UNIFORM, 100000, 6, 10.0), 0);
+	check_boundaries();
+	check_cancel(seed++);
+	check_oom(seed++);
+
+	printf("gpu_check: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}

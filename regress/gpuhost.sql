@@ -1,0 +1,43 @@
+-- GPU-host checks through SQL (run by regress/gpuhost_run.sh with psql).
+-- Each check prints "ok <name>" or "FAIL <name>".
+\set ON_ERROR_STOP 1
+\pset tuples_only on
+\pset format unaligned
+CREATE EXTENSION IF NOT EXISTS gpujoin;
+SELECT name || ': ' || value FROM gpujoin_info() ORDER BY name;
+CREATE OR REPLACE FUNCTION pg_temp.same(q text, eps float8, label text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE d bigint; n bigint;
+BEGIN
+    SET LOCAL gpujoin.device = cpu;
+    CREATE TEMP TABLE c_res ON COMMIT DROP AS SELECT * FROM eps_selfjoin_sql(q, eps);
+    SET LOCAL gpujoin.device = gpu;
+    CREATE TEMP TABLE g_res ON COMMIT DROP AS SELECT * FROM eps_selfjoin_sql(q, eps);
+    SELECT count(*) INTO n FROM c_res;
+    SELECT count(*) INTO d FROM ((TABLE c_res EXCEPT ALL TABLE g_res) UNION ALL (TABLE g_res EXCEPT ALL TABLE c_res)) x;
+    DROP TABLE c_res; DROP TABLE g_res;
+    RETURN CASE WHEN d = 0 THEN 'ok ' ELSE 'FAIL ' END || label || ' (' || n || ' pairs, ' || d || ' differ)';
+END $$;
+SELECT setseed(0.77);
+CREATE TABLE IF NOT EXISTS gh2 AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 200000) i;
+CREATE TABLE IF NOT EXISTS gh5 AS SELECT i AS id, ARRAY[random(), random(), random(), random(), random()] AS p FROM generate_series(1, 50000) i;
+CREATE TABLE IF NOT EXISTS ghdup AS SELECT i AS id, (i % 7)::float8 AS x, (i % 3)::float8 AS y FROM generate_series(1, 3000) i;
+SELECT pg_temp.same('SELECT id, x, y FROM gh2', 0.3, 'uniform 2-D');
+SELECT pg_temp.same('SELECT id, x, y FROM gh2', 1.0, 'uniform 2-D eps 1');
+SELECT pg_temp.same('SELECT id, p FROM gh5', 0.1, '5-D arrays');
+SELECT pg_temp.same('SELECT id, x, y FROM ghdup', 1.0, 'duplicates, exact eps');
+SET gpujoin.gpu_batch_pairs = 1000;
+SELECT pg_temp.same('SELECT id, x, y FROM gh2', 0.3, 'uniform 2-D, 1000-pair batches');
+SELECT pg_temp.same('SELECT id, x, y FROM ghdup', 1.0, 'duplicates, 1000-pair batches (windows)');
+RESET gpujoin.gpu_batch_pairs;
+-- too little GPU memory: a NOTICE and the CPU engine, same rows
+SET gpujoin.device = cpu;
+SELECT count(*) AS cpu_n FROM eps_selfjoin_sql('SELECT id, x, y FROM gh2', 0.5) \gset
+SET gpujoin.device = gpu;
+SET gpujoin.gpu_memory_limit = 1;
+SELECT CASE WHEN count(*) = :cpu_n THEN 'ok' ELSE 'FAIL' END
+       || ' memory limit fallback (expect a NOTICE above)' FROM eps_selfjoin_sql('SELECT id, x, y FROM gh2', 0.5);
+RESET gpujoin.gpu_memory_limit;
+RESET gpujoin.device;
+SET gpujoin.progress = on;
+SELECT 'ok progress run: ' || count(*) FROM eps_selfjoin('gh2', '{x,y}', 3.0, 'id');
+RESET gpujoin.progress;

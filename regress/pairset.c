@@ -1,0 +1,80 @@
+/*
+ * pairset.c
+ *		Pair sets for tests (see pairset.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pairset.h"
+
+/* Append a pair, normalised to a <= b; exits on OOM (tests only). */
+void
+gj_pairset_add(gj_pairset *s, int64_t a, int64_t b, double dist)
+{
+	if (s->n == s->cap)
+	{
+		s->cap = s->cap ? s->cap * 2 : 1024;
+		s->v = realloc(s->v, sizeof(gj_pair) * s->cap);
+		if (s->v == NULL)
+		{
+			fprintf(stderr, "pairset: out of memory\n");
+			exit(2);
+		}
+	}
+	if (a > b)
+	{
+		int64_t		t = a;
+
+		a = b;
+		b = t;
+	}
+	s->v[s->n].a = a;
+	s->v[s->n].b = b;
+	s->v[s->n].dist = dist;
+	s->n++;
+}
+
+void
+gj_pairset_free(gj_pairset *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static int
+cmp_pair(const void *x, const void *y)
+{
+	const gj_pair *p = x,
+			   *q = y;
+
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	if (p->b != q->b)
+		return p->b < q->b ? -1 : 1;
+	return memcmp(&p->dist, &q->dist, sizeof(double));
+}
+
+const char *
+gj_pairset_diff(gj_pairset *want, gj_pairset *got, int64_t *at)
+{
+	*at = -1;
+	qsort(want->v, want->n, sizeof(gj_pair), cmp_pair);
+	qsort(got->v, got->n, sizeof(gj_pair), cmp_pair);
+	for (int64_t k = 0; k < want->n && k < got->n; k++)
+	{
+		if (want->v[k].a != got->v[k].a || want->v[k].b != got->v[k].b)
+		{
+			*at = k;
+			return "pair sets differ";
+		}
+		if (memcmp(&want->v[k].dist, &got->v[k].dist, sizeof(double)) != 0)
+		{
+			*at = k;
+			return "distance differs";
+		}
+	}
+	if (want->n != got->n)
+		return "pair count differs";
+	return NULL;
+}

@@ -1,0 +1,34 @@
+/*
+ * pairset.h
+ *		Pair sets for tests: collect (id, id, dist) triples from any engine,
+ *		then compare two sets exactly (distances bit for bit).
+ */
+#ifndef GJ_PAIRSET_H
+#define GJ_PAIRSET_H
+
+#include <stdint.h>
+
+typedef struct gj_pair
+{
+	int64_t		a;				/* a <= b after gj_pairset_add */
+	int64_t		b;
+	double		dist;
+} gj_pair;
+
+typedef struct gj_pairset
+{
+	gj_pair    *v;
+	int64_t		n;
+	int64_t		cap;
+} gj_pairset;
+
+extern void gj_pairset_add(gj_pairset *s, int64_t a, int64_t b, double dist);
+extern void gj_pairset_free(gj_pairset *s);
+
+/*
+ * Sort both sets and compare them: NULL when equal, else a reason, with the
+ * first differing position in *at (-1 when the counts differ).
+ */
+extern const char *gj_pairset_diff(gj_pairset *want, gj_pairset *got, int64_t *at);
+
+#endif
