@@ -60,6 +60,8 @@ typedef struct gj_gpu_options
 
 typedef struct gj_gpu_stats
 {
+	double		plan_ms;		/* grid geometry from the points (host) */
+	double		alloc_ms;		/* streams, result and pinned buffers */
 	double		upload_ms;		/* host points to device */
 	double		index_ms;		/* cell ids, sort, cells, gather */
 	double		estimate_ms;	/* sampled result-size estimate */
@@ -84,6 +86,12 @@ extern void gj_gpu_selfjoin_release(gj_gpu_selfjoin *j, gj_chunk *c);
 extern void gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st);
 extern const char *gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j);
 extern void gj_gpu_selfjoin_free(gj_gpu_selfjoin *j);
+
+/*
+ * Result buffers (device and pinned host) are kept for the process's next
+ * join; this frees them.
+ */
+extern void gj_gpu_release_cache(void);
 
 /* Brute-force pair count on the GPU (benchmark reference); *ms: kernel time. */
 extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps,

@@ -118,10 +118,13 @@ gj_dev_sqdist(const double *a, const double *b, int dims, double eps2)
 	return s;
 }
 
-/* Index build (grid.cu): fills g; frees its temporaries. */
-extern gj_status gj_gpu_grid_build(const gj_points *p, const gj_grid *plan,
-								   gj_dev_grid *g, cudaStream_t stream,
-								   double *upload_ms, double *index_ms,
+/* Upload and device statistics, then the index build (grid.cu). */
+extern gj_status gj_gpu_upload_stats(const gj_points *p, double **dx,
+									 gj_dim_stats *st, cudaStream_t stream,
+									 double *upload_ms, char *err, size_t errlen);
+extern gj_status gj_gpu_grid_build(const double *dx, int64_t n, int dims,
+								   const gj_grid *plan, gj_dev_grid *g,
+								   cudaStream_t stream, double *index_ms,
 								   char *err, size_t errlen);
 extern void gj_gpu_grid_free(gj_dev_grid *g);
 extern size_t gj_gpu_grid_bytes(int64_t n, int dims);

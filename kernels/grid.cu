@@ -2,8 +2,10 @@
  * grid.cu
  *		The grid index built on the GPU.
  *
- * The geometry (indexed dimensions, origin, cell widths) comes from the
- * core's gj_grid_plan, so both engines use the same cells.  On the device:
+ * The coordinates are uploaded once; their per-dimension statistics are
+ * reduced on the device and the core's gj_grid_plan_from_stats turns them
+ * into the geometry (indexed dimensions, origin, cell widths), the same
+ * rule the CPU engine uses.  Then, on the device:
  *	1. cell_ids_kernel: each point's linear cell id (same arithmetic as
  *	   gj_grid_cell_of: (x - origin) / width, truncated and clamped);
  *	2. CUB radix sort of (cell id, row) over only the bits the ids use;
@@ -18,6 +20,11 @@
 #include <time.h>
 
 #include "gpu_common.cuh"
+
+#define GJ_STATS_BLOCK 256
+#define GJ_STATS_BLOCKS 128
+
+static double now_ms(void);
 
 /* Layouts: x is n * dims row-major; keys/vals/flags/pcell are n long. */
 __global__ static void
@@ -43,6 +50,51 @@ cell_ids_kernel(const double *x, int n, gj_grid_params P, int64_t *keys,
 	}
 	keys[i] = id;
 	vals[i] = (uint32_t) i;
+}
+
+/*
+ * Per-block partial statistics of dimension blockIdx.y: min, max, sum, sum
+ * of squares over a grid-stride subset of the points; partial is
+ * [dims][gridDim.x][4].  The host reduces the partials.
+ */
+__global__ static void
+stats_kernel(const double *x, int n, int dims, double *partial)
+{
+	__shared__ double sh[4][GJ_STATS_BLOCK];
+	int			d = blockIdx.y;
+	double		mn = INFINITY,
+				mx = -INFINITY,
+				s = 0.0,
+				s2 = 0.0;
+
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+	{
+		double		v = x[(int64_t) i * dims + d];
+
+		mn = fmin(mn, v);
+		mx = fmax(mx, v);
+		s += v;
+		s2 += v * v;
+	}
+	sh[0][threadIdx.x] = mn;
+	sh[1][threadIdx.x] = mx;
+	sh[2][threadIdx.x] = s;
+	sh[3][threadIdx.x] = s2;
+	__syncthreads();
+	for (int w = blockDim.x / 2; w > 0; w /= 2)
+	{
+		if (threadIdx.x < w)
+		{
+			sh[0][threadIdx.x] = fmin(sh[0][threadIdx.x], sh[0][threadIdx.x + w]);
+			sh[1][threadIdx.x] = fmax(sh[1][threadIdx.x], sh[1][threadIdx.x + w]);
+			sh[2][threadIdx.x] += sh[2][threadIdx.x + w];
+			sh[3][threadIdx.x] += sh[3][threadIdx.x + w];
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		for (int k = 0; k < 4; k++)
+			partial[((int64_t) d * gridDim.x + blockIdx.x) * 4 + k] = sh[k][0];
 }
 
 /* flags[i] = 1 where a new cell starts in the sorted keys. */
@@ -140,7 +192,6 @@ gj_gpu_grid_free(gj_dev_grid *g)
 /* Temporaries of one build, freed on every path. */
 typedef struct build_tmp
 {
-	double	   *x;
 	int64_t    *keys_in;
 	int64_t    *keys;
 	uint32_t   *vals_in;
@@ -151,7 +202,6 @@ typedef struct build_tmp
 static void
 build_tmp_free(build_tmp *t)
 {
-	cudaFree(t->x);
 	cudaFree(t->keys_in);
 	cudaFree(t->keys);
 	cudaFree(t->vals_in);
@@ -159,13 +209,74 @@ build_tmp_free(build_tmp *t)
 	cudaFree(t->cub_tmp);
 }
 
-static gj_status
-build(const gj_points *p, const gj_grid *plan, gj_dev_grid *g,
-	  cudaStream_t stream, build_tmp *t, double *upload_ms, double *index_ms,
-	  char *err, size_t errlen)
+/*
+ * Copy p's coordinates to the device (*dx, freed by the caller) and reduce
+ * their per-dimension statistics there, for gj_grid_plan_from_stats.
+ */
+gj_status
+gj_gpu_upload_stats(const gj_points *p, double **dx, gj_dim_stats *st,
+					cudaStream_t stream, double *upload_ms, char *err,
+					size_t errlen)
 {
 	int			n = (int) p->n;
 	int			dims = p->dims;
+	double	   *dpart = NULL;
+	double	   *hpart;
+	size_t		part_n = (size_t) dims * GJ_STATS_BLOCKS * 4;
+	double		t0 = now_ms();
+	cudaError_t e;
+
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(dx, sizeof(double) * n * dims));
+	GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(*dx, p->x, sizeof(double) * n * dims,
+											   cudaMemcpyHostToDevice, stream));
+	hpart = (double *) malloc(sizeof(double) * part_n);
+	if (hpart == NULL)
+		return GJ_ERR_NOMEM;
+	e = cudaMalloc(&dpart, sizeof(double) * part_n);
+	if (e == cudaSuccess)
+	{
+		stats_kernel<<<dim3(GJ_STATS_BLOCKS, dims), GJ_STATS_BLOCK, 0, stream>>>(*dx, n, dims, dpart);
+		e = cudaGetLastError();
+	}
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(hpart, dpart, sizeof(double) * part_n, cudaMemcpyDeviceToHost, stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(stream);
+	cudaFree(dpart);
+	if (e != cudaSuccess)
+	{
+		free(hpart);
+		snprintf(err, errlen, "device statistics: %s", cudaGetErrorName(e));
+		cudaGetLastError();
+		return gj_cuda_status(e);
+	}
+	for (int d = 0; d < dims; d++)
+	{
+		st[d].min = INFINITY;
+		st[d].max = -INFINITY;
+		st[d].sum = 0.0;
+		st[d].sumsq = 0.0;
+		for (int b = 0; b < GJ_STATS_BLOCKS; b++)
+		{
+			const double *q = hpart + ((size_t) d * GJ_STATS_BLOCKS + b) * 4;
+
+			st[d].min = q[0] < st[d].min ? q[0] : st[d].min;
+			st[d].max = q[1] > st[d].max ? q[1] : st[d].max;
+			st[d].sum += q[2];
+			st[d].sumsq += q[3];
+		}
+	}
+	free(hpart);
+	*upload_ms = now_ms() - t0;
+	return GJ_OK;
+}
+
+static gj_status
+build(const double *dx, int64_t npoints, int dims, const gj_grid *plan,
+	  gj_dev_grid *g, cudaStream_t stream, build_tmp *t, double *index_ms,
+	  char *err, size_t errlen)
+{
+	int			n = (int) npoints;
 	gj_grid_params P;
 	size_t		sort_bytes = 0,
 				scan_bytes = 0;
@@ -182,13 +293,6 @@ build(const gj_points *p, const gj_grid *plan, gj_dev_grid *g,
 	while (end_bit < 64 && (total - 1) >> end_bit != 0)
 		end_bit++;
 
-	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->x, sizeof(double) * n * dims));
-	GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(t->x, p->x, sizeof(double) * n * dims,
-											   cudaMemcpyHostToDevice, stream));
-	GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(stream));
-	*upload_ms = now_ms() - t0;
-	t0 = now_ms();
-
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->keys_in, sizeof(int64_t) * n));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->keys, sizeof(int64_t) * n));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->vals_in, sizeof(uint32_t) * n));
@@ -196,7 +300,7 @@ build(const gj_points *p, const gj_grid *plan, gj_dev_grid *g,
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->flags, sizeof(uint32_t) * n));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&g->pcell, sizeof(uint32_t) * n));
 
-	cell_ids_kernel<<<blocks, 256, 0, stream>>>(t->x, n, P, t->keys_in, t->vals_in);
+	cell_ids_kernel<<<blocks, 256, 0, stream>>>(dx, n, P, t->keys_in, t->vals_in);
 	GJ_CUDA_CHECK_LAUNCH(err, errlen, "cell_ids_kernel");
 
 	/* CUB's two-call protocol: size the temporary storage, then run */
@@ -228,7 +332,7 @@ build(const gj_points *p, const gj_grid *plan, gj_dev_grid *g,
 		int64_t		total_coords = (int64_t) n * dims;
 
 		gather_kernel<<<(unsigned) ((total_coords + 255) / 256), 256, 0, stream>>>(
-			t->x, g->perm, total_coords, dims, g->xs);
+			dx, g->perm, total_coords, dims, g->xs);
 		GJ_CUDA_CHECK_LAUNCH(err, errlen, "gather_kernel");
 	}
 	GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(stream));
@@ -238,19 +342,19 @@ build(const gj_points *p, const gj_grid *plan, gj_dev_grid *g,
 }
 
 /*
- * Upload p and build the device index for plan into g (zeroed by the
- * caller).  On failure g is freed again.
+ * Build the device index for plan from the uploaded coordinates dx (n rows
+ * of dims) into g (zeroed by the caller).  On failure g is freed again.
  */
 gj_status
-gj_gpu_grid_build(const gj_points *p, const gj_grid *plan, gj_dev_grid *g,
-				  cudaStream_t stream, double *upload_ms, double *index_ms,
+gj_gpu_grid_build(const double *dx, int64_t n, int dims, const gj_grid *plan,
+				  gj_dev_grid *g, cudaStream_t stream, double *index_ms,
 				  char *err, size_t errlen)
 {
 	build_tmp	t;
 	gj_status	st;
 
 	memset(&t, 0, sizeof(t));
-	st = build(p, plan, g, stream, &t, upload_ms, index_ms, err, errlen);
+	st = build(dx, n, dims, plan, g, stream, &t, index_ms, err, errlen);
 	cudaStreamSynchronize(stream);
 	build_tmp_free(&t);
 	if (st != GJ_OK)

@@ -82,3 +82,8 @@ gj_gpu_bruteforce_count(const gj_points *p, double eps, int64_t *pairs,
 	snprintf(err, errlen, "built without CUDA");
 	return GJ_ERR_NODEVICE;
 }
+
+void
+gj_gpu_release_cache(void)
+{
+}

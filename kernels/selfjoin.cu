@@ -28,6 +28,7 @@
  */
 #include <cooperative_groups.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@
 namespace cg = cooperative_groups;
 
 #define GJ_GPU_MAX_STREAMS 4
-#define GJ_GPU_DEFAULT_BATCH ((int64_t) 4 << 20)	/* pairs per buffer */
+#define GJ_GPU_DEFAULT_BATCH ((int64_t) 2 << 20)	/* pairs per buffer */
 #define GJ_GPU_MIN_BATCH ((int64_t) 1 << 16)
 #define GJ_GPU_SAMPLE_POINTS 32768
 #define GJ_GPU_BLOCK 256
@@ -247,6 +248,7 @@ struct gj_gpu_selfjoin
 	cudaEvent_t events[GJ_GPU_MAX_STREAMS];
 	gj_out		out[GJ_GPU_MAX_STREAMS];	/* device buffers */
 	unsigned long long *h_count;	/* pinned, one per stream */
+	unsigned long long *d_sample;	/* the estimate's counter */
 	int64_t		cap;			/* pairs per buffer */
 
 	gj_chunk	pool[GJ_GPU_MAX_STREAMS + 1];	/* pinned host chunks */
@@ -447,15 +449,99 @@ driver_main(void *arg)
 		if (idle == j->nstreams && j->npending == 0)
 			break;				/* every batch delivered */
 		if (!progressed)
-		{
-			struct timespec ts = {0, 20000};
-
-			nanosleep(&ts, NULL);
-		}
+			sched_yield();		/* kernels run for well under a millisecond */
 	}
 	/* chunks still being copied are released by free after a stream sync */
 	gj_queue_producer_done(j->q);
 	return NULL;
+}
+
+/*
+ * Result buffers outlive a join in this process: pinning host memory costs
+ * tens of milliseconds, more than a small join itself.  A finished join
+ * leaves its buffers here and the next one with no larger a need takes
+ * them.  (One join at a time in a backend; the mutex is for other callers.)
+ */
+typedef struct buffer_cache
+{
+	int			valid;
+	int			nstreams;
+	int64_t		cap;
+	gj_out		out[GJ_GPU_MAX_STREAMS];
+	gj_chunk	pool[GJ_GPU_MAX_STREAMS + 1];
+} buffer_cache;
+
+static buffer_cache cache;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void free_buffers(struct gj_gpu_selfjoin *j);
+
+/* Take cached buffers holding at least cap pairs; 1 if taken. */
+static int
+cache_take(struct gj_gpu_selfjoin *j, int64_t cap)
+{
+	int			taken = 0;
+
+	pthread_mutex_lock(&cache_mu);
+	if (cache.valid && cache.nstreams == j->nstreams && cache.cap >= cap)
+	{
+		memcpy(j->out, cache.out, sizeof(cache.out));
+		memcpy(j->pool, cache.pool, sizeof(cache.pool));
+		j->cap = cache.cap;
+		j->npool = j->nstreams + 1;
+		cache.valid = 0;
+		taken = 1;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	return taken;
+}
+
+/* Keep j's buffers for the next join (the larger set wins). */
+static void
+cache_put(struct gj_gpu_selfjoin *j)
+{
+	struct gj_gpu_selfjoin old;
+
+	memset(&old, 0, sizeof(old));
+	pthread_mutex_lock(&cache_mu);
+	if (cache.valid && cache.cap >= j->cap && cache.nstreams == j->nstreams)
+	{
+		pthread_mutex_unlock(&cache_mu);
+		free_buffers(j);
+		return;
+	}
+	if (cache.valid)
+	{
+		memcpy(old.out, cache.out, sizeof(cache.out));
+		memcpy(old.pool, cache.pool, sizeof(cache.pool));
+	}
+	memcpy(cache.out, j->out, sizeof(cache.out));
+	memcpy(cache.pool, j->pool, sizeof(cache.pool));
+	cache.cap = j->cap;
+	cache.nstreams = j->nstreams;
+	cache.valid = 1;
+	memset(j->out, 0, sizeof(j->out));
+	memset(j->pool, 0, sizeof(j->pool));
+	pthread_mutex_unlock(&cache_mu);
+	free_buffers(&old);
+}
+
+/* Free the cached buffers (process exit, or to give memory back). */
+extern "C" void
+gj_gpu_release_cache(void)
+{
+	struct gj_gpu_selfjoin old;
+
+	memset(&old, 0, sizeof(old));
+	pthread_mutex_lock(&cache_mu);
+	if (cache.valid)
+	{
+		memcpy(old.out, cache.out, sizeof(cache.out));
+		memcpy(old.pool, cache.pool, sizeof(cache.pool));
+		cache.valid = 0;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	free_buffers(&old);
 }
 
 /* Allocate result buffers and pinned chunks of cap pairs; 0 on failure. */
@@ -507,8 +593,8 @@ free_buffers(struct gj_gpu_selfjoin *j)
 
 /* Size buffers from the budget, estimate pairs, cut the batches. */
 static gj_status
-prepare(struct gj_gpu_selfjoin *j, const gj_points *p, const gj_gpu_options *opt,
-		char *err, size_t errlen)
+prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
+		const gj_gpu_options *opt, char *err, size_t errlen)
 {
 	size_t		free_b = 0,
 				total_b = 0,
@@ -541,26 +627,73 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, const gj_gpu_options *opt
 		GJ_CUDA_CHECK(err, errlen, cudaEventCreateWithFlags(&j->events[s], cudaEventDisableTiming));
 	}
 	GJ_CUDA_CHECK(err, errlen, cudaMallocHost(&j->h_count, sizeof(unsigned long long) * j->nstreams));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_sample, sizeof(unsigned long long)));
 
 	{
-		gj_status	st = gj_gpu_grid_build(p, &j->plan, &j->G, j->streams[0],
-										   &j->stats.upload_ms, &j->stats.index_ms,
-										   err, errlen);
+		/* upload, statistics on the device, the plan, the device index */
+		double	   *dx = NULL;
+		gj_dim_stats st_dims[GJ_MAX_DIMS];
+		gj_status	st;
 
+		st = gj_gpu_upload_stats(p, &dx, st_dims, j->streams[0],
+								 &j->stats.upload_ms, err, errlen);
+		if (st == GJ_OK)
+		{
+			t0 = now_ms();
+			st = gj_grid_plan_from_stats(&j->plan, p->dims, n, eps, st_dims);
+			gj_grid_params_fill(&j->P, &j->plan);
+			j->stats.plan_ms = now_ms() - t0;
+		}
+		if (st == GJ_OK)
+			st = gj_gpu_grid_build(dx, n, p->dims, &j->plan, &j->G, j->streams[0],
+								   &j->stats.index_ms, err, errlen);
+		cudaFree(dx);
 		if (st != GJ_OK)
 			return st;
 	}
 	j->stats.ncells = j->G.ncells;
 	j->stats.nidx = j->plan.nidx;
 
-	/* result buffers from what the index left of the budget */
+	/* the sampled estimate: count-only run over every stride-th point */
+	t0 = now_ms();
+	stride = (uint32_t) (n > GJ_GPU_SAMPLE_POINTS ? n / GJ_GPU_SAMPLE_POINTS : 1);
+	{
+		gj_out		O;
+
+		memset(&O, 0, sizeof(O));
+		O.count = j->d_sample;
+		GJ_CUDA_CHECK(err, errlen, cudaMemsetAsync(O.count, 0, sizeof(unsigned long long), j->streams[0]));
+		GJ_CUDA_CHECK(err, errlen, launch_join(j->G, j->P, 0, (uint32_t) n, stride, O, j->streams[0]));
+		GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(&sample, O.count, sizeof(sample),
+												   cudaMemcpyDeviceToHost, j->streams[0]));
+		GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(j->streams[0]));
+	}
+	j->stats.estimate_ms = now_ms() - t0;
+	j->stats.estimated_pairs = (int64_t) sample * stride;
+	per_point = (double) sample / (double) ((n + stride - 1) / stride);
+
+	/*
+	 * Result buffers: no larger than the estimate needs (pinning host memory
+	 * costs time), no larger than the default or the budget's remainder.
+	 */
+	t0 = now_ms();
 	left = budget > index_b ? budget - index_b : 0;
-	cap = (opt != NULL && opt->batch_pairs > 0) ? opt->batch_pairs : GJ_GPU_DEFAULT_BATCH;
-	if (cap * 16 * j->nstreams > (int64_t) left && (opt == NULL || opt->batch_pairs <= 0))
-		cap = (int64_t) (left / (16 * (size_t) j->nstreams));
+	if (opt != NULL && opt->batch_pairs > 0)
+		cap = opt->batch_pairs;
+	else
+	{
+		cap = (int64_t) (1.25 * (double) j->stats.estimated_pairs) + GJ_GPU_MIN_BATCH;
+		if (cap > GJ_GPU_DEFAULT_BATCH)
+			cap = GJ_GPU_DEFAULT_BATCH;
+		if (cap * 16 * j->nstreams > (int64_t) left)
+			cap = (int64_t) (left / (16 * (size_t) j->nstreams));
+	}
 	if (cap > INT32_MAX / 2)
 		cap = INT32_MAX / 2;
-	for (;; cap /= 2)
+	if (cache_take(j, cap))
+		cap = j->cap;
+	else
+		for (;; cap /= 2)
 	{
 		if (cap < GJ_GPU_MIN_BATCH && (opt == NULL || opt->batch_pairs <= 0))
 		{
@@ -577,27 +710,10 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, const gj_gpu_options *opt
 		}
 	}
 	j->stats.batch_pairs = cap;
+	j->stats.alloc_ms = now_ms() - t0;
 
-	/* the sampled estimate: count-only run over every stride-th point */
-	t0 = now_ms();
-	stride = (uint32_t) (n > GJ_GPU_SAMPLE_POINTS ? n / GJ_GPU_SAMPLE_POINTS : 1);
-	{
-		gj_out		O = j->out[0];
-
-		O.cap = 0;
-		O.skip = 0;
-		GJ_CUDA_CHECK(err, errlen, cudaMemsetAsync(O.count, 0, sizeof(unsigned long long), j->streams[0]));
-		GJ_CUDA_CHECK(err, errlen, launch_join(j->G, j->P, 0, (uint32_t) n, stride, O, j->streams[0]));
-		GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(&sample, O.count, sizeof(sample),
-												   cudaMemcpyDeviceToHost, j->streams[0]));
-		GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(j->streams[0]));
-	}
-	j->stats.estimate_ms = now_ms() - t0;
-	j->stats.estimated_pairs = (int64_t) sample * stride;
-	per_point = (double) sample / (double) ((n + stride - 1) / stride);
-
-	/* batches expected to fill half a buffer; splits absorb the skew */
-	ppb = per_point > 0 ? (int64_t) (0.5 * (double) cap / per_point) : n;
+	/* batches expected to fill 70% of a buffer; splits absorb the skew */
+	ppb = per_point > 0 ? (int64_t) (0.7 * (double) cap / per_point) : n;
 	if (ppb < 1)
 		ppb = 1;
 	if (ppb > n)
@@ -629,16 +745,14 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 	j = (struct gj_gpu_selfjoin *) calloc(1, sizeof(struct gj_gpu_selfjoin));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
-	j->nstreams = (opt != NULL && opt->nstreams > 0) ? opt->nstreams : 3;
+	j->nstreams = (opt != NULL && opt->nstreams > 0) ? opt->nstreams : GJ_GPU_MAX_STREAMS;
 	if (j->nstreams > GJ_GPU_MAX_STREAMS)
 		j->nstreams = GJ_GPU_MAX_STREAMS;
 
-	st = gj_grid_plan(&j->plan, p, eps);
-	if (st == GJ_OK)
-	{
-		gj_grid_params_fill(&j->P, &j->plan);
-		st = prepare(j, p, opt, err, errlen);
-	}
+	if (!(eps > 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		st = GJ_ERR_ARG;
+	else
+		st = prepare(j, p, eps, opt, err, errlen);
 	if (st == GJ_OK)
 	{
 		j->q = gj_queue_create_external(j->pool, j->npool);
@@ -707,10 +821,17 @@ gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
 		gj_queue_cancel(j->q);
 	if (j->driver_started)
 		pthread_join(j->driver, NULL);
-	for (int s = 0; s < j->nstreams; s++)
-		if (j->streams[s] != NULL)
-			cudaStreamSynchronize(j->streams[s]);
-	free_buffers(j);
+	{
+		int			clean = j->error == GJ_OK;
+
+		for (int s = 0; s < j->nstreams; s++)
+			if (j->streams[s] != NULL && cudaStreamSynchronize(j->streams[s]) != cudaSuccess)
+				clean = 0;
+		if (clean && j->cap > 0 && j->out[0].a != NULL)
+			cache_put(j);
+		else
+			free_buffers(j);
+	}
 	gj_gpu_grid_free(&j->G);
 	for (int s = 0; s < j->nstreams; s++)
 	{
@@ -720,6 +841,7 @@ gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
 			cudaStreamDestroy(j->streams[s]);
 	}
 	cudaFreeHost(j->h_count);
+	cudaFree(j->d_sample);
 	cudaGetLastError();
 	gj_queue_destroy(j->q);
 	free(j->pending);

@@ -140,6 +140,7 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
 			n = atoll(argv[++i]);
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (reps < 1 || reps > 15)
 		reps = 3;
 	if (gj_cuda_probe(&info) != GJ_OK)
@@ -149,8 +150,8 @@ main(int argc, char **argv)
 	}
 	printf("bench_gpu: %s (%d SMs), %d CPUs, n=%lld, median of %d\n", info.name,
 		   info.sm_count, gj_cpu_count(), (long long) n, reps);
-	printf("%-17s %11s %6s | %7s %7s %7s %7s %6s %5s | %7s %7s | %7s %9s | %7s %6s %6s\n",
-		   "case", "pairs", "nb/pt", "gpu_s", "up_ms", "idx_ms", "est_ms", "batch",
+	printf("%-17s %11s %6s | %7s %7s %7s %7s %7s %7s %6s %5s | %7s %7s | %7s %9s | %7s %6s %6s\n",
+		   "case", "pairs", "nb/pt", "gpu_s", "plan_ms", "alloc_ms", "up_ms", "idx_ms", "est_ms", "batch",
 		   "ovfl", "Gpair/s", "GB/s", "cpu_s", "cpu/gpu", "bf_s", "seed_s", "x_seed");
 	for (int c = 0; c < (int) (sizeof(cases) / sizeof(cases[0])); c++)
 	{
@@ -180,8 +181,9 @@ main(int argc, char **argv)
 				   (long long) gp, (long long) cp, (long long) bfp);
 			return 1;
 		}
-		printf("%-17s %11lld %6.1f | %7.4f %7.1f %7.1f %7.1f %6lld %5lld | %7.2f %7.1f | %7.3f %9.1f | %7.3f %6.2f %6.1f\n",
-			   cases[c].name, (long long) gp, 2.0 * gp / n, gsec, stats.upload_ms,
+		printf("%-17s %11lld %6.1f | %7.4f %7.1f %7.1f %7.1f %7.1f %7.1f %6lld %5lld | %7.2f %7.1f | %7.3f %9.1f | %7.3f %6.2f %6.1f\n",
+			   cases[c].name, (long long) gp, 2.0 * gp / n, gsec, stats.plan_ms,
+			   stats.alloc_ms, stats.upload_ms,
 			   stats.index_ms, stats.estimate_ms, (long long) stats.batches,
 			   (long long) stats.overflows, gp / gsec / 1e9, gp * 16.0 / gsec / 1e9,
 			   csec, csec / gsec, bfms / 1e3, cases[c].seed_code_s,

@@ -16,7 +16,8 @@ has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 if has check; then
-	./regress/gpu_check > "$OUT/gpu_check.log" 2>&1
+	GJ_VERBOSE=1 timeout ${GJ_CHECK_TIMEOUT:-240} ./regress/gpu_check > "$OUT/gpu_check.log" 2>&1
+	echo "gpu_check exit $?" >> "$OUT/gpu_check.log"
 	summary+=("gpu_check: $(tail -1 "$OUT/gpu_check.log")")
 	grep -E '^FAIL' "$OUT/gpu_check.log" | head -5
 fi
@@ -27,29 +28,30 @@ if has sanitize; then
 	summary+=("compute-sanitizer memcheck: exit $rc, $(grep -c 'Invalid\|Leaked' "$OUT/sanitizer.log") findings; $(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)")
 fi
 if has bench; then
-	./regress/bench_gpu ${GJ_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.txt"
+	timeout ${GJ_BENCH_TIMEOUT:-240} ./regress/bench_gpu ${GJ_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.txt"
 fi
 if has pg; then
 	. .gpuhost/pg-up.sh
 	psql -qc "DROP DATABASE IF EXISTS gj_regress" -c "CREATE DATABASE gj_regress" postgres
 	tests=$(awk '/^REGRESS = /{f=1} f{print; if ($0 !~ /\\$/) exit}' Makefile | sed 's/^REGRESS = //; s/\\//g' | tr -s ' \t\n' ' ')
-	mkdir -p "$OUT/regress" && chmod 777 "$OUT/regress"
+	rdir=/tmp/gj_regress_out
+	rm -rf "$rdir" && mkdir -p "$rdir" && chmod 777 "$rdir"
 	PGOPTIONS='-c gpujoin.device=gpu' $GJ_PGREGRESS --bindir="$GJ_PGBIN" --inputdir=. \
-		--outputdir="$OUT/regress" --use-existing --dbname=gj_regress $tests > "$OUT/pg_regress.log" 2>&1
+		--outputdir="$rdir" --use-existing --dbname=gj_regress $tests > "$OUT/pg_regress.log" 2>&1
+	[ -f "$rdir/regression.diffs" ] && cp "$rdir/regression.diffs" "$OUT/" && head -120 "$rdir/regression.diffs"
 	summary+=("pg_regress (device=gpu): $(grep -cE '\.\.\. ok' "$OUT/pg_regress.log") ok, $(grep -cE 'FAILED' "$OUT/pg_regress.log") failed")
-	[ -f "$OUT/regress/regression.diffs" ] && head -60 "$OUT/regress/regression.diffs"
 	psql -X -f regress/gpuhost.sql gj_regress > "$OUT/gpuhost_sql.log" 2>&1
 	summary+=("gpuhost.sql: $(grep -c '^ok' "$OUT/gpuhost_sql.log") ok, $(grep -c '^FAIL\|ERROR' "$OUT/gpuhost_sql.log") failed")
 	grep -E '^(FAIL|ok)|NOTICE|ERROR' "$OUT/gpuhost_sql.log" | head -20
 	# concurrent backends on one GPU: 6 joins at once, all must agree
 	for k in 1 2 3 4 5 6; do
-		psql -XAtc "SET gpujoin.device = gpu; SELECT count(*) FROM eps_selfjoin('gh2', '{x,y}', 0.$k, 'id')" gj_regress > "$OUT/conc_$k.txt" 2>&1 &
+		psql -XAtc "SET gpujoin.device = gpu; SELECT count(*) FROM eps_selfjoin('gh2', '{x,y}', 0.$k, 'id')" gj_regress > "/tmp/conc_$k.txt" 2>&1 &
 	done
 	wait
 	bad=0
 	for k in 1 2 3 4 5 6; do
 		want=$(psql -XAtc "SET gpujoin.device = cpu; SELECT count(*) FROM eps_selfjoin('gh2', '{x,y}', 0.$k, 'id')" gj_regress)
-		[ "$(cat "$OUT/conc_$k.txt")" = "$want" ] || { bad=$((bad + 1)); echo "concurrent $k: $(cat "$OUT/conc_$k.txt") != $want"; }
+		[ "$(cat "/tmp/conc_$k.txt")" = "$want" ] || { bad=$((bad + 1)); echo "concurrent $k: $(cat "/tmp/conc_$k.txt") != $want"; }
 	done
 	summary+=("concurrent backends: $((6 - bad)) of 6 agree with the CPU engine")
 fi

@@ -45,7 +45,7 @@ RESET gpujoin.device;
 SET gpujoin.cpu_threads = 1;
 SELECT count(*) FROM eps_selfjoin('pts', '{x,y}', 1.0);
 RESET gpujoin.cpu_threads;
-SELECT name FROM gpujoin_info() ORDER BY name;
+SELECT name FROM gpujoin_info() ORDER BY name COLLATE "C";
 SELECT value FROM gpujoin_info() WHERE name = 'version';
 
 -- catalog properties the design requires

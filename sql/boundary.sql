@@ -18,7 +18,7 @@ INSERT INTO dup VALUES (6, 1, 2);
 SELECT * FROM eps_selfjoin('dup', '{x,y}', 0.5) ORDER BY a, b;
 SELECT count(*) FROM eps_selfjoin('dup', '{x,y}', 0.5, NULL, true);
 -- duplicate ids are returned as given
-SELECT * FROM eps_selfjoin_sql('SELECT 7, 0.0 UNION ALL SELECT 7, 0.5 UNION ALL SELECT 3, 0.75', 1) ORDER BY a, b;
+SELECT * FROM eps_selfjoin_sql('SELECT 7, 0.0 UNION ALL SELECT 7, 0.5 UNION ALL SELECT 3, 0.75', 1) ORDER BY a, b, dist;
 -- everything in one cell: all n(n-1)/2 pairs
 SELECT count(*) FROM eps_selfjoin_sql('SELECT i, i * 1e-9, i * 1e-9 FROM generate_series(1, 2000) i', 1);
 -- huge eps: eps*eps overflows float64, every pair qualifies

@@ -139,25 +139,39 @@ GjMarkGpuUnusable(const char *why)
 	snprintf(gpu_unusable, sizeof(gpu_unusable), "disabled after an error: %s", why);
 }
 
-/*
- * The engine for the next join: the GPU when gpujoin.device allows it and
- * one is usable, else the CPU; gpu with no usable GPU is an error.
- */
-GjEngine
-GjChooseEngine(void)
+/* With gpujoin.device = gpu, an error unless a GPU is usable. */
+void
+GjRequireGpuIfSet(void)
 {
 	const char *why;
 
-	if (gj_device_guc == GJ_DEVICE_CPU)
-		return GJ_ENGINE_CPU;
-	if (GpuUsable(&why))
-		return GJ_ENGINE_GPU;
-	if (gj_device_guc == GJ_DEVICE_GPU)
+	if (gj_device_guc == GJ_DEVICE_GPU && !GpuUsable(&why))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpujoin.device is gpu but no GPU is usable"),
 				 errdetail("%s", why),
 				 errhint("Set gpujoin.device to auto or cpu.")));
+}
+
+/*
+ * The engine for a join of npoints rows: cpu and gpu as set; auto takes a
+ * usable GPU for inputs of GJ_AUTO_GPU_MIN_ROWS or more (below that the CPU
+ * engine finishes first, and the GPU is not even initialised).
+ */
+GjEngine
+GjChooseEngine(int64 npoints)
+{
+	const char *why;
+
+	if (gj_device_guc == GJ_DEVICE_CPU)
+		return GJ_ENGINE_CPU;
+	if (gj_device_guc == GJ_DEVICE_GPU)
+	{
+		GjRequireGpuIfSet();
+		return GJ_ENGINE_GPU;
+	}
+	if (npoints >= GJ_AUTO_GPU_MIN_ROWS && GpuUsable(&why))
+		return GJ_ENGINE_GPU;
 	return GJ_ENGINE_CPU;
 }
 
@@ -220,8 +234,10 @@ gpujoin_info(PG_FUNCTION_ARGS)
 
 		if (gj_device_guc == GJ_DEVICE_CPU)
 			engine = "cpu";
-		else if (usable)
+		else if (usable && gj_device_guc == GJ_DEVICE_GPU)
 			engine = "gpu";
+		else if (usable)
+			engine = "gpu for inputs of " CppAsString2(GJ_AUTO_GPU_MIN_ROWS) " rows or more, else cpu";
 		else
 			engine = gj_device_guc == GJ_DEVICE_GPU ? "none (gpu required, none usable)" : "cpu";
 	}

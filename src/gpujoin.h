@@ -39,7 +39,10 @@ typedef enum GjEngine
 	GJ_ENGINE_GPU
 } GjEngine;
 
-extern GjEngine GjChooseEngine(void);
+#define GJ_AUTO_GPU_MIN_ROWS 100000
+
+extern void GjRequireGpuIfSet(void);
+extern GjEngine GjChooseEngine(int64 npoints);
 extern int	GjCpuThreads(void);
 extern void GjMarkGpuUnusable(const char *why);
 

@@ -221,13 +221,14 @@ RunSelfJoin(FunctionCallInfo fcinfo, const GjInputSpec *spec, double eps,
 	GjEngine	engine;
 
 	CheckEps(eps);
-	engine = GjChooseEngine();	/* raises if gpujoin.device cannot be met */
+	GjRequireGpuIfSet();		/* fail before reading if gpu cannot be met */
 	InitMaterializedSRF(fcinfo, 0);
 
 	res = GjResourcesCreate(0);
 	GjReadPoints(spec, res);
 	if (res->points.n >= 2)
 	{
+		engine = GjChooseEngine(res->points.n);
 		if (engine != GJ_ENGINE_GPU || !RunGpuJoin(rsinfo, res, eps, symmetric))
 			RunCpuJoin(rsinfo, res, eps, symmetric);
 	}

@@ -110,6 +110,18 @@ typedef struct gj_grid
 	int64_t    *cell_start;		/* ncells + 1 */
 } gj_grid;
 
+/* Per-dimension statistics the plan is made from (host or GPU). */
+typedef struct gj_dim_stats
+{
+	double		min;
+	double		max;
+	double		sum;
+	double		sumsq;
+} gj_dim_stats;
+
+extern gj_status gj_points_stats(const gj_points *p, gj_dim_stats *st);
+extern gj_status gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n,
+										 double eps, const gj_dim_stats *st);
 extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps);
 extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps);
 extern void gj_grid_free(gj_grid *g);

@@ -62,14 +62,44 @@ cmp_var_desc(const void *a, const void *b)
 	return x->dim - y->dim;
 }
 
-/*
- * Decide the grid geometry for p and eps, without touching the points.
- * Fills every field of g except the cell arrays.
- */
+/* min, max, sum and sum of squares of every dimension, in one pass. */
 gj_status
-gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
+gj_points_stats(const gj_points *p, gj_dim_stats *st)
 {
 	int			dims = p->dims;
+
+	for (int d = 0; d < dims; d++)
+	{
+		st[d].min = INFINITY;
+		st[d].max = -INFINITY;
+		st[d].sum = 0.0;
+		st[d].sumsq = 0.0;
+	}
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		const double *row = p->x + i * dims;
+
+		for (int d = 0; d < dims; d++)
+		{
+			double		v = row[d];
+
+			st[d].min = v < st[d].min ? v : st[d].min;
+			st[d].max = v > st[d].max ? v : st[d].max;
+			st[d].sum += v;
+			st[d].sumsq += v * v;
+		}
+	}
+	return GJ_OK;
+}
+
+/*
+ * Decide the grid geometry for n points of dims dimensions with the given
+ * statistics.  Fills every field of g except the cell arrays.
+ */
+gj_status
+gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n, double eps,
+						const gj_dim_stats *st)
+{
 	dim_stat   *ds;
 	double		base;
 	int			ncand = 0;
@@ -82,10 +112,10 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 	g->dims = dims;
 	g->eps = eps;
 	g->eps2 = eps * eps;
-	g->npoints = p->n;
+	g->npoints = n;
 
 	/* eps*eps overflows: every finite pair passes, so use one cell */
-	if (!isfinite(g->eps2) || p->n < 2)
+	if (!isfinite(g->eps2) || n < 2)
 		return GJ_OK;
 
 	base = sqrt(g->eps2 + 2.0 * GJ_DBL_TRUE_MIN);
@@ -96,31 +126,16 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 	ds = malloc(sizeof(dim_stat) * dims);
 	if (ds == NULL)
 		return GJ_ERR_NOMEM;
-
 	for (int d = 0; d < dims; d++)
 	{
-		double		mn = INFINITY,
-					mx = -INFINITY,
-					mean = 0.0,
-					m2 = 0.0,
-					range,
+		double		mn = st[d].min,
+					mx = st[d].max,
+					mean = st[d].sum / (double) n,
+					var = st[d].sumsq / (double) n - mean * mean,
+					range = mx - mn,
 					width;
 		int64_t		ncells;
 
-		/* Welford's running variance: one pass, no overflow of sums */
-		for (int64_t i = 0; i < p->n; i++)
-		{
-			double		v = p->x[i * dims + d];
-			double		delta = v - mean;
-
-			if (v < mn)
-				mn = v;
-			if (v > mx)
-				mx = v;
-			mean += delta / (double) (i + 1);
-			m2 += delta * (v - mean);
-		}
-		range = mx - mn;
 		if (!isfinite(range) || range < base)
 			continue;			/* unindexable, or a single cell */
 
@@ -133,8 +148,9 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 		if (ncells < 2)
 			continue;
 
+		/* the variance only ranks dimensions: rounding is harmless */
 		ds[ncand].dim = d;
-		ds[ncand].var = isfinite(m2) ? m2 : DBL_MAX;
+		ds[ncand].var = isfinite(var) ? var : DBL_MAX;
 		ds[ncand].min = mn;
 		ds[ncand].width = width;
 		ds[ncand].ncells = ncells;
@@ -164,6 +180,24 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 			g->stride[k] = g->stride[k + 1] * g->ncell_dim[k + 1];
 	}
 	return GJ_OK;
+}
+
+/* The grid geometry for p and eps, without touching the points. */
+gj_status
+gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
+{
+	gj_dim_stats *st;
+	gj_status	res;
+
+	if (p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+	st = malloc(sizeof(gj_dim_stats) * p->dims);
+	if (st == NULL)
+		return GJ_ERR_NOMEM;
+	gj_points_stats(p, st);
+	res = gj_grid_plan_from_stats(g, p->dims, p->n, eps, st);
+	free(st);
+	return res;
 }
 
 /* Linear id of the cell holding a point. */
