@@ -327,6 +327,7 @@ main(int argc, char **argv)
 	{
 		check_boundaries();
 		check_oom(seed++);
+		gj_gpu_release_cache();
 		printf("gpu_check: %d passed, %d failed\n", passed, failed);
 		return failed == 0 ? 0 : 1;
 	}
@@ -343,6 +344,7 @@ main(int argc, char **argv)
 	check_boundaries();
 	check_cancel(seed++);
 	check_oom(seed++);
+	gj_gpu_release_cache();
 
 	printf("gpu_check: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;

@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -41,6 +42,14 @@ static gj_status gpu_status = GJ_ERR_NODEVICE;
 static char gpu_unusable[160] = "";
 
 void		_PG_init(void);
+
+/* At backend exit: free the GPU engine's cached result buffers. */
+static void
+ReleaseGpuCache(int code, Datum arg)
+{
+	if (gpu_probed && gpu_status == GJ_OK)
+		gj_gpu_release_cache();
+}
 
 /* Register the GUCs; no CUDA here (see the file header). */
 void
@@ -94,6 +103,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpujoin");
+	on_proc_exit(ReleaseGpuCache, (Datum) 0);
 }
 
 /* Probe the GPU once per backend and remember the answer. */
