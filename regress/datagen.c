@@ -121,3 +121,79 @@ gj_gen_typical_eps(gj_kind kind, int64_t n, int dims, double neighbours)
 	vball = pow(M_PI, dims / 2.0) / tgamma(dims / 2.0 + 1.0);
 	return extent * pow(neighbours / ((double) n * vball), 1.0 / dims);
 }
+
+static void
+push_row(gj_points *p, double a, double b, double c)
+{
+	double		row[3] = {a, b, c};
+
+	gj_points_push(p, p->n, row);
+}
+
+int
+gj_gen_boundary_case(int k, gj_points *p, const char **name, double *eps,
+					 int *neps)
+{
+	switch (k)
+	{
+		case 0:				/* integer lattice: axis neighbours exactly 1 apart */
+			gj_points_init(p, 2);
+			for (int i = 0; i < 40; i++)
+				for (int j = 0; j < 40; j++)
+					push_row(p, i, j, 0);
+			*name = "lattice-int";
+			eps[0] = 1.0;
+			eps[1] = sqrt(2.0);
+			*neps = 2;
+			return 1;
+		case 1:				/* decimal lattice: rounding decides at eps */
+			gj_points_init(p, 2);
+			for (int i = 0; i < 50; i++)
+				for (int j = 0; j < 50; j++)
+					push_row(p, i * 0.1, j * 0.1, 0);
+			*name = "lattice-0.1";
+			eps[0] = 0.1;
+			eps[1] = 0.30000000000000004;
+			eps[2] = sqrt(0.02);
+			*neps = 3;
+			return 1;
+		case 2:				/* 3-4-5 triangles at exactly eps = 5 */
+			gj_points_init(p, 2);
+			for (int i = 0; i < 200; i++)
+				push_row(p, 3.0 * i, 4.0 * i, 0);
+			*name = "diagonal-345";
+			eps[0] = 5.0;
+			*neps = 1;
+			return 1;
+		case 3:				/* subnormal and underflowing eps*eps */
+			gj_points_init(p, 1);
+			for (int i = 0; i < 300; i++)
+				push_row(p, 1.0e-162 * (i % 37) * 0.37, 0, 0);
+			*name = "subnormal";
+			eps[0] = 2.0e-162;
+			eps[1] = 1.0e-170;
+			*neps = 2;
+			return 1;
+		case 4:				/* a range that overflows float64; eps*eps overflow */
+			gj_points_init(p, 2);
+			for (int i = 0; i < 300; i++)
+				push_row(p, (i % 3 - 1) * 1.5e308, (i % 17) * 0.5, 0);
+			*name = "range-overflow";
+			eps[0] = 1.0;
+			eps[1] = 1.0e200;
+			*neps = 2;
+			return 1;
+		case 5:				/* 3-D lattice: axis and space diagonals */
+			gj_points_init(p, 3);
+			for (int i = 0; i < 10; i++)
+				for (int j = 0; j < 10; j++)
+					for (int m = 0; m < 10; m++)
+						push_row(p, i * 0.25, j * 0.25, m * 0.25);
+			*name = "cube-lattice";
+			eps[0] = 0.25;
+			eps[1] = sqrt(3 * 0.0625);
+			*neps = 2;
+			return 1;
+	}
+	return 0;
+}

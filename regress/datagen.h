@@ -27,4 +27,14 @@ extern void gj_gen_points(gj_points *p, gj_kind kind, int64_t n, int dims,
 extern double gj_gen_typical_eps(gj_kind kind, int64_t n, int dims,
 								 double neighbours);
 
+/*
+ * Hand-made boundary sets for every engine's tests: lattices where pairs lie
+ * exactly eps apart, 3-4-5 triangles, subnormal and underflowing eps*eps,
+ * float64 range overflow.  Case k (0, 1, ...) fills p (ids 0..n-1), its name
+ * and up to GJ_GEN_MAX_EPS eps values; returns 0 past the last case.
+ */
+#define GJ_GEN_MAX_EPS 3
+extern int	gj_gen_boundary_case(int k, gj_points *p, const char **name,
+								 double *eps, int *neps);
+
 #endif

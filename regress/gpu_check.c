@@ -153,64 +153,23 @@ check_kind(gj_kind kind, const char *name, uint64_t seed, int64_t n, int dims,
 	gj_points_free(&p);
 }
 
-/* Hand-made boundary sets (the same as test_core's). */
+/* The shared hand-made boundary sets (datagen.c), with and without tiny buffers. */
 static void
 check_boundaries(void)
 {
 	gj_points	p;
-	double		row[3];
+	const char *name;
+	double		eps[GJ_GEN_MAX_EPS];
+	int			neps;
 	int64_t		batches[] = {0, 100};
 
 	for (int b = 0; b < 2; b++)
-	{
-		gj_points_init(&p, 2);
-		for (int i = 0; i < 40; i++)
-			for (int k = 0; k < 40; k++)
-			{
-				row[0] = i * 0.1;
-				row[1] = k * 0.1;
-				gj_points_push(&p, p.n, row);
-			}
-		check("lattice-0.1", 0, &p, 0.1, batches[b]);
-		check("lattice-0.1-diag", 0, &p, sqrt(0.02), batches[b]);
-		check("lattice-1", 0, &p, 1.0, batches[b]);
-		gj_points_free(&p);
-
-		gj_points_init(&p, 1);
-		for (int i = 0; i < 300; i++)
+		for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
 		{
-			row[0] = 1.0e-162 * (i % 37) * 0.37;
-			gj_points_push(&p, p.n, row);
+			for (int e = 0; e < neps; e++)
+				check(name, 0, &p, eps[e], batches[b]);
+			gj_points_free(&p);
 		}
-		check("subnormal-eps", 0, &p, 2.0e-162, batches[b]);
-		check("zero-eps2", 0, &p, 1.0e-170, batches[b]);
-		gj_points_free(&p);
-
-		gj_points_init(&p, 2);
-		for (int i = 0; i < 300; i++)
-		{
-			row[0] = (i % 3 - 1) * 1.5e308;
-			row[1] = (i % 17) * 0.5;
-			gj_points_push(&p, p.n, row);
-		}
-		check("range-overflow", 0, &p, 1.0, batches[b]);
-		check("eps2-overflow", 0, &p, 1.0e200, batches[b]);
-		gj_points_free(&p);
-
-		gj_points_init(&p, 3);
-		for (int i = 0; i < 12; i++)
-			for (int k = 0; k < 12; k++)
-				for (int m = 0; m < 12; m++)
-				{
-					row[0] = i * 0.25;
-					row[1] = k * 0.25;
-					row[2] = m * 0.25;
-					gj_points_push(&p, p.n, row);
-				}
-		check("cube-lattice", 0, &p, 0.25, batches[b]);
-		check("cube-lattice-diag", 0, &p, sqrt(3 * 0.0625), batches[b]);
-		gj_points_free(&p);
-	}
 }
 
 /* Cancel after the first chunk: free must return promptly. */

@@ -177,86 +177,22 @@ check_cancel(uint64_t seed)
 	gj_points_free(&p);
 }
 
-/* Hand-made boundary cases: pairs at exactly eps, lattices, duplicates. */
+/* The shared hand-made boundary sets (datagen.c), each eps, 2 threads. */
 static void
 check_boundaries(void)
 {
 	gj_points	p;
-	double		row[3];
+	const char *name;
+	double		eps[GJ_GEN_MAX_EPS];
+	int			neps;
 
-	/* integer lattice with eps 1: every axis neighbour is exactly eps away */
-	gj_points_init(&p, 2);
-	for (int i = 0; i < 40; i++)
-		for (int k = 0; k < 40; k++)
-		{
-			row[0] = i;
-			row[1] = k;
-			gj_points_push(&p, p.n, row);
-		}
-	check_case("lattice-eps1", 0, &p, 1.0, 2);
-	gj_points_free(&p);
-
-	/* decimal lattice: 0.1 steps, eps 0.1, where rounding decides */
-	gj_points_init(&p, 2);
-	for (int i = 0; i < 50; i++)
-		for (int k = 0; k < 50; k++)
-		{
-			row[0] = i * 0.1;
-			row[1] = k * 0.1;
-			gj_points_push(&p, p.n, row);
-		}
-	check_case("lattice-eps0.1", 0, &p, 0.1, 2);
-	check_case("lattice-eps0.3", 0, &p, 0.30000000000000004, 2);
-	gj_points_free(&p);
-
-	/* diagonal: 3-4-5 triangles at exactly eps = 5 */
-	gj_points_init(&p, 2);
-	for (int i = 0; i < 200; i++)
+	for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
 	{
-		row[0] = 3.0 * i;
-		row[1] = 4.0 * i;
-		gj_points_push(&p, p.n, row);
+		/* each run sorts p in place: the next eps gets a permuted set */
+		for (int e = 0; e < neps; e++)
+			check_case(name, 0, &p, eps[e], 2);
+		gj_points_free(&p);
 	}
-	check_case("diagonal-345", 0, &p, 5.0, 2);
-	gj_points_free(&p);
-
-	/* subnormal eps*eps: differences near 1.5e-162 */
-	gj_points_init(&p, 1);
-	for (int i = 0; i < 300; i++)
-	{
-		row[0] = 1.0e-162 * (i % 37) * 0.37;
-		gj_points_push(&p, p.n, row);
-	}
-	check_case("subnormal-eps", 0, &p, 2.0e-162, 2);
-	check_case("zero-eps2", 0, &p, 1.0e-170, 2);
-	gj_points_free(&p);
-
-	/* range overflow in one dimension, normal in the other */
-	gj_points_init(&p, 2);
-	for (int i = 0; i < 300; i++)
-	{
-		row[0] = (i % 3 - 1) * 1.5e308;
-		row[1] = (i % 17) * 0.5;
-		gj_points_push(&p, p.n, row);
-	}
-	check_case("range-overflow", 0, &p, 1.0, 2);
-	check_case("eps2-overflow", 0, &p, 1.0e200, 2);
-	gj_points_free(&p);
-
-	/* 1-D, 3-D: exactly eps apart along each axis */
-	gj_points_init(&p, 3);
-	for (int i = 0; i < 10; i++)
-		for (int k = 0; k < 10; k++)
-			for (int m = 0; m < 10; m++)
-			{
-				row[0] = i * 0.25;
-				row[1] = k * 0.25;
-				row[2] = m * 0.25;
-				gj_points_push(&p, p.n, row);
-			}
-	check_case("cube-lattice", 0, &p, 0.25, 3);
-	check_case("cube-lattice-diag", 0, &p, sqrt(3 * 0.0625), 3);
-	gj_points_free(&p);
 }
 
 int

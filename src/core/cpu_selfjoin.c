@@ -341,7 +341,7 @@ run_task(struct gj_cpu_selfjoin *j, const join_task *t, gj_chunk **chp)
 				if (!test_range(j, chp, i, g->cell_start[nbr[k]],
 								g->cell_start[nbr[k] + 1]))
 					return 0;
-			if ((i & 255) == 0 && should_stop(j))
+			if ((i & 15) == 0 && should_stop(j))
 				return 0;
 		}
 	}

@@ -32,9 +32,9 @@ struct gj_pair_queue
 	int			external;		/* the pool's arrays belong to the caller */
 };
 
-/* A queue with nchunks empty chunks of GJ_CHUNK_PAIRS each; NULL on OOM. */
-gj_pair_queue *
-gj_queue_create(int nchunks)
+/* A queue with room for nchunks chunk descriptors, all empty. */
+static gj_pair_queue *
+queue_alloc(int nchunks)
 {
 	gj_pair_queue *q = calloc(1, sizeof(gj_pair_queue));
 
@@ -50,6 +50,17 @@ gj_queue_create(int nchunks)
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv_free, NULL);
 	pthread_cond_init(&q->cv_full, NULL);
+	return q;
+}
+
+/* A queue with nchunks empty chunks of GJ_CHUNK_PAIRS each; NULL on OOM. */
+gj_pair_queue *
+gj_queue_create(int nchunks)
+{
+	gj_pair_queue *q = queue_alloc(nchunks);
+
+	if (q == NULL)
+		return NULL;
 	for (int i = 0; i < nchunks; i++)
 	{
 		gj_chunk   *c = &q->chunks[i];
@@ -76,21 +87,11 @@ gj_queue_create(int nchunks)
 gj_pair_queue *
 gj_queue_create_external(gj_chunk *pool, int nchunks)
 {
-	gj_pair_queue *q = calloc(1, sizeof(gj_pair_queue));
+	gj_pair_queue *q = queue_alloc(nchunks);
 
 	if (q == NULL)
 		return NULL;
-	q->chunks = calloc(nchunks, sizeof(gj_chunk));
-	if (q->chunks == NULL)
-	{
-		free(q);
-		return NULL;
-	}
-	q->nchunks = nchunks;
 	q->external = 1;
-	pthread_mutex_init(&q->mu, NULL);
-	pthread_cond_init(&q->cv_free, NULL);
-	pthread_cond_init(&q->cv_full, NULL);
 	for (int i = 0; i < nchunks; i++)
 	{
 		q->chunks[i] = pool[i];
