@@ -133,10 +133,7 @@ check(const char *name, uint64_t seed, const gj_points *p, double eps,
 			   (long long) batch_pairs, why, err, (long long) want.n,
 			   (long long) got.n, (long long) stats.batches,
 			   (long long) stats.overflows);
-		if (at >= 0)
-			printf("  first difference: cpu (%lld, %lld, %.17g), gpu (%lld, %lld, %.17g)\n",
-				   (long long) want.v[at].a, (long long) want.v[at].b, want.v[at].dist,
-				   (long long) got.v[at].a, (long long) got.v[at].b, got.v[at].dist);
+		gj_pairset_print_at("cpu", &want, "gpu", &got, at);
 	}
 	gj_pairset_free(&want);
 	gj_pairset_free(&got);

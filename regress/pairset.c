@@ -78,3 +78,15 @@ gj_pairset_diff(gj_pairset *want, gj_pairset *got, int64_t *at)
 		return "pair count differs";
 	return NULL;
 }
+
+void
+gj_pairset_print_at(const char *want_label, const gj_pairset *want,
+					const char *got_label, const gj_pairset *got, int64_t at)
+{
+	if (at < 0 || at >= want->n || at >= got->n)
+		return;
+	printf("  first difference: %s (%lld, %lld, %.17g), %s (%lld, %lld, %.17g)\n",
+		   want_label, (long long) want->v[at].a, (long long) want->v[at].b,
+		   want->v[at].dist, got_label, (long long) got->v[at].a,
+		   (long long) got->v[at].b, got->v[at].dist);
+}

@@ -31,4 +31,9 @@ extern void gj_pairset_free(gj_pairset *s);
  */
 extern const char *gj_pairset_diff(gj_pairset *want, gj_pairset *got, int64_t *at);
 
+/* Print the pairs at position at of both sets, labelled (after gj_pairset_diff). */
+extern void gj_pairset_print_at(const char *want_label, const gj_pairset *want,
+								const char *got_label, const gj_pairset *got,
+								int64_t at);
+
 #endif

@@ -115,12 +115,7 @@ check_case(const char *name, uint64_t seed, gj_points *p, double eps, int thread
 			   "(oracle %lld pairs, engine %lld)\n",
 			   name, (unsigned long long) seed, (long long) p->n, p->dims, eps,
 			   threads, why, (long long) want.n, (long long) got.n);
-		if (at >= 0)
-			printf("  first difference: oracle (%lld, %lld, %.17g), "
-				   "engine (%lld, %lld, %.17g)\n",
-				   (long long) want.v[at].a, (long long) want.v[at].b,
-				   want.v[at].dist, (long long) got.v[at].a,
-				   (long long) got.v[at].b, got.v[at].dist);
+		gj_pairset_print_at("oracle", &want, "engine", &got, at);
 	}
 	gj_pairset_free(&want);
 	gj_pairset_free(&got);
