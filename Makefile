@@ -10,11 +10,12 @@ EXTVERSION = 0.1
 
 MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
-	src/core/pair_queue.o src/core/cpu_selfjoin.o src/core/oracle.o
+	src/core/pair_queue.o src/core/cpu_selfjoin.o src/core/cpu_knn.o \
+	src/core/oracle.o
 OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o $(CORE_OBJS)
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel
@@ -49,7 +50,7 @@ include $(PGXS)
 kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh src/core/gj_core.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
-$(OBJS): src/core/gj_core.h
+$(OBJS): src/core/gj_core.h src/core/knn_search.h
 src/*.o: src/gpujoin.h kernels/gj_cuda.h
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
@@ -59,7 +60,7 @@ all: sql/$(EXTENSION)--$(EXTVERSION).sql
 
 # Core unit tests: no PostgreSQL involved.
 CORE_SRCS = $(CORE_OBJS:.o=.c)
-regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_core.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
@@ -74,7 +75,7 @@ demo:
 	./regress/demo.sh
 
 # Benchmarks (numbers for the README and the issue notes).
-regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
 
@@ -87,3 +88,8 @@ regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(COR
 regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
+
+# kNN unit tests (CPU engine vs the sorting oracle).
+regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/test_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm

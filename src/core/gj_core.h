@@ -163,6 +163,7 @@ typedef struct gj_chunk
 	uint32_t   *a;
 	uint32_t   *b;
 	double	   *dist;
+	int32_t		first_rank;		/* kNN: rank of entry 0 within its query */
 	struct gj_chunk *next;
 } gj_chunk;
 
@@ -214,6 +215,70 @@ extern int	gj_cpu_count(void);
 typedef void (*gj_pair_fn) (void *arg, int64_t i, int64_t j, double dist);
 extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps,
 								  gj_pair_fn emit, void *arg);
+
+/*
+ * k nearest neighbours.  For each query row, the k reference rows first in
+ * the order (squared distance, reference id), distances by the shared rule;
+ * with exclude_self the queries are the references themselves (same rows,
+ * same order) and a row is never its own neighbour.  Results travel in the
+ * same chunks as pairs: a = query row, b = reference row, dist = Euclidean
+ * distance; a query's entries are consecutive and in rank order, a chunk's
+ * first entry having rank first_rank.
+ */
+typedef enum gj_knn_method
+{
+	GJ_KNN_AUTO = 0,			/* grid up to GJ_KNN_GRID_MAX_DIMS, else brute */
+	GJ_KNN_GRID,
+	GJ_KNN_BRUTE
+} gj_knn_method;
+
+#define GJ_KNN_GRID_MAX_DIMS	GJ_MAX_INDEXED_DIMS
+#define GJ_KNN_HEAP_MIN_K		32	/* default: array buffer below this k */
+
+typedef struct gj_knn_options
+{
+	int64_t		k;
+	int			exclude_self;
+	gj_knn_method method;
+	int			heap_min_k;		/* 0: GJ_KNN_HEAP_MIN_K */
+} gj_knn_options;
+
+/* k after capping at the number of references there are to return. */
+extern int64_t gj_knn_effective_k(const gj_knn_options *opt, int64_t nrefs);
+extern gj_knn_method gj_knn_pick_method(const gj_knn_options *opt, int dims);
+
+/*
+ * Cell width for the kNN grid over refs: aimed at about k/3 points per
+ * non-empty cell as seen from a point (so one ring around a query in dense
+ * data usually holds its k neighbours), measured on a sample so that
+ * clustered data gets cells sized for its clusters, not its bounding box.
+ */
+extern gj_status gj_knn_cell_width(const gj_points *refs, int64_t k,
+								   double *width);
+
+typedef struct gj_cpu_knn gj_cpu_knn;
+
+/*
+ * Start the CPU kNN engine.  For the grid method, refs must have been
+ * sorted by gj_grid_build(g, refs, width) and g is that grid; for brute
+ * force g is NULL.  queries may be refs itself (exclude_self).
+ */
+extern gj_status gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
+								  const gj_points *queries,
+								  const gj_knn_options *opt, int nthreads,
+								  gj_cpu_knn **out);
+extern gj_status gj_cpu_knn_next(gj_cpu_knn *j, int timeout_ms, gj_chunk **out);
+extern void gj_cpu_knn_release(gj_cpu_knn *j, gj_chunk *c);
+extern void gj_cpu_knn_free(gj_cpu_knn *j);
+
+/*
+ * Brute-force kNN oracle, independent of the engines' k buffer: sorts all
+ * distances of each query.  emit(arg, query, rank, ref, dist) in rank order.
+ */
+typedef void (*gj_knn_fn) (void *arg, int64_t q, int rank, int64_t r, double dist);
+extern gj_status gj_oracle_knn(const gj_points *refs, const gj_points *queries,
+							   int64_t k, int exclude_self,
+							   gj_knn_fn emit, void *arg);
 
 #ifdef __cplusplus
 }

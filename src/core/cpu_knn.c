@@ -1,0 +1,482 @@
+/*
+ * cpu_knn.c
+ *		The multi-threaded CPU k-nearest-neighbour engine, and the choices
+ *		(method, cell width, effective k) that the GPU engine shares.
+ *
+ * Worker threads take blocks of queries from an atomic counter (the work
+ * queue: blocks are small, so a thread that draws queries in empty space or
+ * in a dense cluster does not hold the others up) and run the search of
+ * knn_search.h on each, with one k buffer per thread.  Queries are visited
+ * in the order of the reference grid's cells, so consecutive queries share
+ * cells and their reference points stay in cache.  Each finished query's
+ * list goes out through the same chunk queue as the self-join's pairs.  As
+ * there, the workers have every signal blocked and touch nothing but this
+ * file's data.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gj_core.h"
+#include "knn_search.h"
+
+#define GJ_KNN_BLOCK 64			/* queries per work-queue draw */
+#define GJ_KNN_SAMPLE 65536		/* points sampled to size the cells */
+
+int64_t
+gj_knn_effective_k(const gj_knn_options *opt, int64_t nrefs)
+{
+	int64_t		avail = nrefs - (opt->exclude_self ? 1 : 0);
+
+	if (avail < 0)
+		avail = 0;
+	return opt->k < avail ? opt->k : avail;
+}
+
+gj_knn_method
+gj_knn_pick_method(const gj_knn_options *opt, int dims)
+{
+	if (opt->method != GJ_KNN_AUTO)
+		return opt->method;
+	return dims <= GJ_KNN_GRID_MAX_DIMS ? GJ_KNN_GRID : GJ_KNN_BRUTE;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t		x = *(const int64_t *) a;
+	int64_t		y = *(const int64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Mean number of points sharing a point's cell under grid plan g, estimated
+ * from a strided sample: a sampled point sees 1 + f * (c - 1) sampled
+ * points in a cell of c points, f being the sampling fraction.
+ */
+static gj_status
+occupancy(const gj_points *p, const gj_grid *g, double *occ)
+{
+	int64_t		s = p->n < GJ_KNN_SAMPLE ? p->n : GJ_KNN_SAMPLE;
+	int64_t    *ids = malloc(sizeof(int64_t) * (s + 1));
+	double		seen = 0.0,
+				f = (double) s / (double) p->n;
+	int64_t		run = 0;
+
+	if (ids == NULL)
+		return GJ_ERR_NOMEM;
+	for (int64_t i = 0; i < s; i++)
+		ids[i] = gj_grid_cell_of(g, p->x + (i * (p->n / s)) * p->dims);
+	qsort(ids, s, sizeof(int64_t), cmp_i64);
+	for (int64_t i = 0; i <= s; i++)
+	{
+		if (i > 0 && (i == s || ids[i] != ids[i - 1]))
+		{
+			seen += (double) run * (double) run;
+			run = 0;
+		}
+		run++;
+	}
+	free(ids);
+	*occ = 1.0 + (seen / (double) s - 1.0) / f;
+	return GJ_OK;
+}
+
+gj_status
+gj_knn_cell_width(const gj_points *refs, int64_t k, double *width)
+{
+	gj_dim_stats *st;
+	double		target = (double) k / 3.0 < 2.0 ? 2.0 : (double) k / 3.0;
+	double		logv = 0.0,
+				w;
+	int			m = 0;
+	gj_status	res = GJ_OK;
+
+	*width = 1.0;
+	if (refs->n < 2)
+		return GJ_OK;
+	st = malloc(sizeof(gj_dim_stats) * refs->dims);
+	if (st == NULL)
+		return GJ_ERR_NOMEM;
+	gj_points_stats(refs, st);
+
+	/* first guess: the bounding box of the widest dims, evenly filled */
+	{
+		double		ranges[GJ_MAX_DIMS];
+		int			nr = 0;
+
+		for (int d = 0; d < refs->dims; d++)
+		{
+			double		r = st[d].max - st[d].min;
+
+			if (r > 0.0 && isfinite(r))
+				ranges[nr++] = r;
+		}
+		for (int i = 0; i < nr && m < GJ_MAX_INDEXED_DIMS; i++)
+		{
+			int			best = i;
+
+			for (int j = i + 1; j < nr; j++)
+				if (ranges[j] > ranges[best])
+					best = j;
+			{
+				double		t = ranges[i];
+
+				ranges[i] = ranges[best];
+				ranges[best] = t;
+			}
+			logv += log(ranges[i]);
+			m++;
+		}
+	}
+	if (m == 0)
+	{
+		free(st);
+		return GJ_OK;			/* every point equal: one cell */
+	}
+	w = exp((logv + log(target) - log((double) refs->n)) / m);
+
+	/* then shrink where the points are denser than the box suggests */
+	for (int iter = 0; iter < 4 && isfinite(w) && w > 0.0; iter++)
+	{
+		gj_grid		g;
+		double		occ;
+
+		res = gj_grid_plan_from_stats(&g, refs->dims, refs->n, w, st);
+		if (res != GJ_OK)
+			break;
+		if (g.nidx == 0)
+			break;
+		res = occupancy(refs, &g, &occ);
+		if (res != GJ_OK || occ <= 2.0 * target)
+			break;
+		w *= pow(target / occ, 1.0 / g.nidx);
+	}
+	free(st);
+	if (!(isfinite(w) && w > 0.0))
+		w = 1.0;
+	*width = w;
+	return res;
+}
+
+/* --- the engine --------------------------------------------------------- */
+
+struct gj_cpu_knn
+{
+	const gj_points *refs;
+	const gj_points *queries;
+	gj_knn_grid G;
+	int			use_grid;
+	int64_t		k;
+	int			exclude_self;
+	int			heap;
+	uint32_t   *order;			/* queries in visiting order */
+	gj_pair_queue *q;
+
+	int			nthreads;
+	pthread_t  *threads;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int			go;
+
+	int64_t		next;			/* atomic: next query block */
+	int			stop;			/* atomic: cancel or error */
+	gj_status	error;
+};
+
+static void
+knn_fail(struct gj_cpu_knn *j, gj_status st)
+{
+	pthread_mutex_lock(&j->mu);
+	if (j->error == GJ_OK)
+		j->error = st;
+	pthread_mutex_unlock(&j->mu);
+	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	gj_queue_cancel(j->q);
+}
+
+/* Send one query's sorted list; 0 if the queue was cancelled. */
+static int
+emit_list(struct gj_cpu_knn *j, gj_chunk **chp, uint32_t qrow, const gj_kbuf *b)
+{
+	for (int e = 0; e < b->n; e++)
+	{
+		gj_chunk   *ch = *chp;
+
+		if (ch != NULL && ch->n == ch->cap)
+		{
+			gj_queue_put_full(j->q, ch);
+			ch = *chp = NULL;
+		}
+		if (ch == NULL)
+		{
+			ch = *chp = gj_queue_get_free(j->q);
+			if (ch == NULL)
+				return 0;
+			ch->n = 0;
+		}
+		if (ch->n == 0)
+			ch->first_rank = e + 1;
+		ch->a[ch->n] = qrow;
+		ch->b[ch->n] = b->row[e];
+		ch->dist[ch->n] = sqrt(b->d[e]);
+		ch->n++;
+	}
+	return 1;
+}
+
+static void *
+knn_worker(void *arg)
+{
+	struct gj_cpu_knn *j = arg;
+	int64_t		nq = j->queries->n;
+	int			dims = j->refs->dims;
+	double	   *bd = malloc(sizeof(double) * j->k);
+	int64_t    *bid = malloc(sizeof(int64_t) * j->k);
+	uint32_t   *brow = malloc(sizeof(uint32_t) * j->k);
+	gj_chunk   *ch = NULL;
+
+	pthread_mutex_lock(&j->mu);
+	while (!j->go)
+		pthread_cond_wait(&j->cv, &j->mu);
+	pthread_mutex_unlock(&j->mu);
+
+	if (bd == NULL || bid == NULL || brow == NULL)
+		knn_fail(j, GJ_ERR_NOMEM);
+	while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+	{
+		int64_t		b0 = __atomic_fetch_add(&j->next, GJ_KNN_BLOCK, __ATOMIC_RELAXED);
+		int64_t		b1 = b0 + GJ_KNN_BLOCK < nq ? b0 + GJ_KNN_BLOCK : nq;
+
+		if (b0 >= nq)
+			break;
+		for (int64_t i = b0; i < b1; i++)
+		{
+			uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
+			const double *qx = j->queries->x + (int64_t) qrow * dims;
+			int64_t		self = j->exclude_self ? (int64_t) qrow : -1;
+			gj_kbuf		kb;
+
+			if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+				break;
+			gj_kb_init(&kb, bd, bid, brow, 1, (int) j->k, j->heap);
+			if (j->use_grid)
+				gj_knn_search_grid(&j->G, qx, self, &kb);
+			else
+				gj_knn_scan(j->refs->x, j->refs->ids, dims, qx, 0,
+							j->refs->n, self, &kb);
+			gj_kb_finish(&kb);
+			if (!emit_list(j, &ch, qrow, &kb))
+				break;
+		}
+	}
+	if (ch != NULL)
+	{
+		if (ch->n > 0)
+			gj_queue_put_full(j->q, ch);
+		else
+			gj_queue_release(j->q, ch);
+	}
+	free(bd);
+	free(bid);
+	free(brow);
+	gj_queue_producer_done(j->q);
+	return NULL;
+}
+
+/* The search's view of a host grid. */
+static void
+fill_knn_grid(gj_knn_grid *G, const gj_grid *g, const gj_points *refs)
+{
+	memset(G, 0, sizeof(*G));
+	G->dims = refs->dims;
+	G->m = g->nidx;
+	for (int k = 0; k < g->nidx; k++)
+	{
+		G->idx_dim[k] = g->idx_dim[k];
+		G->origin[k] = g->origin[k];
+		G->width[k] = g->width[k];
+		G->ncell[k] = g->ncell_dim[k];
+		G->stride[k] = g->stride[k];
+	}
+	G->ncells = g->ncells;
+	G->npoints = refs->n;
+	G->cell_id = g->cell_id;
+	G->start64 = g->cell_start;
+	G->x = refs->x;
+	G->ids = refs->ids;
+}
+
+typedef struct order_key
+{
+	int64_t		cell;
+	uint32_t	row;
+} order_key;
+
+static int
+cmp_order(const void *a, const void *b)
+{
+	const order_key *x = a;
+	const order_key *y = b;
+
+	if (x->cell != y->cell)
+		return x->cell < y->cell ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Queries sorted by the reference cell they fall in. */
+static gj_status
+query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
+{
+	order_key  *keys = malloc(sizeof(order_key) * (qs->n + 1));
+	uint32_t   *order = malloc(sizeof(uint32_t) * (qs->n + 1));
+
+	if (keys == NULL || order == NULL)
+	{
+		free(keys);
+		free(order);
+		return GJ_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < qs->n; i++)
+	{
+		keys[i].cell = gj_grid_cell_of(g, qs->x + i * qs->dims);
+		keys[i].row = (uint32_t) i;
+	}
+	qsort(keys, qs->n, sizeof(order_key), cmp_order);
+	for (int64_t i = 0; i < qs->n; i++)
+		order[i] = keys[i].row;
+	free(keys);
+	*out = order;
+	return GJ_OK;
+}
+
+gj_status
+gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
+				 const gj_points *queries, const gj_knn_options *opt,
+				 int nthreads, gj_cpu_knn **out)
+{
+	struct gj_cpu_knn *j;
+	sigset_t	all,
+				old;
+	int			want;
+	gj_status	st;
+
+	*out = NULL;
+	if (opt->k < 1 || refs->dims != queries->dims ||
+		(opt->exclude_self && queries != refs))
+		return GJ_ERR_ARG;
+	if (refs->n > GJ_MAX_ROWS || queries->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	if (nthreads <= 0)
+		nthreads = gj_cpu_count();
+	want = (int) ((queries->n + 255) / 256);
+	if (want < nthreads)
+		nthreads = want < 1 ? 1 : want;
+
+	j = calloc(1, sizeof(struct gj_cpu_knn));
+	if (j == NULL)
+		return GJ_ERR_NOMEM;
+	j->refs = refs;
+	j->queries = queries;
+	j->k = gj_knn_effective_k(opt, refs->n);
+	j->exclude_self = opt->exclude_self;
+	j->heap = j->k >= (opt->heap_min_k > 0 ? opt->heap_min_k : GJ_KNN_HEAP_MIN_K);
+	if (j->k > INT32_MAX)
+	{
+		free(j);
+		return GJ_ERR_LIMIT;
+	}
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv, NULL);
+	if (g != NULL)
+	{
+		j->use_grid = 1;
+		fill_knn_grid(&j->G, g, refs);
+		if (!opt->exclude_self && queries->n > 1)
+		{
+			st = query_order(g, queries, &j->order);
+			if (st != GJ_OK)
+			{
+				gj_cpu_knn_free(j);
+				return st;
+			}
+		}
+	}
+	j->threads = calloc(nthreads, sizeof(pthread_t));
+	j->q = gj_queue_create(2 * nthreads + 2);
+	if (j->threads == NULL || j->q == NULL)
+	{
+		gj_cpu_knn_free(j);
+		return GJ_ERR_NOMEM;
+	}
+	if (j->k == 0 || queries->n == 0)
+	{
+		gj_queue_set_producers(j->q, 0);	/* nothing to find */
+		*out = j;
+		return GJ_OK;
+	}
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 0; t < nthreads; t++)
+	{
+		if (pthread_create(&j->threads[t], NULL, knn_worker, j) != 0)
+			break;
+		j->nthreads++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (j->nthreads == 0)
+	{
+		gj_cpu_knn_free(j);
+		return GJ_ERR_THREAD;
+	}
+	gj_queue_set_producers(j->q, j->nthreads);
+	pthread_mutex_lock(&j->mu);
+	j->go = 1;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	*out = j;
+	return GJ_OK;
+}
+
+gj_status
+gj_cpu_knn_next(gj_cpu_knn *j, int timeout_ms, gj_chunk **out)
+{
+	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
+
+	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
+		return j->error;
+	return st;
+}
+
+void
+gj_cpu_knn_release(gj_cpu_knn *j, gj_chunk *c)
+{
+	gj_queue_release(j->q, c);
+}
+
+/* Stop the workers, wait for them and free everything.  NULL is a no-op. */
+void
+gj_cpu_knn_free(gj_cpu_knn *j)
+{
+	if (j == NULL)
+		return;
+	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	if (j->q != NULL)
+		gj_queue_cancel(j->q);
+	pthread_mutex_lock(&j->mu);
+	j->go = 1;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	for (int t = 0; t < j->nthreads; t++)
+		pthread_join(j->threads[t], NULL);
+	gj_queue_destroy(j->q);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+	free(j->threads);
+	free(j->order);
+	free(j);
+}
