@@ -15,7 +15,7 @@ CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
 OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o $(CORE_OBJS)
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel
@@ -93,3 +93,6 @@ regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_O
 regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
+regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
+		regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm

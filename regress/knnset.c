@@ -103,11 +103,7 @@ gj_knn_run_cpu(gj_points *refs, const gj_points *queries,
 
 	if (gj_knn_pick_method(opt, refs->dims) == GJ_KNN_GRID)
 	{
-		double		w;
-
-		st = gj_knn_cell_width(refs, opt->k, &w);
-		if (st == GJ_OK)
-			st = gj_grid_build(&g, refs, w);
+		st = gj_knn_grid_build(&g, refs);
 		if (st != GJ_OK)
 			return st;
 		have_grid = 1;

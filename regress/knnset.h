@@ -43,7 +43,7 @@ extern void gj_knnset_add_chunk(gj_knnset *s, const gj_chunk *c,
 
 /*
  * The CPU engine end to end: for the grid method, sorts refs in place by
- * a grid of gj_knn_cell_width; queries NULL means a self kNN of refs.
+ * the level-0 grid of gj_knn_index_build; queries NULL means a self kNN of refs.
  * Fills out (if not NULL); returns the engine's status (GJ_DONE = success).
  */
 extern gj_status gj_knn_run_cpu(gj_points *refs, const gj_points *queries,

@@ -24,6 +24,7 @@
 
 #define GJ_KNN_BLOCK 64			/* queries per work-queue draw */
 #define GJ_KNN_SAMPLE 65536		/* points sampled to size the cells */
+#define GJ_KNN_CELL_POINTS 4.0	/* points per cell, as seen from a point */
 
 int64_t
 gj_knn_effective_k(const gj_knn_options *opt, int64_t nrefs)
@@ -85,20 +86,25 @@ occupancy(const gj_points *p, const gj_grid *g, double *occ)
 	return GJ_OK;
 }
 
+/*
+ * Build the kNN grid: a first cell width from the bounding box of the widest
+ * dimensions, shrunk while a sample shows points crowding more than
+ * GJ_KNN_CELL_POINTS to a cell; then Z-order ids and the sort.
+ */
 gj_status
-gj_knn_cell_width(const gj_points *refs, int64_t k, double *width)
+gj_knn_grid_build(gj_grid *g, gj_points *refs)
 {
 	gj_dim_stats *st;
-	double		target = (double) k / 3.0 < 2.0 ? 2.0 : (double) k / 3.0;
+	double		target = GJ_KNN_CELL_POINTS;
 	double		logv = 0.0,
 				w;
 	int			m = 0;
 	gj_status	res = GJ_OK;
 
-	*width = 1.0;
-	if (refs->n < 2)
-		return GJ_OK;
-	st = malloc(sizeof(gj_dim_stats) * refs->dims);
+	memset(g, 0, sizeof(*g));
+	if (refs->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	st = malloc(sizeof(gj_dim_stats) * (refs->dims + 1));
 	if (st == NULL)
 		return GJ_ERR_NOMEM;
 	gj_points_stats(refs, st);
@@ -132,33 +138,31 @@ gj_knn_cell_width(const gj_points *refs, int64_t k, double *width)
 			m++;
 		}
 	}
-	if (m == 0)
-	{
-		free(st);
-		return GJ_OK;			/* every point equal: one cell */
-	}
-	w = exp((logv + log(target) - log((double) refs->n)) / m);
+	w = m == 0 ? 1.0 : exp((logv + log(target) - log((double) refs->n + 1.0)) / m);
 
 	/* then shrink where the points are denser than the box suggests */
-	for (int iter = 0; iter < 4 && isfinite(w) && w > 0.0; iter++)
+	for (int iter = 0; m > 0 && iter < 4 && isfinite(w) && w > 0.0; iter++)
 	{
-		gj_grid		g;
 		double		occ;
 
-		res = gj_grid_plan_from_stats(&g, refs->dims, refs->n, w, st);
-		if (res != GJ_OK)
+		res = gj_grid_plan_from_stats(g, refs->dims, refs->n, w, st);
+		if (res != GJ_OK || g->nidx == 0)
 			break;
-		if (g.nidx == 0)
-			break;
-		res = occupancy(refs, &g, &occ);
+		res = occupancy(refs, g, &occ);
 		if (res != GJ_OK || occ <= 2.0 * target)
 			break;
-		w *= pow(target / occ, 1.0 / g.nidx);
+		w *= pow(target / occ, 1.0 / g->nidx);
 	}
-	free(st);
 	if (!(isfinite(w) && w > 0.0))
 		w = 1.0;
-	*width = w;
+	if (res == GJ_OK)
+		res = gj_grid_plan_from_stats(g, refs->dims, refs->n, w, st);
+	if (res == GJ_OK)
+	{
+		gj_grid_use_morton(g, st);
+		res = gj_grid_build_planned(g, refs);
+	}
+	free(st);
 	return res;
 }
 
@@ -294,13 +298,16 @@ fill_knn_grid(gj_knn_grid *G, const gj_grid *g, const gj_points *refs)
 	memset(G, 0, sizeof(*G));
 	G->dims = refs->dims;
 	G->m = g->nidx;
+	/* the tree's root: the top Z-order bits of every cell are zero */
+	G->bits = 0;
 	for (int k = 0; k < g->nidx; k++)
 	{
+		while (((int64_t) 1 << G->bits) < g->ncell_dim[k])
+			G->bits++;
 		G->idx_dim[k] = g->idx_dim[k];
 		G->origin[k] = g->origin[k];
 		G->width[k] = g->width[k];
 		G->ncell[k] = g->ncell_dim[k];
-		G->stride[k] = g->stride[k];
 	}
 	G->ncells = g->ncells;
 	G->npoints = refs->n;

@@ -108,6 +108,7 @@ typedef struct gj_grid
 	int64_t		ncells;			/* non-empty cells */
 	int64_t    *cell_id;		/* ncells, ascending */
 	int64_t    *cell_start;		/* ncells + 1 */
+	int			morton_bits;	/* kNN grids: Z-order ids, bits per dim */
 } gj_grid;
 
 /* Per-dimension statistics the plan is made from (host or GPU). */
@@ -124,6 +125,8 @@ extern gj_status gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n,
 										 double eps, const gj_dim_stats *st);
 extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps);
 extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps);
+extern gj_status gj_grid_build_planned(gj_grid *g, gj_points *p);
+extern void gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st);
 extern void gj_grid_free(gj_grid *g);
 extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
 
@@ -248,20 +251,19 @@ extern int64_t gj_knn_effective_k(const gj_knn_options *opt, int64_t nrefs);
 extern gj_knn_method gj_knn_pick_method(const gj_knn_options *opt, int dims);
 
 /*
- * Cell width for the kNN grid over refs: aimed at about k/3 points per
- * non-empty cell as seen from a point (so one ring around a query in dense
- * data usually holds its k neighbours), measured on a sample so that
- * clustered data gets cells sized for its clusters, not its bounding box.
+ * The kNN grid over refs (sorted in place): the self-join's grid with cells
+ * sized for a few points each where the points are (measured on a sample,
+ * so clusters get cells sized for the clusters, not the bounding box) and
+ * Z-order cell ids.
  */
-extern gj_status gj_knn_cell_width(const gj_points *refs, int64_t k,
-								   double *width);
+extern gj_status gj_knn_grid_build(gj_grid *g, gj_points *refs);
 
 typedef struct gj_cpu_knn gj_cpu_knn;
 
 /*
  * Start the CPU kNN engine.  For the grid method, refs must have been
- * sorted by gj_grid_build(g, refs, width) and g is that grid; for brute
- * force g is NULL.  queries may be refs itself (exclude_self).
+ * sorted by gj_knn_grid_build(g, refs) and g is that grid; for brute force
+ * g is NULL.  queries may be refs itself (exclude_self).
  */
 extern gj_status gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 								  const gj_points *queries,

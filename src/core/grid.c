@@ -200,23 +200,67 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 	return res;
 }
 
+/*
+ * Z-order (Morton) ids for kNN grids: the bits of the indexed cell
+ * coordinates interleaved, most significant first, dimension 0 first within
+ * each bit.  Every aligned block of 2^L cells per dimension is then one
+ * contiguous id range, so the sorted cells form an implicit tree that the
+ * kNN search descends (knn_search.h).  The cells themselves, their sort and
+ * their arrays are exactly the self-join's.
+ */
+#define GJ_MORTON_MAX_BITS 21
+
+void
+gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st)
+{
+	int			bits;
+
+	if (g->nidx == 0)
+		return;
+	bits = 62 / g->nidx;
+	if (bits > GJ_MORTON_MAX_BITS)
+		bits = GJ_MORTON_MAX_BITS;
+	g->morton_bits = bits;
+	for (int k = 0; k < g->nidx; k++)
+	{
+		double		range = st[g->idx_dim[k]].max - st[g->idx_dim[k]].min;
+		int64_t		most = (INT64_C(1) << bits) - 2;
+
+		if (range / g->width[k] > (double) most)
+			g->width[k] = range / (double) most * GJ_WIDTH_MARGIN;
+		g->ncell_dim[k] = (int64_t) floor(range / g->width[k]) + 1;
+		if (g->ncell_dim[k] > most + 1)
+			g->ncell_dim[k] = most + 1;
+		g->stride[k] = 0;		/* unused in Z-order */
+	}
+}
+
 /* Linear id of the cell holding a point. */
 int64_t
 gj_grid_cell_of(const gj_grid *g, const double *coords)
 {
 	int64_t		id = 0;
+	int64_t		c[GJ_MAX_INDEXED_DIMS];
 
 	for (int k = 0; k < g->nidx; k++)
 	{
 		double		u = (coords[g->idx_dim[k]] - g->origin[k]) / g->width[k];
-		int64_t		c = (int64_t) u;
 
-		if (c < 0)
-			c = 0;
-		if (c >= g->ncell_dim[k])
-			c = g->ncell_dim[k] - 1;
-		id += c * g->stride[k];
+		c[k] = (int64_t) u;
+		if (c[k] < 0)
+			c[k] = 0;
+		if (c[k] >= g->ncell_dim[k])
+			c[k] = g->ncell_dim[k] - 1;
 	}
+	if (g->morton_bits == 0)
+	{
+		for (int k = 0; k < g->nidx; k++)
+			id += c[k] * g->stride[k];
+		return id;
+	}
+	for (int b = g->morton_bits - 1; b >= 0; b--)
+		for (int k = 0; k < g->nidx; k++)
+			id = (id << 1) | ((c[k] >> b) & 1);
 	return id;
 }
 
@@ -338,6 +382,20 @@ gj_status
 gj_grid_build(gj_grid *g, gj_points *p, double eps)
 {
 	gj_status	st;
+
+	if (p->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	st = gj_grid_plan(g, p, eps);
+	if (st != GJ_OK)
+		return st;
+	return gj_grid_build_planned(g, p);
+}
+
+/* Sort the points by the cells of an already planned g; build the arrays. */
+gj_status
+gj_grid_build_planned(gj_grid *g, gj_points *p)
+{
+	gj_status	st;
 	int64_t    *keys;
 	uint32_t   *perm;
 	int64_t		maxkey = 0;
@@ -345,9 +403,8 @@ gj_grid_build(gj_grid *g, gj_points *p, double eps)
 
 	if (p->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
-	st = gj_grid_plan(g, p, eps);
-	if (st != GJ_OK)
-		return st;
+	g->cell_id = NULL;
+	g->cell_start = NULL;
 
 	keys = malloc(sizeof(int64_t) * (p->n + 1));
 	perm = malloc(sizeof(uint32_t) * (p->n + 1));
