@@ -12,7 +12,7 @@ MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
 	src/core/pair_queue.o src/core/cpu_selfjoin.o src/core/cpu_knn.o \
 	src/core/oracle.o
-OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o $(CORE_OBJS)
+OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o src/knn.o $(CORE_OBJS)
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
 EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_knn regress/bench_core regress/gpu_check regress/bench_gpu
@@ -34,7 +34,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
 	--fmad=false $(CUDA_ARCH)
-OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o
+OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o
 SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 OBJS += kernels/nocuda.o
@@ -47,7 +47,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh src/core/gj_core.h
+kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh src/core/gj_core.h src/core/knn_search.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 $(OBJS): src/core/gj_core.h src/core/knn_search.h
@@ -80,7 +80,7 @@ regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(C
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
 
 # GPU check and GPU benchmark (need nvcc to build, a GPU to run).
-KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o
+KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o
 GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
 regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \

@@ -88,6 +88,39 @@ extern const char *gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j);
 extern void gj_gpu_selfjoin_free(gj_gpu_selfjoin *j);
 
 /*
+ * The GPU kNN join.  refs must be sorted by the host's kNN grid g
+ * (gj_knn_grid_build), or g is NULL for brute force; the grid and the
+ * points are uploaded and every query searched by one thread with the same
+ * code as the CPU engine (src/core/knn_search.h), so the answers are
+ * identical.  References larger than the device's share are processed in
+ * partitions (each its own grid) whose per-query lists merge in the same k
+ * buffers.  Results come as chunks exactly as from gj_cpu_knn_next: a =
+ * query row, b = reference row (of refs as sorted), ranks from first_rank.
+ */
+typedef struct gj_gpu_knn gj_gpu_knn;
+
+typedef struct gj_gpu_knn_stats
+{
+	double		upload_ms;		/* references, grid and queries to the device */
+	double		search_ms;		/* kernels, all batches */
+	double		download_ms;	/* result lists back to pinned memory */
+	int			partitions;		/* reference partitions */
+	int64_t		batches;		/* query batches */
+	int			heap;			/* max-heap k buffers, else arrays */
+} gj_gpu_knn_info;
+
+extern gj_status gj_gpu_knn_start(const gj_points *refs, const gj_grid *g,
+								  const gj_points *queries,
+								  const gj_knn_options *opt,
+								  const gj_gpu_options *gopt,
+								  gj_gpu_knn **out, char *err, size_t errlen);
+extern gj_status gj_gpu_knn_next(gj_gpu_knn *j, int timeout_ms, gj_chunk **out);
+extern void gj_gpu_knn_release(gj_gpu_knn *j, gj_chunk *c);
+extern void gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st);
+extern const char *gj_gpu_knn_error(const gj_gpu_knn *j);
+extern void gj_gpu_knn_free(gj_gpu_knn *j);
+
+/*
  * Result buffers (device and pinned host) are kept for the process's next
  * join; this frees them.
  */

@@ -87,3 +87,55 @@ void
 gj_gpu_release_cache(void)
 {
 }
+
+gj_status
+gj_gpu_knn_start(const gj_points *refs, const gj_grid *g,
+				 const gj_points *queries, const gj_knn_options *opt,
+				 const gj_gpu_options *gopt, gj_gpu_knn **out,
+				 char *err, size_t errlen)
+{
+	(void) refs;
+	(void) g;
+	(void) queries;
+	(void) opt;
+	(void) gopt;
+	*out = NULL;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+gj_status
+gj_gpu_knn_next(gj_gpu_knn *j, int timeout_ms, gj_chunk **out)
+{
+	(void) j;
+	(void) timeout_ms;
+	*out = NULL;
+	return GJ_ERR_NODEVICE;
+}
+
+void
+gj_gpu_knn_release(gj_gpu_knn *j, gj_chunk *c)
+{
+	(void) j;
+	(void) c;
+}
+
+void
+gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
+{
+	(void) j;
+	memset(st, 0, sizeof(*st));
+}
+
+const char *
+gj_gpu_knn_error(const gj_gpu_knn *j)
+{
+	(void) j;
+	return "built without CUDA";
+}
+
+void
+gj_gpu_knn_free(gj_gpu_knn *j)
+{
+	(void) j;
+}

@@ -27,6 +27,14 @@ int			gj_cpu_threads_guc = 0;
 int			gj_gpu_memory_limit_guc = 0;
 int			gj_gpu_batch_pairs_guc = 0;
 bool		gj_progress_guc = false;
+int			gj_knn_method_guc = GJ_KNN_AUTO;
+
+static const struct config_enum_entry knn_method_options[] = {
+	{"auto", GJ_KNN_AUTO, false},
+	{"grid", GJ_KNN_GRID, false},
+	{"brute", GJ_KNN_BRUTE, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GJ_DEVICE_AUTO, false},
@@ -98,6 +106,17 @@ _PG_init(void)
 							 NULL,
 							 &gj_progress_guc,
 							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpujoin.knn_method",
+							 "Search of the kNN joins: auto, grid or brute.",
+							 "auto uses the grid up to 6 dimensions and brute force above; "
+							 "both give the same answer.",
+							 &gj_knn_method_guc,
+							 GJ_KNN_AUTO,
+							 knn_method_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
@@ -183,6 +202,15 @@ GjChooseEngine(int64 npoints)
 	if (npoints >= GJ_AUTO_GPU_MIN_ROWS && GpuUsable(&why))
 		return GJ_ENGINE_GPU;
 	return GJ_ENGINE_CPU;
+}
+
+void
+GjCheckNotNull(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
 }
 
 /* Map a failed core status to an ERROR with the matching SQLSTATE. */

@@ -31,6 +31,7 @@ extern int	gj_cpu_threads_guc;
 extern int	gj_gpu_memory_limit_guc;	/* MB, 0 = automatic */
 extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */
 extern bool gj_progress_guc;
+extern int	gj_knn_method_guc;	/* a gj_knn_method */
 
 /* The engine a join will run on, after applying gpujoin.device. */
 typedef enum GjEngine
@@ -54,11 +55,14 @@ extern void GjMarkGpuUnusable(const char *why);
 typedef struct GjResources
 {
 	MemoryContext cxt;
-	gj_points	points;
+	gj_points	points;			/* the (reference) points */
+	gj_points	queries;		/* kNN join: the query points */
 	gj_grid		grid;
 	bool		have_grid;
 	gj_cpu_selfjoin *cpu;
 	struct gj_gpu_selfjoin *gpu;
+	gj_cpu_knn *cpu_knn;
+	struct gj_gpu_knn *gpu_knn;
 } GjResources;
 
 extern GjResources *GjResourcesCreate(int dims_hint);
@@ -70,16 +74,22 @@ typedef struct GjInputSpec
 	const char *fname;			/* SQL function name, for messages */
 	/* relation form */
 	Oid			relid;
-	ArrayType  *cols;
+	ArrayType  *cols;			/* coordinate column names */
 	text	   *id_col;			/* NULL: the primary key */
 	/* query form (relid == InvalidOid) */
 	const char *query;
 } GjInputSpec;
 
-/* Reads every usable row of spec into res->points. */
-extern void GjReadPoints(const GjInputSpec *spec, GjResources *res);
+/* Reads every usable row of spec into pts (one of a GjResources' sets). */
+extern void GjReadPoints(const GjInputSpec *spec, gj_points *pts);
 
 /* Turns a core status into an ereport(ERROR) (never returns for errors). */
 extern void GjCheckStatus(gj_status st, const char *what);
+
+/* NULL_VALUE_NOT_ALLOWED when argument argno is NULL. */
+extern void GjCheckNotNull(FunctionCallInfo fcinfo, int argno, const char *name);
+
+/* How long the backend waits on an engine between interrupt checks. */
+#define GJ_WAIT_MS 50
 
 #endif							/* GPUJOIN_H */

@@ -363,12 +363,11 @@ ReserveFromStats(Oid relid, gj_points *pts)
 	}
 }
 
-/* Read every usable row described by spec into res->points. */
+/* Read every usable row described by spec into pts (empty, owned by a GjResources). */
 void
-GjReadPoints(const GjInputSpec *spec, GjResources *res)
+GjReadPoints(const GjInputSpec *spec, gj_points *pts)
 {
 	MemoryContext caller_cxt = CurrentMemoryContext;
-	gj_points  *pts = &res->points;
 	char	   *sql = NULL;
 	Portal		portal;
 	RowShape	shape;

@@ -34,6 +34,7 @@ GjResourcesCreate(int dims_hint)
 
 	res->cxt = cxt;
 	gj_points_init(&res->points, dims_hint);
+	gj_points_init(&res->queries, dims_hint);
 	cb->func = ResourcesCallback;
 	cb->arg = res;
 	MemoryContextRegisterResetCallback(cxt, cb);
@@ -44,6 +45,16 @@ GjResourcesCreate(int dims_hint)
 void
 GjResourcesRelease(GjResources *res)
 {
+	if (res->gpu_knn != NULL)
+	{
+		gj_gpu_knn_free(res->gpu_knn);
+		res->gpu_knn = NULL;
+	}
+	if (res->cpu_knn != NULL)
+	{
+		gj_cpu_knn_free(res->cpu_knn);
+		res->cpu_knn = NULL;
+	}
 	if (res->gpu != NULL)
 	{
 		gj_gpu_selfjoin_free(res->gpu);
@@ -60,4 +71,5 @@ GjResourcesRelease(GjResources *res)
 		res->have_grid = false;
 	}
 	gj_points_free(&res->points);
+	gj_points_free(&res->queries);
 }

@@ -28,8 +28,6 @@
 #include "gpujoin.h"
 #include "../kernels/gj_cuda.h"
 
-#define GJ_WAIT_MS 50			/* longest wait between interrupt checks */
-
 static inline void
 CheckEps(double eps)
 {
@@ -37,15 +35,6 @@ CheckEps(double eps)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("eps must be a positive finite number, not %g", eps)));
-}
-
-static inline void
-CheckNotNull(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
 }
 
 /* Write one chunk of pairs as rows (a, b, dist), mapping rows to ids. */
@@ -225,7 +214,7 @@ RunSelfJoin(FunctionCallInfo fcinfo, const GjInputSpec *spec, double eps,
 	InitMaterializedSRF(fcinfo, 0);
 
 	res = GjResourcesCreate(0);
-	GjReadPoints(spec, res);
+	GjReadPoints(spec, &res->points);
 	if (res->points.n >= 2)
 	{
 		engine = GjChooseEngine(res->points.n);
@@ -244,10 +233,10 @@ eps_selfjoin(PG_FUNCTION_ARGS)
 {
 	GjInputSpec spec;
 
-	CheckNotNull(fcinfo, 0, "tbl");
-	CheckNotNull(fcinfo, 1, "cols");
-	CheckNotNull(fcinfo, 2, "eps");
-	CheckNotNull(fcinfo, 4, "symmetric");
+	GjCheckNotNull(fcinfo, 0, "tbl");
+	GjCheckNotNull(fcinfo, 1, "cols");
+	GjCheckNotNull(fcinfo, 2, "eps");
+	GjCheckNotNull(fcinfo, 4, "symmetric");
 
 	memset(&spec, 0, sizeof(spec));
 	spec.fname = "eps_selfjoin";
@@ -266,9 +255,9 @@ eps_selfjoin_sql(PG_FUNCTION_ARGS)
 {
 	GjInputSpec spec;
 
-	CheckNotNull(fcinfo, 0, "query");
-	CheckNotNull(fcinfo, 1, "eps");
-	CheckNotNull(fcinfo, 2, "symmetric");
+	GjCheckNotNull(fcinfo, 0, "query");
+	GjCheckNotNull(fcinfo, 1, "eps");
+	GjCheckNotNull(fcinfo, 2, "symmetric");
 
 	memset(&spec, 0, sizeof(spec));
 	spec.fname = "eps_selfjoin_sql";

@@ -291,9 +291,9 @@ knn_worker(void *arg)
 	return NULL;
 }
 
-/* The search's view of a host grid. */
-static void
-fill_knn_grid(gj_knn_grid *G, const gj_grid *g, const gj_points *refs)
+/* The search's view of a host grid (host pointers). */
+void
+gj_knn_grid_view(gj_knn_grid *G, const gj_grid *g, const gj_points *refs)
 {
 	memset(G, 0, sizeof(*G));
 	G->dims = refs->dims;
@@ -334,9 +334,9 @@ cmp_order(const void *a, const void *b)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* Queries sorted by the reference cell they fall in. */
-static gj_status
-query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
+/* Queries sorted by the reference cell they fall in (malloc'd). */
+gj_status
+gj_knn_query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
 {
 	order_key  *keys = malloc(sizeof(order_key) * (qs->n + 1));
 	uint32_t   *order = malloc(sizeof(uint32_t) * (qs->n + 1));
@@ -401,10 +401,10 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 	if (g != NULL)
 	{
 		j->use_grid = 1;
-		fill_knn_grid(&j->G, g, refs);
+		gj_knn_grid_view(&j->G, g, refs);
 		if (!opt->exclude_self && queries->n > 1)
 		{
-			st = query_order(g, queries, &j->order);
+			st = gj_knn_query_order(g, queries, &j->order);
 			if (st != GJ_OK)
 			{
 				gj_cpu_knn_free(j);

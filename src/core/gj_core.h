@@ -258,6 +258,10 @@ extern gj_knn_method gj_knn_pick_method(const gj_knn_options *opt, int dims);
  */
 extern gj_status gj_knn_grid_build(gj_grid *g, gj_points *refs);
 
+/* Query rows ordered by the grid cell they fall in (malloc'd array). */
+extern gj_status gj_knn_query_order(const gj_grid *g, const gj_points *qs,
+									uint32_t **order);
+
 typedef struct gj_cpu_knn gj_cpu_knn;
 
 /*

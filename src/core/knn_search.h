@@ -363,6 +363,12 @@ typedef struct gj_knn_node
 	uint8_t		order[1 << GJ_MAX_INDEXED_DIMS];	/* nearest first */
 } gj_knn_node;
 
+/* Fill G from a host grid over refs (host pointers; cpu_knn.c). */
+#ifdef __cplusplus
+extern "C"
+#endif
+void		gj_knn_grid_view(gj_knn_grid *G, const gj_grid *g, const gj_points *refs);
+
 /*
  * The k nearest references of point q (skipping row self, or -1) offered
  * into b.  A depth-first descent of the implicit tree of Z-order blocks:

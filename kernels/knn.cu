@@ -1,0 +1,746 @@
+/*
+ * knn.cu
+ *		The GPU k-nearest-neighbour join: kernels, partitions, driver thread.
+ *
+ * Kernels.  One thread per query runs the very search of the CPU engine
+ * (src/core/knn_search.h, compiled here as device code with the _rn
+ * intrinsics for the distance): the Z-order grid descent for low
+ * dimensions, a scan for brute force.  The brute-force kernel is tiled: a
+ * block stages a tile of reference points in shared memory and every thread
+ * of the block scans it, so each reference is read from global memory once
+ * per block, not once per query.  The k buffers (array or max-heap, as the
+ * CPU engine picks) live in global memory, interleaved across the queries
+ * of a batch (entry e of query t at e * batch + t) so that a warp's
+ * accesses to the same entry coalesce.
+ *
+ * Partitions.  The references are sorted by the grid, so any run of
+ * consecutive cells is a contiguous slice of points: when the references do
+ * not fit in the device's share, they are cut into such slices, each
+ * searched with the same tree restricted to its cells, and the slices
+ * stream through two device buffers (the next one uploads on its own
+ * stream while the kernel searches the current one).  The k buffers stay on
+ * the device across a batch's partitions, so the per-partition lists merge
+ * in them (the DSPP+P scheme of the kNN partition paper).
+ *
+ * Driver.  A thread runs the batches: it launches batch i + 1 before
+ * turning batch i's lists (copied back into pinned memory) into result
+ * chunks for the backend, so the GPU searches while the host writes.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu_common.cuh"
+#include "../src/core/knn_search.h"
+
+#define KNN_BLOCK 128
+#define KNN_TILE 256			/* reference points per brute-force tile */
+#define KNN_MAX_BATCH 65536		/* queries per kernel: keeps cancel prompt */
+
+typedef struct knn_batch_buf
+{
+	double	   *d_q;			/* batch queries, dims wide */
+	double	   *d_bd;			/* k buffers, interleaved */
+	int64_t    *d_bid;
+	uint32_t   *d_brow;
+	int32_t    *d_bn;			/* entries held */
+	int32_t    *d_btop;			/* array buffers: worst entry */
+	double	   *h_bd;			/* pinned copies of the answer */
+	uint32_t   *h_brow;
+	int32_t    *h_bn;
+	double	   *h_q;			/* pinned staging of the queries */
+	cudaStream_t stream;
+	cudaEvent_t done;
+	int64_t		q0;				/* batch's first position in order */
+	int64_t		nq;
+} knn_batch_buf;
+
+struct gj_gpu_knn
+{
+	const gj_points *refs;
+	const gj_points *queries;
+	const gj_grid *g;			/* the host grid (NULL: brute force) */
+	gj_knn_grid Gh;				/* host view: geometry */
+	int			use_grid;
+	int			dims;
+	int			k;
+	int			heap;
+	int			exclude_self;
+	uint32_t   *order;			/* queries in cell order (or NULL) */
+
+	/* device copies: cells whole, points per partition */
+	int64_t    *d_cell_id;
+	uint32_t   *d_cell_start;
+	double	   *d_x[2];
+	int64_t    *d_ids[2];
+	int64_t		part_cap;		/* points per partition buffer */
+	int			npart;
+	int64_t    *part_cell;		/* npart + 1 cell boundaries */
+	int			registered;		/* refs pinned with cudaHostRegister */
+	cudaStream_t copy_stream;
+	cudaEvent_t part_ready[2];	/* a slot's partition has arrived */
+	cudaEvent_t slot_free[2];	/* the last kernel reading a slot is done */
+
+	int64_t		batch;			/* queries per batch */
+	knn_batch_buf buf[2];
+
+	gj_pair_queue *q;
+	pthread_t	thread;
+	int			started;
+	int			stop;
+	gj_status	error;
+	char		err[256];
+	gj_gpu_knn_info info;
+};
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* --- kernels ------------------------------------------------------------- */
+
+/* Resume query t's buffer (entries held so far) or start it empty. */
+__device__ __forceinline__ void
+knn_buffer(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int64_t nb, int k,
+		   int heap, int first)
+{
+	gj_kb_init(kb, B.d_bd + t, B.d_bid + t, B.d_brow + t, nb, k, heap);
+	if (!first)
+	{
+		kb->n = B.d_bn[t];
+		kb->top = B.d_btop[t];
+	}
+}
+
+__device__ __forceinline__ void
+knn_store(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int last)
+{
+	if (last)
+		gj_kb_finish(kb);
+	B.d_bn[t] = kb->n;
+	B.d_btop[t] = kb->top;
+}
+
+/* Grid search of one partition (a run of cells) for every batch query. */
+__global__ static void
+knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int dims, int k,
+				int heap, int64_t self0, int first, int last)
+{
+	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	gj_kbuf		kb;
+	double		q[GJ_MAX_DIMS];
+
+	if (t >= nb)
+		return;
+	for (int d = 0; d < dims; d++)
+		q[d] = B.d_q[t * dims + d];
+	knn_buffer(&kb, B, t, nb, k, heap, first);
+	gj_knn_search_grid(&G, q, self0 >= 0 ? self0 + t : -1, &kb);
+	knn_store(&kb, B, t, last);
+}
+
+/*
+ * Brute force over reference rows [p0, p1) (x and ids are that slice),
+ * tile by tile through shared memory.
+ */
+__global__ static void
+knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1,
+				 knn_batch_buf B, int64_t nb, int dims, int k, int heap,
+				 int64_t self0, int first, int last)
+{
+	extern __shared__ double tile[];
+	int64_t    *tile_ids = (int64_t *) (tile + (size_t) KNN_TILE * dims);
+	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	int			live = t < nb;
+	gj_kbuf		kb;
+	double		q[GJ_MAX_DIMS];
+
+	if (live)
+	{
+		for (int d = 0; d < dims; d++)
+			q[d] = B.d_q[t * dims + d];
+		knn_buffer(&kb, B, t, nb, k, heap, first);
+	}
+	for (int64_t j0 = p0; j0 < p1; j0 += KNN_TILE)
+	{
+		int64_t		n = p1 - j0 < KNN_TILE ? p1 - j0 : KNN_TILE;
+
+		__syncthreads();
+		for (int64_t i = threadIdx.x; i < n * dims; i += blockDim.x)
+			tile[i] = x[(j0 - p0) * dims + i];
+		for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+			tile_ids[i] = ids[j0 - p0 + i];
+		__syncthreads();
+		/* rows keep their global numbers: the tile is addressed from j0 */
+		if (live)
+			gj_knn_scan(tile - j0 * dims, tile_ids - j0, dims, q, j0, j0 + n,
+						self0 >= 0 ? self0 + t : -1, &kb);
+	}
+	if (live)
+		knn_store(&kb, B, t, last);
+}
+
+/* --- setup --------------------------------------------------------------- */
+
+static void
+set_error(struct gj_gpu_knn *j, gj_status st, const char *what, cudaError_t e)
+{
+	if (j->error != GJ_OK)
+		return;
+	j->error = st;
+	if (e != cudaSuccess)
+		snprintf(j->err, sizeof(j->err), "%s: %s", what, cudaGetErrorName(e));
+	else
+		snprintf(j->err, sizeof(j->err), "%s", what);
+}
+
+#define KNN_TRY(j, call, what) \
+	do { \
+		cudaError_t e_ = (call); \
+		if (e_ != cudaSuccess) \
+		{ \
+			cudaGetLastError(); \
+			set_error((j), gj_cuda_status(e_), (what), e_); \
+			return (j)->error; \
+		} \
+	} while (0)
+
+/* Partition boundaries: runs of whole cells of at most part_cap points. */
+static gj_status
+plan_partitions(struct gj_gpu_knn *j, const gj_grid *g)
+{
+	int64_t		n = j->refs->n;
+	int64_t		ncells = g != NULL ? g->ncells : 0;
+	int			cap = 16;
+
+	j->part_cell = (int64_t *) malloc(sizeof(int64_t) * (cap + 1));
+	if (j->part_cell == NULL)
+		return GJ_ERR_NOMEM;
+	j->npart = 0;
+	j->part_cell[0] = 0;
+	if (g == NULL)
+	{
+		/* brute force: partitions are plain row ranges */
+		for (int64_t p = 0; p < n; p += j->part_cap)
+		{
+			if (j->npart == cap)
+			{
+				cap *= 2;
+				j->part_cell = (int64_t *) realloc(j->part_cell, sizeof(int64_t) * (cap + 1));
+				if (j->part_cell == NULL)
+					return GJ_ERR_NOMEM;
+			}
+			j->part_cell[++j->npart] = p + j->part_cap < n ? p + j->part_cap : n;
+		}
+		return GJ_OK;
+	}
+	for (int64_t c = 0; c < ncells;)
+	{
+		int64_t		c1 = c;
+
+		/* whole cells while they fit; a cell bigger than a buffer: error */
+		while (c1 < ncells && g->cell_start[c1 + 1] - g->cell_start[c] <= j->part_cap)
+			c1++;
+		if (c1 == c)
+			return GJ_ERR_DEVICE_OOM;
+		if (j->npart == cap)
+		{
+			cap *= 2;
+			j->part_cell = (int64_t *) realloc(j->part_cell, sizeof(int64_t) * (cap + 1));
+			if (j->part_cell == NULL)
+				return GJ_ERR_NOMEM;
+		}
+		j->part_cell[++j->npart] = c1;
+		c = c1;
+	}
+	return GJ_OK;
+}
+
+/* First and last point of partition p. */
+static void
+part_points(const struct gj_gpu_knn *j, const gj_grid *g, int p, int64_t *p0,
+			int64_t *p1)
+{
+	if (g == NULL)
+	{
+		*p0 = j->part_cell[p];
+		*p1 = j->part_cell[p + 1];
+	}
+	else
+	{
+		*p0 = g->cell_start[j->part_cell[p]];
+		*p1 = g->cell_start[j->part_cell[p + 1]];
+	}
+}
+
+static gj_status
+alloc_all(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
+{
+	int			dims = j->dims;
+	int64_t		n = j->refs->n;
+	size_t		per_ref = sizeof(double) * dims + sizeof(int64_t);
+	size_t		per_query = sizeof(double) * dims +
+		(size_t) j->k * (sizeof(double) + sizeof(int64_t) + sizeof(uint32_t)) +
+		2 * sizeof(int32_t);
+	size_t		cells = g != NULL ? (size_t) g->ncells * (sizeof(int64_t) + sizeof(uint32_t)) + 16 : 0;
+	size_t		ref_budget;
+	int64_t		nq = j->queries->n;
+
+	if (cells + 2 * per_query * 1024 > budget)
+		return GJ_ERR_DEVICE_OOM;
+	/* every reference at once when that leaves room for a decent batch */
+	ref_budget = budget - cells;
+	if ((size_t) n * per_ref + 2 * per_query * (size_t) (nq < 65536 ? nq : 65536) <= ref_budget)
+		j->part_cap = n;
+	else
+		j->part_cap = (int64_t) (ref_budget / 2 / 2 / per_ref);	/* two buffers, half */
+	if (j->part_cap < 1)
+		return GJ_ERR_DEVICE_OOM;
+	{
+		gj_status	st = plan_partitions(j, g);
+
+		if (st != GJ_OK)
+			return st;
+	}
+	{
+		size_t		left = ref_budget - (size_t) j->part_cap * per_ref * (j->npart > 1 ? 2 : 1);
+		int64_t		b = (int64_t) (left / 2 / per_query);
+
+		j->batch = b < KNN_MAX_BATCH ? b : KNN_MAX_BATCH;
+		if (j->batch > nq)
+			j->batch = nq;
+		if (j->batch < 1)
+			return GJ_ERR_DEVICE_OOM;
+	}
+
+	if (g != NULL)
+	{
+		uint32_t   *starts = (uint32_t *) malloc(sizeof(uint32_t) * (g->ncells + 1));
+
+		if (starts == NULL)
+			return GJ_ERR_NOMEM;
+		for (int64_t c = 0; c <= g->ncells; c++)
+			starts[c] = (uint32_t) g->cell_start[c];
+		KNN_TRY(j, cudaMalloc(&j->d_cell_id, sizeof(int64_t) * (g->ncells + 1)), "cell ids");
+		KNN_TRY(j, cudaMalloc(&j->d_cell_start, sizeof(uint32_t) * (g->ncells + 1)), "cell starts");
+		KNN_TRY(j, cudaMemcpy(j->d_cell_id, g->cell_id, sizeof(int64_t) * g->ncells,
+							  cudaMemcpyHostToDevice), "cell id upload");
+		KNN_TRY(j, cudaMemcpy(j->d_cell_start, starts, sizeof(uint32_t) * (g->ncells + 1),
+							  cudaMemcpyHostToDevice), "cell start upload");
+		free(starts);
+	}
+	for (int b = 0; b < (j->npart > 1 ? 2 : 1); b++)
+	{
+		KNN_TRY(j, cudaMalloc(&j->d_x[b], per_ref * j->part_cap), "reference buffer");
+		j->d_ids[b] = (int64_t *) (j->d_x[b] + (size_t) j->part_cap * dims);
+		KNN_TRY(j, cudaEventCreateWithFlags(&j->part_ready[b], cudaEventDisableTiming),
+				"event");
+		KNN_TRY(j, cudaEventCreateWithFlags(&j->slot_free[b], cudaEventDisableTiming),
+				"event");
+	}
+	KNN_TRY(j, cudaStreamCreateWithFlags(&j->copy_stream, cudaStreamNonBlocking), "stream");
+	if (j->npart > 1 &&
+		cudaHostRegister(j->refs->x, sizeof(double) * dims * n, cudaHostRegisterDefault) == cudaSuccess &&
+		cudaHostRegister(j->refs->ids, sizeof(int64_t) * n, cudaHostRegisterDefault) == cudaSuccess)
+		j->registered = 1;		/* partition uploads can overlap kernels */
+	cudaGetLastError();
+	for (int b = 0; b < 2; b++)
+	{
+		knn_batch_buf *B = &j->buf[b];
+		size_t		e = (size_t) j->batch * j->k;
+
+		KNN_TRY(j, cudaMalloc(&B->d_q, sizeof(double) * dims * j->batch), "query buffer");
+		KNN_TRY(j, cudaMalloc(&B->d_bd, sizeof(double) * e), "k buffers");
+		KNN_TRY(j, cudaMalloc(&B->d_bid, sizeof(int64_t) * e), "k buffers");
+		KNN_TRY(j, cudaMalloc(&B->d_brow, sizeof(uint32_t) * e), "k buffers");
+		KNN_TRY(j, cudaMalloc(&B->d_bn, sizeof(int32_t) * j->batch), "k buffers");
+		KNN_TRY(j, cudaMalloc(&B->d_btop, sizeof(int32_t) * j->batch), "k buffers");
+		KNN_TRY(j, cudaMallocHost(&B->h_bd, sizeof(double) * e), "pinned results");
+		KNN_TRY(j, cudaMallocHost(&B->h_brow, sizeof(uint32_t) * e), "pinned results");
+		KNN_TRY(j, cudaMallocHost(&B->h_bn, sizeof(int32_t) * j->batch), "pinned results");
+		KNN_TRY(j, cudaMallocHost(&B->h_q, sizeof(double) * dims * j->batch), "pinned queries");
+		KNN_TRY(j, cudaStreamCreateWithFlags(&B->stream, cudaStreamNonBlocking), "stream");
+		KNN_TRY(j, cudaEventCreateWithFlags(&B->done, cudaEventDisableTiming), "event");
+	}
+	return GJ_OK;
+}
+
+/* Upload partition p into a buffer slot on the copy stream, once it is free. */
+static gj_status
+upload_part(struct gj_gpu_knn *j, const gj_grid *g, int p, int slot)
+{
+	int64_t		p0,
+				p1;
+
+	part_points(j, g, p, &p0, &p1);
+	KNN_TRY(j, cudaStreamWaitEvent(j->copy_stream, j->slot_free[slot], 0), "wait");
+	KNN_TRY(j, cudaMemcpyAsync(j->d_x[slot], j->refs->x + p0 * j->dims,
+							   sizeof(double) * j->dims * (p1 - p0),
+							   cudaMemcpyHostToDevice, j->copy_stream), "reference upload");
+	KNN_TRY(j, cudaMemcpyAsync(j->d_ids[slot], j->refs->ids + p0,
+							   sizeof(int64_t) * (p1 - p0),
+							   cudaMemcpyHostToDevice, j->copy_stream), "reference upload");
+	KNN_TRY(j, cudaEventRecord(j->part_ready[slot], j->copy_stream), "event");
+	return GJ_OK;
+}
+
+/* --- batches ------------------------------------------------------------ */
+
+/* Stage, search (every partition) and copy back one batch; async. */
+static gj_status
+launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
+			 int64_t q0, int64_t nq)
+{
+	int			dims = j->dims;
+	int			blocks = (int) ((nq + KNN_BLOCK - 1) / KNN_BLOCK);
+	size_t		e = (size_t) j->batch * j->k;
+	int64_t		self0 = j->exclude_self ? q0 : -1;
+
+	B->q0 = q0;
+	B->nq = nq;
+	for (int64_t t = 0; t < nq; t++)
+	{
+		int64_t		row = j->order != NULL ? j->order[q0 + t] : q0 + t;
+
+		memcpy(B->h_q + t * dims, j->queries->x + row * dims, sizeof(double) * dims);
+	}
+	KNN_TRY(j, cudaMemcpyAsync(B->d_q, B->h_q, sizeof(double) * dims * nq,
+							   cudaMemcpyHostToDevice, B->stream), "query upload");
+	/* with several partitions, the first two start on their way now */
+	for (int p = 0; j->npart > 1 && p < 2 && p < j->npart; p++)
+	{
+		gj_status	st = upload_part(j, g, p, p);
+
+		if (st != GJ_OK)
+			return st;
+	}
+	for (int p = 0; p < j->npart; p++)
+	{
+		int			slot = p % 2;
+		int64_t		p0,
+					p1;
+
+		part_points(j, g, p, &p0, &p1);
+		KNN_TRY(j, cudaStreamWaitEvent(B->stream, j->part_ready[slot], 0), "wait");
+		if (g != NULL)
+		{
+			gj_knn_grid G = j->Gh;
+
+			G.cell_id = j->d_cell_id + j->part_cell[p];
+			G.ncells = j->part_cell[p + 1] - j->part_cell[p];
+			G.start64 = NULL;
+			G.start32 = j->d_cell_start + j->part_cell[p];
+			G.x = j->d_x[slot] - p0 * dims;	/* addressed by global row */
+			G.ids = j->d_ids[slot] - p0;
+			G.npoints = p1 - p0;
+			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, nq, dims, j->k, j->heap,
+																 self0, p == 0, p == j->npart - 1);
+		}
+		else
+		{
+			size_t		shm = (sizeof(double) * dims + sizeof(int64_t)) * KNN_TILE;
+
+			knn_brute_kernel<<<blocks, KNN_BLOCK, shm, B->stream>>>(j->d_x[slot], j->d_ids[slot],
+																	p0, p1, *B, nq, dims, j->k,
+																	j->heap, self0, p == 0,
+																	p == j->npart - 1);
+		}
+		KNN_TRY(j, cudaGetLastError(), "kNN kernel launch");
+		KNN_TRY(j, cudaEventRecord(j->slot_free[slot], B->stream), "event");
+		if (j->npart > 1 && p + 2 < j->npart)
+		{
+			gj_status	st = upload_part(j, g, p + 2, slot);
+
+			if (st != GJ_OK)
+				return st;
+		}
+	}
+	KNN_TRY(j, cudaMemcpyAsync(B->h_bd, B->d_bd, sizeof(double) * e,
+							   cudaMemcpyDeviceToHost, B->stream), "result copy");
+	KNN_TRY(j, cudaMemcpyAsync(B->h_brow, B->d_brow, sizeof(uint32_t) * e,
+							   cudaMemcpyDeviceToHost, B->stream), "result copy");
+	KNN_TRY(j, cudaMemcpyAsync(B->h_bn, B->d_bn, sizeof(int32_t) * nq,
+							   cudaMemcpyDeviceToHost, B->stream), "result copy");
+	KNN_TRY(j, cudaEventRecord(B->done, B->stream), "event");
+	return GJ_OK;
+}
+
+/* Wait for a batch (polling, so that a cancel is seen) and emit its lists. */
+static gj_status
+emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
+{
+	gj_chunk   *ch = NULL;
+	cudaError_t e;
+
+	while ((e = cudaEventQuery(B->done)) == cudaErrorNotReady)
+	{
+		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+			return GJ_ERR_CANCELED;
+		struct timespec ts = {0, 200000};
+
+		nanosleep(&ts, NULL);
+	}
+	if (e != cudaSuccess)
+	{
+		set_error(j, GJ_ERR_CUDA, "kNN kernel", e);
+		return j->error;
+	}
+	for (int64_t t = 0; t < B->nq; t++)
+	{
+		uint32_t	qrow = (uint32_t) (j->order != NULL ? j->order[B->q0 + t] : B->q0 + t);
+
+		for (int r = 0; r < B->h_bn[t]; r++)
+		{
+			size_t		at = (size_t) r * j->batch + t;
+
+			if (ch != NULL && ch->n == ch->cap)
+			{
+				gj_queue_put_full(j->q, ch);
+				ch = NULL;
+			}
+			if (ch == NULL)
+			{
+				ch = gj_queue_get_free(j->q);
+				if (ch == NULL)
+					return GJ_ERR_CANCELED;
+				ch->n = 0;
+			}
+			if (ch->n == 0)
+				ch->first_rank = r + 1;
+			ch->a[ch->n] = qrow;
+			ch->b[ch->n] = B->h_brow[at];
+			ch->dist[ch->n] = sqrt(B->h_bd[at]);
+			ch->n++;
+		}
+	}
+	if (ch != NULL)
+		gj_queue_put_full(j->q, ch);
+	return GJ_OK;
+}
+
+static void *
+driver_main(void *arg)
+{
+	struct gj_gpu_knn *j = (struct gj_gpu_knn *) arg;
+	int64_t		nq = j->queries->n;
+	int			cur = 0;
+	gj_status	st = GJ_OK;
+	double		t0 = now_ms();
+
+	for (int64_t q0 = 0; q0 < nq && st == GJ_OK; q0 += j->batch)
+	{
+		int64_t		n = nq - q0 < j->batch ? nq - q0 : j->batch;
+
+		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+			break;
+		st = launch_batch(j, j->g, &j->buf[cur], q0, n);
+		if (st != GJ_OK)
+			break;
+		/* while this batch runs, hand the previous one to the backend */
+		if (q0 > 0)
+			st = emit_batch(j, &j->buf[1 - cur]);
+		j->info.batches++;
+		cur = 1 - cur;
+	}
+	if (st == GJ_OK && nq > 0)
+		st = emit_batch(j, &j->buf[1 - cur]);
+	j->info.search_ms = now_ms() - t0;
+	if (st != GJ_OK && st != GJ_ERR_CANCELED)
+		set_error(j, st, "kNN batch", cudaSuccess);
+	if (j->error != GJ_OK)
+		gj_queue_cancel(j->q);
+	gj_queue_producer_done(j->q);
+	return NULL;
+}
+
+/* --- the C boundary ------------------------------------------------------ */
+
+static void
+free_all(struct gj_gpu_knn *j)
+{
+	cudaDeviceSynchronize();
+	cudaFree(j->d_cell_id);
+	cudaFree(j->d_cell_start);
+	for (int b = 0; b < 2; b++)
+	{
+		knn_batch_buf *B = &j->buf[b];
+
+		cudaFree(j->d_x[b]);
+		if (j->part_ready[b])
+			cudaEventDestroy(j->part_ready[b]);
+		if (j->slot_free[b])
+			cudaEventDestroy(j->slot_free[b]);
+		cudaFree(B->d_q);
+		cudaFree(B->d_bd);
+		cudaFree(B->d_bid);
+		cudaFree(B->d_brow);
+		cudaFree(B->d_bn);
+		cudaFree(B->d_btop);
+		cudaFreeHost(B->h_bd);
+		cudaFreeHost(B->h_brow);
+		cudaFreeHost(B->h_bn);
+		cudaFreeHost(B->h_q);
+		if (B->stream)
+			cudaStreamDestroy(B->stream);
+		if (B->done)
+			cudaEventDestroy(B->done);
+	}
+	if (j->copy_stream)
+		cudaStreamDestroy(j->copy_stream);
+	if (j->registered)
+	{
+		cudaHostUnregister(j->refs->x);
+		cudaHostUnregister(j->refs->ids);
+	}
+	cudaGetLastError();
+}
+
+extern "C" gj_status
+gj_gpu_knn_start(const gj_points *refs, const gj_grid *g, const gj_points *queries,
+				 const gj_knn_options *opt, const gj_gpu_options *gopt,
+				 gj_gpu_knn **out, char *err, size_t errlen)
+{
+	struct gj_gpu_knn *j;
+	size_t		free_mem,
+				total_mem,
+				budget;
+	gj_status	st;
+	sigset_t	all,
+				old;
+	double		t0 = now_ms();
+	int64_t		k = gj_knn_effective_k(opt, refs->n);
+
+	*out = NULL;
+	if (opt->k < 1 || refs->dims != queries->dims || (opt->exclude_self && queries != refs))
+	{
+		snprintf(err, errlen, "bad arguments");
+		return GJ_ERR_ARG;
+	}
+	if (refs->n > GJ_MAX_ROWS || queries->n > GJ_MAX_ROWS || k > INT32_MAX / 64)
+	{
+		snprintf(err, errlen, "input beyond the GPU engine's limits");
+		return GJ_ERR_LIMIT;
+	}
+	GJ_CUDA_CHECK(err, errlen, cudaMemGetInfo(&free_mem, &total_mem));
+	budget = (size_t) (free_mem * 0.9);
+	if (gopt != NULL && gopt->memory_limit > 0 && gopt->memory_limit < budget)
+		budget = gopt->memory_limit;
+
+	j = (struct gj_gpu_knn *) calloc(1, sizeof(struct gj_gpu_knn));
+	if (j == NULL)
+		return GJ_ERR_NOMEM;
+	j->refs = refs;
+	j->queries = queries;
+	j->g = g;
+	j->use_grid = g != NULL;
+	j->dims = refs->dims;
+	j->k = (int) (k < 1 ? 1 : k);
+	j->heap = k >= (opt->heap_min_k > 0 ? opt->heap_min_k : GJ_KNN_HEAP_MIN_K);
+	j->exclude_self = opt->exclude_self;
+	j->info.heap = j->heap;
+	if (g != NULL)
+		gj_knn_grid_view(&j->Gh, g, refs);
+	j->q = gj_queue_create(6);
+	if (j->q == NULL)
+	{
+		free(j);
+		return GJ_ERR_NOMEM;
+	}
+	if (k == 0 || queries->n == 0)
+	{
+		gj_queue_set_producers(j->q, 0);
+		*out = j;
+		return GJ_OK;
+	}
+	st = g != NULL && !opt->exclude_self && queries->n > 1 ?
+		gj_knn_query_order(g, queries, &j->order) : GJ_OK;
+	if (st == GJ_OK)
+		st = alloc_all(j, g, budget);
+	if (st == GJ_OK && j->npart == 1)
+	{
+		st = upload_part(j, g, 0, 0);
+		if (st == GJ_OK && cudaStreamSynchronize(j->copy_stream) != cudaSuccess)
+			set_error(j, GJ_ERR_CUDA, "reference upload", cudaGetLastError());
+		st = j->error != GJ_OK ? j->error : st;
+		/* one resident partition: later batches need not wait for it */
+		j->npart = 1;
+	}
+	if (st != GJ_OK)
+	{
+		snprintf(err, errlen, "%s", j->error != GJ_OK ? j->err :
+				 st == GJ_ERR_DEVICE_OOM ? "the grid's cells do not fit the GPU memory share" :
+				 gj_status_name(st));
+		gj_gpu_knn_free(j);
+		return st;
+	}
+	j->info.partitions = j->npart;
+	j->info.upload_ms = now_ms() - t0;
+
+	gj_queue_set_producers(j->q, 1);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&j->thread, NULL, driver_main, j) != 0)
+	{
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		snprintf(err, errlen, "pthread_create failed");
+		gj_gpu_knn_free(j);
+		return GJ_ERR_THREAD;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	j->started = 1;
+	*out = j;
+	return GJ_OK;
+}
+
+extern "C" gj_status
+gj_gpu_knn_next(gj_gpu_knn *j, int timeout_ms, gj_chunk **out)
+{
+	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
+
+	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
+		return j->error;
+	return st;
+}
+
+extern "C" void
+gj_gpu_knn_release(gj_gpu_knn *j, gj_chunk *c)
+{
+	gj_queue_release(j->q, c);
+}
+
+extern "C" void
+gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
+{
+	*st = j->info;
+}
+
+extern "C" const char *
+gj_gpu_knn_error(const gj_gpu_knn *j)
+{
+	return j->err;
+}
+
+extern "C" void
+gj_gpu_knn_free(gj_gpu_knn *j)
+{
+	if (j == NULL)
+		return;
+	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	if (j->q != NULL)
+		gj_queue_cancel(j->q);
+	if (j->started)
+		pthread_join(j->thread, NULL);
+	free_all(j);
+	gj_queue_destroy(j->q);
+	free(j->order);
+	free(j->part_cell);
+	free(j);
+}
