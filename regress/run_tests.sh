@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite of gpujoin and ends with one line: "N passed, N failed".
-#   1. core unit tests (regress/test_core): grid CPU join vs brute force
+#   1. core unit tests (regress/test_core, regress/test_knn): CPU engines vs
+#      brute-force oracles
 #   2. pg_regress on a throwaway cluster (pg_virtualenv), once with
 #      gpujoin.device = cpu and once with the default (auto)
 # Installs missing build dependencies and the extension (root or sudo).
@@ -27,6 +28,17 @@ if [ -n "$line" ]; then
 	failed=$((failed + $(echo "$line" | awk '{print $4}')))
 else
 	echo "core: no summary (crashed?)"
+	failed=$((failed + 1))
+fi
+
+# 1b. kNN core unit tests (regress/test_knn): CPU kNN engine vs sorting oracle
+make -s regress/test_knn >/dev/null && ./regress/test_knn | tee "$log/knn.txt" | grep -E '^(FAIL|knn:)'
+line=$(grep -E '^knn: [0-9]+ passed, [0-9]+ failed' "$log/knn.txt" | tail -1)
+if [ -n "$line" ]; then
+	passed=$((passed + $(echo "$line" | awk '{print $2}')))
+	failed=$((failed + $(echo "$line" | awk '{print $4}')))
+else
+	echo "knn: no summary (crashed?)"
 	failed=$((failed + 1))
 fi
 

@@ -21,3 +21,25 @@ RESET statement_timeout;
 SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
 -- the backend is healthy afterwards
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM big WHERE id <= 2000', 1e-12);
+
+-- the same for a kNN join: brute force over 200000 16-D points, 4e10 distances
+CREATE TABLE big16 AS SELECT i AS id, ARRAY(SELECT ((i * 7919 + d * 104729) % 1000)::float8 FROM generate_series(1, 16) d) AS v
+    FROM generate_series(1, 200000) i;
+ALTER TABLE big16 ADD PRIMARY KEY (id);
+SELECT count(*) FROM knn_selfjoin_sql('SELECT id, v FROM big16 WHERE id <= 300', 2);
+SELECT count(*) AS tasks_before FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') \gset
+SET statement_timeout = '1s';
+DO $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+    elapsed interval;
+BEGIN
+    PERFORM count(*) FROM knn_selfjoin('big16', '{v}', 10);
+    RAISE NOTICE 'the kNN join was not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    elapsed := clock_timestamp() - t0;
+    RAISE NOTICE 'cancelled: %, within a second of the timeout: %', SQLERRM, elapsed < interval '2 s';
+END $$;
+RESET statement_timeout;
+SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
+SELECT count(*) FROM knn_selfjoin_sql('SELECT id, v FROM big16 WHERE id <= 300', 2);
