@@ -15,10 +15,10 @@ CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
 OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o src/knn.o $(CORE_OBJS)
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_knn regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
-	privileges cancel
+	privileges cancel knn knn_crosscheck
 REGRESS_OPTS = --inputdir=$(srcdir)
 
 # No FMA contraction anywhere: distances must round identically everywhere.
@@ -96,3 +96,6 @@ regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/d
 regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
+regress/gpu_knn: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
+		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)

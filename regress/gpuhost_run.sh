@@ -10,7 +10,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,pg,sqlbench}
+STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,pg,sqlbench,knnsql}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -29,6 +29,20 @@ if has sanitize; then
 fi
 if has bench; then
 	timeout ${GJ_BENCH_TIMEOUT:-240} ./regress/bench_gpu ${GJ_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.txt"
+fi
+if has knncheck; then
+	GJ_VERBOSE=1 timeout ${GJ_CHECK_TIMEOUT:-240} ./regress/gpu_knn check > "$OUT/gpu_knn.log" 2>&1
+	summary+=("gpu_knn check: $(tail -1 "$OUT/gpu_knn.log")")
+	grep -E '^FAIL' "$OUT/gpu_knn.log" | head -5
+fi
+if has knnsanitize; then
+	timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+		./regress/gpu_knn check > "$OUT/knn_sanitizer.log" 2>&1
+	rc=$?
+	summary+=("compute-sanitizer on gpu_knn: exit $rc; $(grep 'ERROR SUMMARY' "$OUT/knn_sanitizer.log" | tail -1)")
+fi
+if has knnbench; then
+	timeout ${GJ_BENCH_TIMEOUT:-300} ./regress/gpu_knn bench 2>&1 | tee "$OUT/knn_bench.txt"
 fi
 if has pg; then
 	. .gpuhost/pg-up.sh
@@ -58,6 +72,10 @@ fi
 if has sqlbench; then
 	. .gpuhost/pg-up.sh
 	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_bench.sql gj_regress 2>&1 | tee "$OUT/sql_bench.txt" | tail -12
+fi
+if has knnsql; then
+	. .gpuhost/pg-up.sh
+	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_knn.sql gj_regress 2>&1 | tee "$OUT/knn_sql.txt" | tail -12
 fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"

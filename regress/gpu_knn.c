@@ -1,0 +1,271 @@
+/*
+ * gpu_knn.c
+ *		The GPU kNN engine against the CPU engine (the reference), then the
+ *		kNN benchmark on the GPU host.
+ *
+ *	gpu_knn [check|bench]
+ *
+ * check: seeded random and adversarial cases (kinds, 1-16 dims, k from 1
+ * to 300, self and separate queries, grid and brute force, array and heap
+ * buffers, reference partitions forced by a small memory limit, queries far
+ * outside the data); the GPU answer must equal the CPU engine's, ranks and
+ * distances bit for bit.  Last line: "gpu_knn: N passed, N failed".
+ * bench: the issue's workloads; GPU grid, GPU brute force (exact float64,
+ * the bar's reference), CPU engine on every core, each on the same data.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../src/core/gj_core.h"
+#include "../kernels/gj_cuda.h"
+#include "datagen.h"
+#include "knnset.h"
+
+static int	passed = 0;
+static int	failed = 0;
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+copy_points(gj_points *dst, const gj_points *src)
+{
+	gj_points_init(dst, src->dims);
+	gj_points_reserve(dst, src->n + 1);
+	for (int64_t i = 0; i < src->n; i++)
+		gj_points_push(dst, src->ids[i], src->x + i * src->dims);
+}
+
+/* GPU engine end to end on refs (sorted in place for the grid). */
+static gj_status
+run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
+		size_t mem_limit, gj_knnset *out, gj_gpu_knn_info *info, double *secs)
+{
+	gj_grid		g;
+	int			grid = gj_knn_pick_method(opt, refs->dims) == GJ_KNN_GRID;
+	gj_gpu_options gopt = {mem_limit, 0, 0};
+	gj_gpu_knn *j;
+	gj_status	st;
+	char		err[256];
+	const gj_points *qs = queries != NULL ? queries : refs;
+	double		t0 = now();
+
+	if (grid && (st = gj_knn_grid_build(&g, refs)) != GJ_OK)
+		return st;
+	st = gj_gpu_knn_start(refs, grid ? &g : NULL, qs, opt, &gopt, &j, err, sizeof(err));
+	if (st != GJ_OK)
+	{
+		printf("  gpu start: %s: %s\n", gj_status_name(st), err);
+		if (grid)
+			gj_grid_free(&g);
+		return st;
+	}
+	for (;;)
+	{
+		gj_chunk   *c;
+
+		st = gj_gpu_knn_next(j, 100, &c);
+		if (st == GJ_AGAIN)
+			continue;
+		if (st != GJ_OK)
+			break;
+		if (out != NULL)
+			gj_knnset_add_chunk(out, c, qs->ids, refs->ids);
+		gj_gpu_knn_release(j, c);
+	}
+	*secs = now() - t0;
+	if (info != NULL)
+		gj_gpu_knn_stats(j, info);
+	if (st != GJ_DONE)
+		printf("  gpu: %s: %s\n", gj_status_name(st), gj_gpu_knn_error(j));
+	gj_gpu_knn_free(j);
+	if (grid)
+		gj_grid_free(&g);
+	return st;
+}
+
+static void
+check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k,
+	  int self, gj_knn_method method, int heap_min_k, size_t mem, double stretch,
+	  uint64_t seed)
+{
+	gj_points	refs,
+				qs,
+				r1,
+				r2;
+	gj_knn_options opt = {k, self, method, heap_min_k};
+	gj_knnset	want = {0},
+				got = {0};
+	gj_gpu_knn_info info;
+	gj_status	st;
+	const char *why = NULL;
+	double		secs;
+
+	gj_gen_points(&refs, kind, n, dims, seed);
+	gj_gen_points(&qs, kind == GJ_GEN_CLUSTERS ? GJ_GEN_UNIFORM : kind, nq, dims, seed + 7);
+	for (int64_t i = 0; i < qs.n * dims; i++)
+		qs.x[i] = (qs.x[i] - 50.0) * stretch + 50.0;
+	for (int64_t i = 0; i < refs.n; i++)
+		refs.ids[i] = (refs.n - i) * 7919 % 1000003;
+	copy_points(&r1, &refs);
+	copy_points(&r2, &refs);
+	st = gj_knn_run_cpu(&r1, self ? NULL : &qs, &opt, 0, &want);
+	if (st != GJ_DONE)
+		why = "cpu engine failed";
+	else if ((st = run_gpu(&r2, self ? NULL : &qs, &opt, mem, &got, &info, &secs)) != GJ_DONE)
+		why = gj_status_name(st);
+	else
+		why = gj_knnset_diff(&want, &got);
+	if (why == NULL)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL %s n=%lld q=%lld dims=%d k=%lld self=%d method=%d heap_min_k=%d mem=%zu: %s\n",
+			   name, (long long) n, (long long) nq, dims, (long long) k, self, method,
+			   heap_min_k, mem, why);
+	}
+	if (getenv("GJ_VERBOSE"))
+		printf("  %s dims=%d k=%lld: %lld rows, partitions %d, batches %lld, %.3f s\n", name, dims,
+			   (long long) k, (long long) got.n, info.partitions, (long long) info.batches, secs);
+	gj_knnset_free(&want);
+	gj_knnset_free(&got);
+	gj_points_free(&refs);
+	gj_points_free(&qs);
+	gj_points_free(&r1);
+	gj_points_free(&r2);
+}
+
+static int
+do_check(void)
+{
+	static const gj_kind kinds[] = {GJ_GEN_UNIFORM, GJ_GEN_EXPONENTIAL, GJ_GEN_CLUSTERS,
+	GJ_GEN_DUPLICATES, GJ_GEN_ONE_CELL, GJ_GEN_GRID_SNAPPED};
+	static const char *names[] = {"uniform", "exponential", "clusters", "duplicates",
+	"one-cell", "grid-snapped"};
+	static const int dims[] = {1, 2, 3, 6, 9, 16};
+	static const int64_t ks[] = {1, 20, 100};
+	uint64_t	seed = 4242;
+
+	for (int t = 0; t < 6; t++)
+		for (int d = 0; d < 6; d++)
+			for (int k = 0; k < 3; k++, seed++)
+			{
+				check(names[t], kinds[t], 3000, 700, dims[d], ks[k], 0, GJ_KNN_AUTO, 0, 0, 1.0, seed);
+				check(names[t], kinds[t], 3000, 0, dims[d], ks[k], 1, GJ_KNN_AUTO, 0, 0, 1.0, seed);
+			}
+	/* both methods and buffers on one set */
+	check("brute-lowdim", GJ_GEN_CLUSTERS, 5000, 1000, 3, 30, 0, GJ_KNN_BRUTE, 1 << 30, 0, 1.0, seed++);
+	check("grid-array-k64", GJ_GEN_UNIFORM, 5000, 1000, 2, 64, 1, GJ_KNN_GRID, 1 << 30, 0, 1.0, seed++);
+	check("grid-heap-k2", GJ_GEN_UNIFORM, 5000, 1000, 2, 2, 1, GJ_KNN_GRID, 1, 0, 1.0, seed++);
+	check("k300", GJ_GEN_EXPONENTIAL, 4000, 500, 3, 300, 0, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
+	check("k-above-n", GJ_GEN_UNIFORM, 50, 30, 3, 1000, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
+	check("far-queries", GJ_GEN_CLUSTERS, 20000, 2000, 3, 20, 0, GJ_KNN_AUTO, 0, 0, 20.0, seed++);
+	/* references in partitions: a memory limit far below their size */
+	check("partitions-grid", GJ_GEN_CLUSTERS, 200000, 20000, 3, 20, 0, GJ_KNN_AUTO, 0, 6 << 20, 1.0, seed++);
+	check("partitions-self", GJ_GEN_UNIFORM, 200000, 0, 2, 10, 1, GJ_KNN_AUTO, 0, 6 << 20, 1.0, seed++);
+	check("partitions-brute", GJ_GEN_UNIFORM, 60000, 5000, 12, 15, 0, GJ_KNN_AUTO, 0, 4 << 20, 1.0, seed++);
+	check("big-self", GJ_GEN_EXPONENTIAL, 300000, 0, 2, 16, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
+	printf("gpu_knn: %d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
+
+static int
+do_bench(void)
+{
+	static const struct
+	{
+		const char *name;
+		gj_kind		kind;
+		int64_t		nref;
+		int			dims;
+		int64_t		k;
+		uint64_t	seed;
+	}			cases[] = {
+		{"clust3d_1m_k20", GJ_GEN_CLUSTERS, 1000000, 3, 20, 2001},
+		{"clust3d_1m_k100", GJ_GEN_CLUSTERS, 1000000, 3, 100, 2001},
+		{"clust3d_5m_k20", GJ_GEN_CLUSTERS, 5000000, 3, 20, 2005},
+		{"unif2d_1m_k20", GJ_GEN_UNIFORM, 1000000, 2, 20, 2003},
+	};
+
+	printf("%-16s %8s %4s | %9s %9s %8s %8s | %9s %9s %8s\n", "case", "refs", "k",
+		   "grid_s", "build_s", "up_ms", "search_ms", "brute_s", "cpu_s", "brute/grid");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		gj_points	refs,
+					qs,
+					r1,
+					r2;
+		gj_knn_options opt = {cases[c].k, 0, GJ_KNN_GRID, 0};
+		gj_knnset	a = {0},
+					b = {0};
+		gj_gpu_knn_info info;
+		double		t_grid,
+					t_grid2,
+					t_brute,
+					t_cpu,
+					t_build,
+					t0;
+		gj_grid		g;
+
+		gj_gen_points(&refs, cases[c].kind, cases[c].nref, cases[c].dims, cases[c].seed);
+		gj_gen_points(&qs, GJ_GEN_UNIFORM, 100000, cases[c].dims, cases[c].seed + 1);
+		copy_points(&r1, &refs);
+		copy_points(&r2, &refs);
+		/* warm-up, then the measured run (grid build included) */
+		run_gpu(&refs, &qs, &opt, 0, NULL, NULL, &t_grid);
+		run_gpu(&refs, &qs, &opt, 0, &a, &info, &t_grid2);
+		t_grid = t_grid2;
+		t0 = now();
+		gj_knn_grid_build(&g, &r2);
+		t_build = now() - t0;
+		gj_grid_free(&g);
+		opt.method = GJ_KNN_BRUTE;
+		run_gpu(&r1, &qs, &opt, 0, &b, NULL, &t_brute);
+		if (gj_knnset_diff(&a, &b) != NULL)
+		{
+			printf("%s: GPU grid and GPU brute force differ\n", cases[c].name);
+			return 1;
+		}
+		opt.method = GJ_KNN_GRID;
+		t0 = now();
+		gj_knn_run_cpu(&r2, &qs, &opt, 0, NULL);
+		t_cpu = now() - t0;
+		printf("%-16s %8lld %4lld | %9.3f %9.3f %8.1f %8.1f | %9.3f %9.3f %8.0f\n", cases[c].name,
+			   (long long) cases[c].nref, (long long) cases[c].k, t_grid, t_build, info.upload_ms,
+			   info.search_ms, t_brute, t_cpu, t_brute / t_grid);
+		fflush(stdout);
+		gj_knnset_free(&a);
+		gj_knnset_free(&b);
+		gj_points_free(&refs);
+		gj_points_free(&qs);
+		gj_points_free(&r1);
+		gj_points_free(&r2);
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	gj_cuda_device_info dev;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (gj_cuda_probe(&dev) != GJ_OK)
+	{
+		printf("no usable GPU: %s\ngpu_knn: 0 passed, 1 failed\n", dev.error);
+		return 1;
+	}
+	printf("device: %s (sm_%d%d, %d SMs)\n", dev.name, dev.major, dev.minor, dev.sm_count);
+	if (argc > 1 && strcmp(argv[1], "bench") == 0)
+		return do_bench();
+	return do_check();
+}
