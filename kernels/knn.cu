@@ -10,7 +10,8 @@
  * of the block scans it, so each reference is read from global memory once
  * per block, not once per query.  The k buffers (array or max-heap, as the
  * CPU engine picks) live in global memory, interleaved across the queries
- * of a batch (entry e of query t at e * batch + t) so that a warp's
+ * of a batch (entry e of query t at e * batch + t, batch being the buffer's
+ * capacity, also for a last, partial batch) so that a warp's
  * accesses to the same entry coalesce.
  *
  * Partitions.  The references are sorted by the grid, so any run of
@@ -131,8 +132,8 @@ knn_store(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int last)
 
 /* Grid search of one partition (a run of cells) for every batch query. */
 __global__ static void
-knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int dims, int k,
-				int heap, int64_t self0, int first, int last)
+knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int64_t stride, int dims,
+				int k, int heap, int64_t self0, int first, int last)
 {
 	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	gj_kbuf		kb;
@@ -142,7 +143,7 @@ knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int dims, int k,
 		return;
 	for (int d = 0; d < dims; d++)
 		q[d] = B.d_q[t * dims + d];
-	knn_buffer(&kb, B, t, nb, k, heap, first);
+	knn_buffer(&kb, B, t, stride, k, heap, first);
 	gj_knn_search_grid(&G, q, self0 >= 0 ? self0 + t : -1, &kb);
 	knn_store(&kb, B, t, last);
 }
@@ -153,8 +154,8 @@ knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int dims, int k,
  */
 __global__ static void
 knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1,
-				 knn_batch_buf B, int64_t nb, int dims, int k, int heap,
-				 int64_t self0, int first, int last)
+				 knn_batch_buf B, int64_t nb, int64_t stride, int dims, int k,
+				 int heap, int64_t self0, int first, int last)
 {
 	extern __shared__ double tile[];
 	int64_t    *tile_ids = (int64_t *) (tile + (size_t) KNN_TILE * dims);
@@ -167,7 +168,7 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1,
 	{
 		for (int d = 0; d < dims; d++)
 			q[d] = B.d_q[t * dims + d];
-		knn_buffer(&kb, B, t, nb, k, heap, first);
+		knn_buffer(&kb, B, t, stride, k, heap, first);
 	}
 	for (int64_t j0 = p0; j0 < p1; j0 += KNN_TILE)
 	{
@@ -441,7 +442,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 			G.x = j->d_x[slot] - p0 * dims;	/* addressed by global row */
 			G.ids = j->d_ids[slot] - p0;
 			G.npoints = p1 - p0;
-			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, nq, dims, j->k, j->heap,
+			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, nq, j->batch, dims, j->k, j->heap,
 																 self0, p == 0, p == j->npart - 1);
 		}
 		else
@@ -449,7 +450,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 			size_t		shm = (sizeof(double) * dims + sizeof(int64_t)) * KNN_TILE;
 
 			knn_brute_kernel<<<blocks, KNN_BLOCK, shm, B->stream>>>(j->d_x[slot], j->d_ids[slot],
-																	p0, p1, *B, nq, dims, j->k,
+																	p0, p1, *B, nq, j->batch, dims, j->k,
 																	j->heap, self0, p == 0,
 																	p == j->npart - 1);
 		}

@@ -22,9 +22,10 @@ SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_ba
 -- the backend is healthy afterwards
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM big WHERE id <= 2000', 1e-12);
 
--- the same for a kNN join: brute force over 200000 16-D points, 4e10 distances
-CREATE TABLE big16 AS SELECT i AS id, ARRAY(SELECT ((i * 7919 + d * 104729) % 1000)::float8 FROM generate_series(1, 16) d) AS v
-    FROM generate_series(1, 200000) i;
+-- the same for a kNN join: brute force over 300000 32-D points, 9e10
+-- distances (seconds even on a large GPU)
+CREATE TABLE big16 AS SELECT i AS id, ARRAY(SELECT ((i::bigint * 7919 + d * 104729) % 1000)::float8 FROM generate_series(1, 32) d) AS v
+    FROM generate_series(1, 300000) i;
 ALTER TABLE big16 ADD PRIMARY KEY (id);
 SELECT count(*) FROM knn_selfjoin_sql('SELECT id, v FROM big16 WHERE id <= 300', 2);
 SELECT count(*) AS tasks_before FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') \gset
