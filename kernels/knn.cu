@@ -38,7 +38,8 @@
 #include "../src/core/knn_search.h"
 
 #define KNN_BLOCK 128
-#define KNN_TILE 256			/* reference points per brute-force tile */
+#define KNN_TILE 256			/* reference points per brute-force tile, at most */
+#define KNN_TILE_BYTES 40960	/* shared memory for a tile: under the 48 KB default */
 #define KNN_MAX_BATCH 65536		/* queries per kernel: keeps cancel prompt */
 
 typedef struct knn_batch_buf
@@ -153,12 +154,12 @@ knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int64_t stride, int 
  * tile by tile through shared memory.
  */
 __global__ static void
-knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1,
+knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, int tile_n,
 				 knn_batch_buf B, int64_t nb, int64_t stride, int dims, int k,
 				 int heap, int64_t self0, int first, int last)
 {
 	extern __shared__ double tile[];
-	int64_t    *tile_ids = (int64_t *) (tile + (size_t) KNN_TILE * dims);
+	int64_t    *tile_ids = (int64_t *) (tile + (size_t) tile_n * dims);
 	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	int			live = t < nb;
 	gj_kbuf		kb;
@@ -170,9 +171,9 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1,
 			q[d] = B.d_q[t * dims + d];
 		knn_buffer(&kb, B, t, stride, k, heap, first);
 	}
-	for (int64_t j0 = p0; j0 < p1; j0 += KNN_TILE)
+	for (int64_t j0 = p0; j0 < p1; j0 += tile_n)
 	{
-		int64_t		n = p1 - j0 < KNN_TILE ? p1 - j0 : KNN_TILE;
+		int64_t		n = p1 - j0 < tile_n ? p1 - j0 : tile_n;
 
 		__syncthreads();
 		for (int64_t i = threadIdx.x; i < n * dims; i += blockDim.x)
@@ -447,10 +448,14 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 		}
 		else
 		{
-			size_t		shm = (sizeof(double) * dims + sizeof(int64_t)) * KNN_TILE;
+			/* as many rows as fit the shared memory (19 at 256 dims) */
+			int			tile_n = (int) (KNN_TILE_BYTES / (sizeof(double) * dims + sizeof(int64_t)));
+			size_t		shm;
 
+			tile_n = tile_n < KNN_TILE ? tile_n : KNN_TILE;
+			shm = (sizeof(double) * dims + sizeof(int64_t)) * tile_n;
 			knn_brute_kernel<<<blocks, KNN_BLOCK, shm, B->stream>>>(j->d_x[slot], j->d_ids[slot],
-																	p0, p1, *B, nq, j->batch, dims, j->k,
+																	p0, p1, tile_n, *B, nq, j->batch, dims, j->k,
 																	j->heap, self0, p == 0,
 																	p == j->npart - 1);
 		}

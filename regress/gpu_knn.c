@@ -173,6 +173,8 @@ do_check(void)
 	check("partitions-grid", GJ_GEN_CLUSTERS, 200000, 20000, 3, 20, 0, GJ_KNN_AUTO, 0, 6 << 20, 1.0, seed++);
 	check("partitions-self", GJ_GEN_UNIFORM, 200000, 0, 2, 10, 1, GJ_KNN_AUTO, 0, 6 << 20, 1.0, seed++);
 	check("partitions-brute", GJ_GEN_UNIFORM, 60000, 5000, 12, 15, 0, GJ_KNN_AUTO, 0, 4 << 20, 1.0, seed++);
+	check("brute-64d", GJ_GEN_UNIFORM, 3000, 500, 64, 10, 0, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
+	check("brute-256d", GJ_GEN_CLUSTERS, 1000, 200, 256, 5, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
 	check("big-self", GJ_GEN_EXPONENTIAL, 300000, 0, 2, 16, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
 	printf("gpu_knn: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
