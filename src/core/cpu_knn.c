@@ -15,7 +15,6 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -366,8 +365,6 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 				 int nthreads, gj_cpu_knn **out)
 {
 	struct gj_cpu_knn *j;
-	sigset_t	all,
-				old;
 	int			want;
 	gj_status	st;
 
@@ -426,15 +423,7 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 		return GJ_OK;
 	}
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int t = 0; t < nthreads; t++)
-	{
-		if (pthread_create(&j->threads[t], NULL, knn_worker, j) != 0)
-			break;
-		j->nthreads++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	j->nthreads = gj_threads_start(j->threads, nthreads, knn_worker, j, 0);
 	if (j->nthreads == 0)
 	{
 		gj_cpu_knn_free(j);

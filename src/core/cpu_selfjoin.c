@@ -73,6 +73,26 @@ struct gj_cpu_selfjoin
 	gj_status	error;
 };
 
+int
+gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *), void *args,
+				 size_t stride)
+{
+	sigset_t	all,
+				old;
+	int			started = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 0; t < n; t++)
+	{
+		if (pthread_create(&threads[t], NULL, fn, (char *) args + t * stride) != 0)
+			break;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
 /* Number of online CPUs, at least 1. */
 int
 gj_cpu_count(void)
@@ -398,8 +418,6 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 					  gj_cpu_selfjoin **out)
 {
 	struct gj_cpu_selfjoin *j;
-	sigset_t	all,
-				old;
 	int			want;
 
 	*out = NULL;
@@ -428,18 +446,13 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 		return GJ_ERR_NOMEM;
 	}
 
-	/* workers must never run PostgreSQL's signal handlers */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int t = 0; t < nthreads; t++)
 	{
 		j->args[t].j = j;
 		j->args[t].index = t;
-		if (pthread_create(&j->threads[t], NULL, worker_main, &j->args[t]) != 0)
-			break;
-		j->nthreads++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	j->nthreads = gj_threads_start(j->threads, nthreads, worker_main, j->args,
+								   sizeof(worker_arg));
 
 	if (j->nthreads == 0)
 	{

@@ -17,6 +17,7 @@
 #ifndef GJ_CORE_H
 #define GJ_CORE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -210,6 +211,15 @@ extern void gj_cpu_selfjoin_stats(const gj_cpu_selfjoin *j, gj_join_stats *st);
 extern void gj_cpu_selfjoin_free(gj_cpu_selfjoin *j);
 
 extern int	gj_cpu_count(void);
+
+/*
+ * Start up to n threads running fn, thread t getting (char *) args + t *
+ * stride (stride 0: every thread the same argument), all with every signal
+ * blocked so that PostgreSQL's handlers only ever run on the backend
+ * thread.  Returns how many started.
+ */
+extern int	gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *),
+							 void *args, size_t stride);
 
 /*
  * Brute force: every i < j of p, in p's current order, within eps.  Calls
