@@ -78,39 +78,6 @@ run_engine(gj_points *p, double eps, int threads, double *build, double *join)
 	return pairs;
 }
 
-static void
-copy_points(gj_points *dst, const gj_points *src, int64_t n)
-{
-	gj_points_init(dst, src->dims);
-	gj_points_reserve(dst, n);
-	for (int64_t i = 0; i < n; i++)
-		gj_points_push(dst, src->ids[i], src->x + i * src->dims);
-}
-
-/* id,x1,..,xd per line, %.17g: read back bit-exact by COPY and numpy. */
-static void
-write_data(const char *dir, const char *name, const gj_points *p)
-{
-	char		path[1024];
-	FILE	   *f;
-
-	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
-	f = fopen(path, "w");
-	if (f == NULL)
-	{
-		perror(path);
-		exit(2);
-	}
-	for (int64_t i = 0; i < p->n; i++)
-	{
-		fprintf(f, "%lld", (long long) p->ids[i]);
-		for (int d = 0; d < p->dims; d++)
-			fprintf(f, ",%.17g", p->x[i * p->dims + d]);
-		fputc('\n', f);
-	}
-	fclose(f);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -171,8 +138,8 @@ main(int argc, char **argv)
 
 		gj_gen_points(&p, bc->kind, n, bc->dims, bc->seed);
 		if (dir != NULL)
-			write_data(dir, bc->name, &p);
-		copy_points(&sub, &p, n < bf_n ? n : bf_n);
+			gj_write_csv(dir, bc->name, &p);
+		gj_points_copy(&sub, &p, n < bf_n ? n : bf_n);
 
 		pairs = run_engine(&p, bc->eps, 0, &build, &join);
 		pairs1 = run_engine(&p, bc->eps, 1, &build1, &join1);

@@ -48,38 +48,6 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void
-copy_points(gj_points *dst, const gj_points *src, int64_t n)
-{
-	gj_points_init(dst, src->dims);
-	gj_points_reserve(dst, n + 1);
-	for (int64_t i = 0; i < n; i++)
-		gj_points_push(dst, src->ids[i], src->x + i * src->dims);
-}
-
-static void
-write_data(const char *dir, const char *name, const gj_points *p)
-{
-	char		path[1024];
-	FILE	   *f;
-
-	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
-	f = fopen(path, "w");
-	if (f == NULL)
-	{
-		perror(path);
-		exit(2);
-	}
-	for (int64_t i = 0; i < p->n; i++)
-	{
-		fprintf(f, "%lld", (long long) p->ids[i]);
-		for (int d = 0; d < p->dims; d++)
-			fprintf(f, ",%.17g", p->x[i * p->dims + d]);
-		fputc('\n', f);
-	}
-	fclose(f);
-}
-
 /* The search on an existing grid, consuming rows; returns seconds. */
 static double
 run_search(const gj_points *refs, const gj_grid *g, const gj_points *qs,
@@ -177,12 +145,12 @@ main(int argc, char **argv)
 			char		name[256];
 
 			snprintf(name, sizeof(name), "%s_refs", bc->name);
-			write_data(dir, name, &refs);
+			gj_write_csv(dir, name, &refs);
 			snprintf(name, sizeof(name), "%s_queries", bc->name);
-			write_data(dir, name, &qs);
+			gj_write_csv(dir, name, &qs);
 		}
-		copy_points(&bref, &refs, refs.n);
-		copy_points(&sub, &qs, nq < BF_Q ? nq : BF_Q);
+		gj_points_copy(&bref, &refs, refs.n);
+		gj_points_copy(&sub, &qs, nq < BF_Q ? nq : BF_Q);
 
 		t0 = now();
 		if (gj_knn_grid_build(&g, &refs) != GJ_OK)

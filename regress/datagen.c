@@ -197,3 +197,36 @@ gj_gen_boundary_case(int k, gj_points *p, const char **name, double *eps,
 	}
 	return 0;
 }
+
+void
+gj_points_copy(gj_points *dst, const gj_points *src, int64_t n)
+{
+	gj_points_init(dst, src->dims);
+	if (gj_points_reserve(dst, n + 1) != GJ_OK)
+		exit(2);
+	for (int64_t i = 0; i < n; i++)
+		gj_points_push(dst, src->ids[i], src->x + i * src->dims);
+}
+
+void
+gj_write_csv(const char *dir, const char *name, const gj_points *p)
+{
+	char		path[1024];
+	FILE	   *f;
+
+	snprintf(path, sizeof(path), "%s/%s.csv", dir, name);
+	f = fopen(path, "w");
+	if (f == NULL)
+	{
+		perror(path);
+		exit(2);
+	}
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		fprintf(f, "%lld", (long long) p->ids[i]);
+		for (int d = 0; d < p->dims; d++)
+			fprintf(f, ",%.17g", p->x[i * p->dims + d]);
+		fputc('\n', f);
+	}
+	fclose(f);
+}

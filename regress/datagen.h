@@ -24,6 +24,11 @@ extern uint64_t gj_rng_next(uint64_t *state);
 extern double gj_rng_uniform(uint64_t *state);
 extern void gj_gen_points(gj_points *p, gj_kind kind, int64_t n, int dims,
 						  uint64_t seed);
+/* The first n rows of src into a fresh dst (exits on OOM). */
+extern void gj_points_copy(gj_points *dst, const gj_points *src, int64_t n);
+
+/* DIR/NAME.csv: id,x1,..,xd per line, %.17g (bit-exact for COPY and numpy). */
+extern void gj_write_csv(const char *dir, const char *name, const gj_points *p);
 extern double gj_gen_typical_eps(gj_kind kind, int64_t n, int dims,
 								 double neighbours);
 

@@ -35,15 +35,6 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void
-copy_points(gj_points *dst, const gj_points *src)
-{
-	gj_points_init(dst, src->dims);
-	gj_points_reserve(dst, src->n + 1);
-	for (int64_t i = 0; i < src->n; i++)
-		gj_points_push(dst, src->ids[i], src->x + i * src->dims);
-}
-
 /* GPU engine end to end on refs (sorted in place for the grid). */
 static gj_status
 run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
@@ -115,8 +106,8 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 		qs.x[i] = (qs.x[i] - 50.0) * stretch + 50.0;
 	for (int64_t i = 0; i < refs.n; i++)
 		refs.ids[i] = (refs.n - i) * 7919 % 1000003;
-	copy_points(&r1, &refs);
-	copy_points(&r2, &refs);
+	gj_points_copy(&r1, &refs, refs.n);
+	gj_points_copy(&r2, &refs, refs.n);
 	st = gj_knn_run_cpu(&r1, self ? NULL : &qs, &opt, 0, &want);
 	if (st != GJ_DONE)
 		why = "cpu engine failed";
@@ -220,8 +211,8 @@ do_bench(void)
 
 		gj_gen_points(&refs, cases[c].kind, cases[c].nref, cases[c].dims, cases[c].seed);
 		gj_gen_points(&qs, GJ_GEN_UNIFORM, 100000, cases[c].dims, cases[c].seed + 1);
-		copy_points(&r1, &refs);
-		copy_points(&r2, &refs);
+		gj_points_copy(&r1, &refs, refs.n);
+		gj_points_copy(&r2, &refs, refs.n);
 		/* warm-up, then the measured run (grid build included) */
 		run_gpu(&refs, &qs, &opt, 0, NULL, NULL, &t_grid);
 		run_gpu(&refs, &qs, &opt, 0, &a, &info, &t_grid2);

@@ -33,16 +33,6 @@ scramble_ids(gj_points *p, int64_t salt)
 		p->ids[i] = (p->n - 1 - i) * 1000003 % 2147483647 + salt;
 }
 
-static void
-copy_points(gj_points *dst, const gj_points *src)
-{
-	gj_points_init(dst, src->dims);
-	if (gj_points_reserve(dst, src->n + 1) != GJ_OK)
-		exit(2);
-	for (int64_t i = 0; i < src->n; i++)
-		gj_points_push(dst, src->ids[i], src->x + i * src->dims);
-}
-
 /*
  * One case: refs and (unless self) queries; the engine gets copies (it
  * sorts refs in place), the oracle the originals.
@@ -60,7 +50,7 @@ check(const char *name, uint64_t seed, const gj_points *refs,
 	const char *why;
 
 	struct timespec t0, t1, t2;
-	copy_points(&r, refs);
+	gj_points_copy(&r, refs, refs->n);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (refs->n <= 5000)
 		st = gj_knn_run_oracle(refs, queries, &opt, &want);
@@ -71,7 +61,7 @@ check(const char *name, uint64_t seed, const gj_points *refs,
 		gj_points	b;
 
 		bopt.method = GJ_KNN_BRUTE;
-		copy_points(&b, refs);
+		gj_points_copy(&b, refs, refs->n);
 		st = gj_knn_run_cpu(&b, queries, &bopt, 4, &want);
 		st = st == GJ_DONE ? GJ_OK : st;
 		gj_points_free(&b);
