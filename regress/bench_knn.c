@@ -68,7 +68,7 @@ run_search(const gj_points *refs, const gj_grid *g, const gj_points *qs,
 			continue;
 		*rows += c->n;
 		for (int i = 0; i < c->n; i++)
-			sink += c->dist[i] + (double) qs->ids[c->a[i]] + (double) refs->ids[c->b[i]];
+			sink += c->dist[i] + (double) c->a[i] + (double) c->b[i];
 		if (out != NULL)
 			gj_knnset_add_chunk(out, c, qs->ids, refs->ids);
 		gj_cpu_knn_release(j, c);
@@ -124,7 +124,7 @@ main(int argc, char **argv)
 					sub,
 					bref;
 		gj_grid		g;
-		gj_knn_options opt = {bc->k, 0, GJ_KNN_GRID, 0};
+		gj_knn_options opt = {.k = bc->k, .method = GJ_KNN_GRID};
 		gj_knnset	want = {0},
 					got = {0};
 		double		t0,

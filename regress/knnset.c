@@ -81,14 +81,10 @@ void
 gj_knnset_add_chunk(gj_knnset *s, const gj_chunk *c, const int64_t *qids,
 					const int64_t *rids)
 {
-	int64_t		rank = c->first_rank;
-
+	(void) qids;
+	(void) rids;
 	for (int i = 0; i < c->n; i++)
-	{
-		if (i > 0)
-			rank = c->a[i] == c->a[i - 1] ? rank + 1 : 1;
-		gj_knnset_add(s, qids[c->a[i]], rank, rids[c->b[i]], c->dist[i]);
-	}
+		gj_knnset_add(s, c->a[i], c->rank[i], c->b[i], c->dist[i]);
 }
 
 gj_status

@@ -65,12 +65,12 @@ run_engine(gj_points *p, double eps, int threads, gj_pairset *out)
 			break;
 		for (int k = 0; k < c->n; k++)
 		{
-			if (c->a[k] >= c->b[k])
+			if (c->a[k] > c->b[k])
 			{
-				fprintf(stderr, "engine emitted a >= b\n");
+				fprintf(stderr, "engine emitted ids a > b\n");
 				st = GJ_ERR_ARG;
 			}
-			gj_pairset_add(out, p->ids[c->a[k]], p->ids[c->b[k]], c->dist[k]);
+			gj_pairset_add(out, c->a[k], c->b[k], c->dist[k]);
 		}
 		gj_cpu_selfjoin_release(j, c);
 	}

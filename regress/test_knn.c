@@ -42,7 +42,7 @@ check(const char *name, uint64_t seed, const gj_points *refs,
 	  const gj_points *queries, int64_t k, gj_knn_method method, int heap_min_k,
 	  int threads)
 {
-	gj_knn_options opt = {k, queries == NULL, method, heap_min_k};
+	gj_knn_options opt = {.k = k, .exclude_self = queries == NULL, .method = method, .heap_min_k = heap_min_k};
 	gj_points	r;
 	gj_knnset	want = {0},
 				got = {0};
@@ -138,7 +138,7 @@ check_cancel(uint64_t seed)
 	gj_cpu_knn *j;
 	gj_chunk   *c = NULL;
 	gj_status	st;
-	gj_knn_options opt = {50, 1, GJ_KNN_BRUTE, 0};
+	gj_knn_options opt = {.k = 50, .exclude_self = 1, .method = GJ_KNN_BRUTE};
 
 	gj_gen_points(&p, GJ_GEN_UNIFORM, 60000, 3, seed);
 	if (gj_cpu_knn_start(&p, NULL, &p, &opt, 4, &j) != GJ_OK)
@@ -151,7 +151,7 @@ check_cancel(uint64_t seed)
 	do
 		st = gj_cpu_knn_next(j, 100, &c);
 	while (st == GJ_AGAIN);
-	if (st == GJ_OK && c->n > 0 && c->first_rank == 1)
+	if (st == GJ_OK && c->n > 0 && c->rank[0] == 1)
 	{
 		gj_cpu_knn_release(j, c);
 		passed++;
@@ -163,6 +163,78 @@ check_cancel(uint64_t seed)
 	}
 	gj_cpu_knn_free(j);			/* 3.6e9 distances still to go */
 	gj_points_free(&p);
+}
+
+/*
+ * Self kNN of some rows only (knn_selfjoin ... WHERE a IN S): the rows of
+ * the full self kNN whose query id is listed, exactly.
+ */
+static void
+check_subset(const char *name, uint64_t seed, const gj_points *refs, int64_t k,
+			 gj_knn_method method, double frac)
+{
+	gj_knn_options opt = {.k = k, .exclude_self = 1, .method = method};
+	gj_knnset	all = {0},
+				want = {0},
+				got = {0};
+	gj_points	r;
+	gj_grid		g;
+	int			grid = gj_knn_pick_method(&opt, refs->dims) == GJ_KNN_GRID;
+	uint64_t	rng = seed;
+	uint8_t    *in = calloc(refs->n + 1, 1);
+	uint32_t   *rows = malloc(sizeof(uint32_t) * (refs->n + 1));
+	int64_t		nrows = 0;
+	gj_cpu_knn *j = NULL;
+	gj_status	st;
+	const char *why;
+
+	/* ids are a permutation of 0..n-1 scrambled: mark some */
+	for (int64_t i = 0; i < refs->n; i++)
+		in[i] = gj_rng_uniform(&rng) < frac;
+	st = gj_knn_run_oracle(refs, NULL, &opt, &all);
+	for (int64_t i = 0; i < all.n; i++)
+		if (in[all.v[i].q % refs->n])
+			gj_knnset_add(&want, all.v[i].q, all.v[i].rank, all.v[i].r, all.v[i].dist);
+
+	gj_points_copy(&r, refs, refs->n);
+	if (grid && gj_knn_grid_build(&g, &r) != GJ_OK)
+		st = GJ_ERR_NOMEM;
+	for (int64_t i = 0; i < r.n; i++)
+		if (in[r.ids[i] % refs->n])
+			rows[nrows++] = (uint32_t) i;
+	opt.self_rows = rows;
+	opt.nself = nrows;
+	if (st == GJ_OK || st == GJ_DONE)
+		st = gj_cpu_knn_start(&r, grid ? &g : NULL, &r, &opt, 3, &j);
+	while (st == GJ_OK || st == GJ_AGAIN)
+	{
+		gj_chunk   *c;
+
+		st = gj_cpu_knn_next(j, 100, &c);
+		if (st == GJ_OK)
+		{
+			gj_knnset_add_chunk(&got, c, NULL, NULL);
+			gj_cpu_knn_release(j, c);
+		}
+	}
+	why = st != GJ_DONE ? gj_status_name(st) : gj_knnset_diff(&want, &got);
+	if (why == NULL)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL subset %s seed=%llu n=%lld k=%lld method=%d: %s\n", name,
+			   (unsigned long long) seed, (long long) refs->n, (long long) k, method, why);
+	}
+	gj_cpu_knn_free(j);
+	if (grid)
+		gj_grid_free(&g);
+	gj_points_free(&r);
+	gj_knnset_free(&all);
+	gj_knnset_free(&want);
+	gj_knnset_free(&got);
+	free(in);
+	free(rows);
 }
 
 /* The shared boundary sets as self kNN: exact lattices give many ties. */
@@ -228,6 +300,20 @@ main(int argc, char **argv)
 
 	check_boundaries();
 	check_cancel(seed++);
+
+	/* self kNN of some rows only */
+	for (int t = 0; t < (int) (sizeof(kinds) / sizeof(kinds[0])); t++, seed++)
+	{
+		gj_points	p;
+
+		gj_gen_points(&p, kinds[t].kind, 700, 3, seed);
+		for (int64_t i = 0; i < p.n; i++)
+			p.ids[i] = (i * 7919) % p.n;	/* a permutation: ids are distinct */
+		check_subset(kinds[t].name, seed, &p, 5, GJ_KNN_GRID, 0.1);
+		check_subset(kinds[t].name, seed, &p, 40, GJ_KNN_BRUTE, 0.3);
+		check_subset(kinds[t].name, seed, &p, 3, GJ_KNN_GRID, 0.0);
+		gj_points_free(&p);
+	}
 
 	printf("knn: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;

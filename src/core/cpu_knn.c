@@ -86,14 +86,13 @@ occupancy(const gj_points *p, const gj_grid *g, double *occ)
 }
 
 /*
- * Build the kNN grid: a first cell width from the bounding box of the widest
- * dimensions, shrunk while a sample shows points crowding more than
- * GJ_KNN_CELL_POINTS to a cell; then Z-order ids and the sort.
+ * The kNN grid's geometry: a first cell width from the bounding box of the
+ * widest dimensions, shrunk while a sample shows points crowding more than
+ * GJ_KNN_CELL_POINTS to a cell; then Z-order ids.
  */
 gj_status
-gj_knn_grid_build(gj_grid *g, gj_points *refs)
+gj_knn_grid_plan(gj_grid *g, const gj_points *refs, const gj_dim_stats *st)
 {
-	gj_dim_stats *st;
 	double		target = GJ_KNN_CELL_POINTS;
 	double		logv = 0.0,
 				w;
@@ -103,10 +102,6 @@ gj_knn_grid_build(gj_grid *g, gj_points *refs)
 	memset(g, 0, sizeof(*g));
 	if (refs->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
-	st = malloc(sizeof(gj_dim_stats) * (refs->dims + 1));
-	if (st == NULL)
-		return GJ_ERR_NOMEM;
-	gj_points_stats(refs, st);
 
 	/* first guess: the bounding box of the widest dims, evenly filled */
 	{
@@ -157,10 +152,28 @@ gj_knn_grid_build(gj_grid *g, gj_points *refs)
 	if (res == GJ_OK)
 		res = gj_grid_plan_from_stats(g, refs->dims, refs->n, w, st);
 	if (res == GJ_OK)
-	{
 		gj_grid_use_morton(g, st);
+	return res;
+}
+
+/* Build the kNN grid over refs, sorting them in place. */
+gj_status
+gj_knn_grid_build(gj_grid *g, gj_points *refs)
+{
+	gj_dim_stats *st;
+	gj_status	res;
+
+	memset(g, 0, sizeof(*g));
+	if (refs->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	st = malloc(sizeof(gj_dim_stats) * (refs->dims + 1));
+	if (st == NULL)
+		return GJ_ERR_NOMEM;
+	res = gj_points_stats(refs, st);
+	if (res == GJ_OK)
+		res = gj_knn_grid_plan(g, refs, st);
+	if (res == GJ_OK)
 		res = gj_grid_build_planned(g, refs);
-	}
 	free(st);
 	return res;
 }
@@ -177,6 +190,7 @@ struct gj_cpu_knn
 	int			exclude_self;
 	int			heap;
 	uint32_t   *order;			/* queries in visiting order */
+	int64_t		nq;				/* queries to visit */
 	gj_pair_queue *q;
 
 	int			nthreads;
@@ -201,9 +215,9 @@ knn_fail(struct gj_cpu_knn *j, gj_status st)
 	gj_queue_cancel(j->q);
 }
 
-/* Send one query's sorted list; 0 if the queue was cancelled. */
+/* Send one query's sorted list as rows (query id, reference id, rank, dist). */
 static int
-emit_list(struct gj_cpu_knn *j, gj_chunk **chp, uint32_t qrow, const gj_kbuf *b)
+emit_list(struct gj_cpu_knn *j, gj_chunk **chp, int64_t qid, const gj_kbuf *b)
 {
 	for (int e = 0; e < b->n; e++)
 	{
@@ -221,10 +235,9 @@ emit_list(struct gj_cpu_knn *j, gj_chunk **chp, uint32_t qrow, const gj_kbuf *b)
 				return 0;
 			ch->n = 0;
 		}
-		if (ch->n == 0)
-			ch->first_rank = e + 1;
-		ch->a[ch->n] = qrow;
-		ch->b[ch->n] = b->row[e];
+		ch->a[ch->n] = qid;
+		ch->b[ch->n] = b->id[e];
+		ch->rank[ch->n] = e + 1;
 		ch->dist[ch->n] = sqrt(b->d[e]);
 		ch->n++;
 	}
@@ -235,11 +248,10 @@ static void *
 knn_worker(void *arg)
 {
 	struct gj_cpu_knn *j = arg;
-	int64_t		nq = j->queries->n;
+	int64_t		nq = j->nq;
 	int			dims = j->refs->dims;
 	double	   *bd = malloc(sizeof(double) * j->k);
 	int64_t    *bid = malloc(sizeof(int64_t) * j->k);
-	uint32_t   *brow = malloc(sizeof(uint32_t) * j->k);
 	gj_chunk   *ch = NULL;
 
 	pthread_mutex_lock(&j->mu);
@@ -247,7 +259,7 @@ knn_worker(void *arg)
 		pthread_cond_wait(&j->cv, &j->mu);
 	pthread_mutex_unlock(&j->mu);
 
-	if (bd == NULL || bid == NULL || brow == NULL)
+	if (bd == NULL || bid == NULL)
 		knn_fail(j, GJ_ERR_NOMEM);
 	while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 	{
@@ -265,14 +277,14 @@ knn_worker(void *arg)
 
 			if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 				break;
-			gj_kb_init(&kb, bd, bid, brow, 1, (int) j->k, j->heap);
+			gj_kb_init(&kb, bd, bid, 1, (int) j->k, j->heap);
 			if (j->use_grid)
 				gj_knn_search_grid(&j->G, qx, self, &kb);
 			else
 				gj_knn_scan(j->refs->x, j->refs->ids, dims, qx, 0,
-							j->refs->n, self, &kb);
+							j->refs->n, self, &kb, NULL);
 			gj_kb_finish(&kb);
-			if (!emit_list(j, &ch, qrow, &kb))
+			if (!emit_list(j, &ch, j->queries->ids[qrow], &kb))
 				break;
 		}
 	}
@@ -285,7 +297,6 @@ knn_worker(void *arg)
 	}
 	free(bd);
 	free(bid);
-	free(brow);
 	gj_queue_producer_done(j->q);
 	return NULL;
 }
@@ -316,29 +327,17 @@ gj_knn_grid_view(gj_knn_grid *G, const gj_grid *g, const gj_points *refs)
 	G->ids = refs->ids;
 }
 
-typedef struct order_key
-{
-	int64_t		cell;
-	uint32_t	row;
-} order_key;
-
-static int
-cmp_order(const void *a, const void *b)
-{
-	const order_key *x = a;
-	const order_key *y = b;
-
-	if (x->cell != y->cell)
-		return x->cell < y->cell ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
-/* Queries sorted by the reference cell they fall in (malloc'd). */
+/*
+ * Queries sorted by the reference cell they fall in (malloc'd), stably, so
+ * queries of one cell keep their row order.
+ */
 gj_status
 gj_knn_query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
 {
-	order_key  *keys = malloc(sizeof(order_key) * (qs->n + 1));
+	int64_t    *keys = malloc(sizeof(int64_t) * (qs->n + 1));
 	uint32_t   *order = malloc(sizeof(uint32_t) * (qs->n + 1));
+	int64_t		maxkey = 0;
+	gj_status	st;
 
 	if (keys == NULL || order == NULL)
 	{
@@ -348,13 +347,17 @@ gj_knn_query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
 	}
 	for (int64_t i = 0; i < qs->n; i++)
 	{
-		keys[i].cell = gj_grid_cell_of(g, qs->x + i * qs->dims);
-		keys[i].row = (uint32_t) i;
+		keys[i] = gj_grid_cell_of(g, qs->x + i * qs->dims);
+		order[i] = (uint32_t) i;
+		maxkey = keys[i] > maxkey ? keys[i] : maxkey;
 	}
-	qsort(keys, qs->n, sizeof(order_key), cmp_order);
-	for (int64_t i = 0; i < qs->n; i++)
-		order[i] = keys[i].row;
+	st = gj_sort_by_key(keys, order, qs->n, maxkey);
 	free(keys);
+	if (st != GJ_OK)
+	{
+		free(order);
+		return st;
+	}
 	*out = order;
 	return GJ_OK;
 }
@@ -376,7 +379,7 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 		return GJ_ERR_LIMIT;
 	if (nthreads <= 0)
 		nthreads = gj_cpu_count();
-	want = (int) ((queries->n + 255) / 256);
+	want = (int) (((opt->self_rows != NULL ? opt->nself : queries->n) + 255) / 256);
 	if (want < nthreads)
 		nthreads = want < 1 ? 1 : want;
 
@@ -385,6 +388,7 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 		return GJ_ERR_NOMEM;
 	j->refs = refs;
 	j->queries = queries;
+	j->nq = queries->n;
 	j->k = gj_knn_effective_k(opt, refs->n);
 	j->exclude_self = opt->exclude_self;
 	j->heap = j->k >= (opt->heap_min_k > 0 ? opt->heap_min_k : GJ_KNN_HEAP_MIN_K);
@@ -409,14 +413,26 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 			}
 		}
 	}
+	if (opt->exclude_self && opt->self_rows != NULL)
+	{
+		/* some rows only: they are the visiting order (ascending rows) */
+		j->nq = opt->nself;
+		j->order = malloc(sizeof(uint32_t) * (opt->nself + 1));
+		if (j->order == NULL)
+		{
+			gj_cpu_knn_free(j);
+			return GJ_ERR_NOMEM;
+		}
+		memcpy(j->order, opt->self_rows, sizeof(uint32_t) * opt->nself);
+	}
 	j->threads = calloc(nthreads, sizeof(pthread_t));
-	j->q = gj_queue_create(2 * nthreads + 2);
+	j->q = gj_queue_create(2 * nthreads + 2, 1);
 	if (j->threads == NULL || j->q == NULL)
 	{
 		gj_cpu_knn_free(j);
 		return GJ_ERR_NOMEM;
 	}
-	if (j->k == 0 || queries->n == 0)
+	if (j->k == 0 || j->nq == 0)
 	{
 		gj_queue_set_producers(j->q, 0);	/* nothing to find */
 		*out = j;
@@ -475,4 +491,10 @@ gj_cpu_knn_free(gj_cpu_knn *j)
 	free(j->threads);
 	free(j->order);
 	free(j);
+}
+
+double
+gj_cpu_knn_done_ms(gj_cpu_knn *j)
+{
+	return gj_queue_done_ms(j->q);
 }

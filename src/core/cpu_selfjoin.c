@@ -18,8 +18,9 @@
  *    the cheap ones fill in the gaps at the end.
  *
  * Each pair (i, j) is tested once (i < j in sorted order: i's cell, or an
- * earlier point of the same cell, owns it) and emitted into a chunk that
- * goes to the consumer through gj_pair_queue.  The workers never touch
+ * earlier point of the same cell, owns it) and emitted, as the ids of its
+ * rows in ascending order, into a chunk that goes to the consumer through
+ * gj_pair_queue.  The workers never touch
  * anything but this file's data; all signals are blocked in them.
  */
 #include <math.h>
@@ -268,11 +269,16 @@ build_tasks(struct gj_cpu_selfjoin *j)
 	return GJ_OK;
 }
 
-/* Append a pair to the worker's chunk, swapping a full chunk for an empty one. */
+/*
+ * Append pair (row a, row b) to the worker's chunk as (smaller id, larger
+ * id, distance), swapping a full chunk for an empty one.
+ */
 static inline int
 emit(struct gj_cpu_selfjoin *j, gj_chunk **chp, int64_t a, int64_t b, double s)
 {
 	gj_chunk   *ch = *chp;
+	int64_t		ia = j->p->ids[a],
+				ib = j->p->ids[b];
 
 	if (ch->n == ch->cap)
 	{
@@ -281,8 +287,8 @@ emit(struct gj_cpu_selfjoin *j, gj_chunk **chp, int64_t a, int64_t b, double s)
 		if (ch == NULL)
 			return 0;
 	}
-	ch->a[ch->n] = (uint32_t) a;
-	ch->b[ch->n] = (uint32_t) b;
+	ch->a[ch->n] = ia < ib ? ia : ib;
+	ch->b[ch->n] = ia < ib ? ib : ia;
 	ch->dist[ch->n] = sqrt(s);
 	ch->n++;
 	return 1;
@@ -438,7 +444,7 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 	j->threads = calloc(nthreads, sizeof(pthread_t));
 	j->args = calloc(nthreads, sizeof(worker_arg));
 	j->nbr_points = malloc(sizeof(int64_t) * (g->ncells + 1));
-	j->q = gj_queue_create(2 * nthreads + 2);
+	j->q = gj_queue_create(2 * nthreads + 2, 0);
 	if (j->threads == NULL || j->args == NULL || j->nbr_points == NULL ||
 		j->q == NULL)
 	{
@@ -521,4 +527,10 @@ gj_cpu_selfjoin_free(gj_cpu_selfjoin *j)
 	free(j->nbr_points);
 	free(j->tasks);
 	free(j);
+}
+
+double
+gj_cpu_selfjoin_done_ms(gj_cpu_selfjoin *j)
+{
+	return gj_queue_done_ms(j->q);
 }

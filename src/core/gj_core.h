@@ -129,6 +129,8 @@ extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps);
 extern gj_status gj_grid_build_planned(gj_grid *g, gj_points *p);
 extern void gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st);
 extern void gj_grid_free(gj_grid *g);
+extern gj_status gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n,
+								int64_t maxkey);
 extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
 
 /*
@@ -153,27 +155,45 @@ extern int	gj_grid_forward_prefixes(const gj_grid *g, int64_t *off,
 extern void gj_nbr_iter_init(gj_nbr_iter *it, const gj_grid *g, int64_t first_cell);
 extern int	gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out);
 
+#define GJ_MAX_ALL_NEIGHBOURS 729	/* 3^GJ_MAX_INDEXED_DIMS */
+extern int	gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out);
+
+/*
+ * Sampled estimate of the pairs within the grid's eps (unordered, a row
+ * never with itself) of the grid-sorted points p: nsample rows probe their
+ * neighbourhood, each testing at most a few thousand candidates spread
+ * evenly over it, so the cost is bounded on any input.
+ */
+extern double gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p,
+									 int64_t nsample);
+
+/* Exact pair count of small inputs, split by equal and unequal ids. */
+extern void gj_grid_count_pairs(const gj_grid *g, const gj_points *p,
+								int64_t *same, int64_t *other);
+
 /*
  * Result chunks and the queue that carries them from producers (CPU worker
- * threads or the GPU driver) to the consumer (the backend writing tuples).
- * a and b are row indexes into the point set the engine was given (the CPU
- * engine's sorted order, the GPU engine's original order); their order
- * within a pair is unspecified.
+ * threads or the GPU driver) to the consumer (the backend returning rows).
+ * A chunk holds finished output rows, so the consumer does no per-row work
+ * beyond handing values to the executor: a and b are row ids (a self-join
+ * pair's smaller id first; a kNN entry's query id, then its reference id),
+ * dist the Euclidean distance, and for kNN rank the entry's rank (1 = the
+ * nearest).  rank is NULL in chunks of pairs.
  */
 typedef struct gj_chunk
 {
 	int32_t		n;
 	int32_t		cap;
-	uint32_t   *a;
-	uint32_t   *b;
+	int64_t    *a;
+	int64_t    *b;
 	double	   *dist;
-	int32_t		first_rank;		/* kNN: rank of entry 0 within its query */
+	int32_t    *rank;
 	struct gj_chunk *next;
 } gj_chunk;
 
 typedef struct gj_pair_queue gj_pair_queue;
 
-extern gj_pair_queue *gj_queue_create(int nchunks);
+extern gj_pair_queue *gj_queue_create(int nchunks, int with_rank);
 extern gj_pair_queue *gj_queue_create_external(gj_chunk *pool, int nchunks);
 extern void gj_queue_destroy(gj_pair_queue *q);
 extern gj_chunk *gj_queue_get_free(gj_pair_queue *q);
@@ -184,6 +204,21 @@ extern gj_status gj_queue_take(gj_pair_queue *q, int timeout_ms, gj_chunk **out)
 extern void gj_queue_release(gj_pair_queue *q, gj_chunk *c);
 extern void gj_queue_cancel(gj_pair_queue *q);
 extern int	gj_queue_canceled(gj_pair_queue *q);
+extern double gj_queue_done_ms(gj_pair_queue *q);
+
+/* Monotonic wall clock in milliseconds, for phase timings. */
+extern double gj_now_ms(void);
+
+/*
+ * Long single-threaded work of the core (index builds, query ordering)
+ * polls this hook every few tens of thousands of rows and gives up with
+ * GJ_ERR_CANCELED when it returns non-zero.  The PostgreSQL glue points it
+ * at the backend's pending-cancel flags; with no hook nothing stops.  Only
+ * the thread that called into the core polls it, never a worker thread.
+ */
+typedef int (*gj_interrupt_fn) (void);
+extern void gj_set_interrupt_hook(gj_interrupt_fn fn);
+extern int	gj_interrupted(void);
 
 /*
  * The CPU self-join.  gj_cpu_selfjoin_start launches the worker threads
@@ -202,6 +237,9 @@ typedef struct gj_join_stats
 	int			nthreads;
 } gj_join_stats;
 
+/* When each engine's last worker finished (gj_now_ms), or 0 while running. */
+extern double gj_cpu_selfjoin_done_ms(gj_cpu_selfjoin *j);
+
 extern gj_status gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p,
 									   int nthreads, gj_cpu_selfjoin **out);
 extern gj_status gj_cpu_selfjoin_next(gj_cpu_selfjoin *j, int timeout_ms,
@@ -209,6 +247,36 @@ extern gj_status gj_cpu_selfjoin_next(gj_cpu_selfjoin *j, int timeout_ms,
 extern void gj_cpu_selfjoin_release(gj_cpu_selfjoin *j, gj_chunk *c);
 extern void gj_cpu_selfjoin_stats(const gj_cpu_selfjoin *j, gj_join_stats *st);
 extern void gj_cpu_selfjoin_free(gj_cpu_selfjoin *j);
+
+/*
+ * The self-join restricted by its output: only the rows whose id column
+ * `column` (0: a, 1: b) holds one of the given ids, as if those rows were
+ * filtered from the full join (a query like WHERE a = 42).  Only rows whose
+ * id is in that set can take part, so the join starts from them (the
+ * queries) and probes each one's whole neighbourhood; a pair of two query
+ * rows is found from the one with the lower row number, so none comes out
+ * twice.  Output rows are final: with symmetric, each orientation that
+ * passes the filter is its own row.  g is the grid over the sorted points,
+ * or NULL to test every query row against every row (few query rows).
+ */
+typedef struct gj_probe_options
+{
+	int			column;			/* the filtered output column, 0 or 1 */
+	int			symmetric;
+	const uint32_t *rows;		/* query rows of p, ascending */
+	int64_t		nrows;
+} gj_probe_options;
+
+typedef struct gj_cpu_probe gj_cpu_probe;
+
+extern gj_status gj_cpu_probe_start(const gj_grid *g, const gj_points *p,
+									double eps, const gj_probe_options *opt,
+									int nthreads, gj_cpu_probe **out);
+extern gj_status gj_cpu_probe_next(gj_cpu_probe *j, int timeout_ms,
+								   gj_chunk **out);
+extern void gj_cpu_probe_release(gj_cpu_probe *j, gj_chunk *c);
+extern void gj_cpu_probe_free(gj_cpu_probe *j);
+extern double gj_cpu_probe_done_ms(gj_cpu_probe *j);
 
 extern int	gj_cpu_count(void);
 
@@ -254,6 +322,14 @@ typedef struct gj_knn_options
 	int			exclude_self;
 	gj_knn_method method;
 	int			heap_min_k;		/* 0: GJ_KNN_HEAP_MIN_K */
+
+	/*
+	 * Self kNN of some rows only (exclude_self): the queries are the rows
+	 * self_rows[0..nself) of the references, as they are ordered when the
+	 * engine starts.  NULL: every row.
+	 */
+	const uint32_t *self_rows;
+	int64_t		nself;
 } gj_knn_options;
 
 /* k after capping at the number of references there are to return. */
@@ -267,6 +343,10 @@ extern gj_knn_method gj_knn_pick_method(const gj_knn_options *opt, int dims);
  * Z-order cell ids.
  */
 extern gj_status gj_knn_grid_build(gj_grid *g, gj_points *refs);
+
+/* Its geometry alone, from statistics of refs (host or GPU) and a sample. */
+extern gj_status gj_knn_grid_plan(gj_grid *g, const gj_points *refs,
+								  const gj_dim_stats *st);
 
 /* Query rows ordered by the grid cell they fall in (malloc'd array). */
 extern gj_status gj_knn_query_order(const gj_grid *g, const gj_points *qs,
@@ -286,6 +366,7 @@ extern gj_status gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 extern gj_status gj_cpu_knn_next(gj_cpu_knn *j, int timeout_ms, gj_chunk **out);
 extern void gj_cpu_knn_release(gj_cpu_knn *j, gj_chunk *c);
 extern void gj_cpu_knn_free(gj_cpu_knn *j);
+extern double gj_cpu_knn_done_ms(gj_cpu_knn *j);
 
 /*
  * Brute-force kNN oracle, independent of the engines' k buffer: sorts all

@@ -79,6 +79,9 @@ gj_points_stats(const gj_points *p, gj_dim_stats *st)
 	{
 		const double *row = p->x + i * dims;
 
+		if ((i & 0xffff) == 0 && gj_interrupted())
+			return GJ_ERR_CANCELED;
+
 		for (int d = 0; d < dims; d++)
 		{
 			double		v = row[d];
@@ -194,8 +197,9 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 	st = malloc(sizeof(gj_dim_stats) * p->dims);
 	if (st == NULL)
 		return GJ_ERR_NOMEM;
-	gj_points_stats(p, st);
-	res = gj_grid_plan_from_stats(g, p->dims, p->n, eps, st);
+	res = gj_points_stats(p, st);
+	if (res == GJ_OK)
+		res = gj_grid_plan_from_stats(g, p->dims, p->n, eps, st);
 	free(st);
 	return res;
 }
@@ -265,11 +269,12 @@ gj_grid_cell_of(const gj_grid *g, const double *coords)
 }
 
 /*
- * Stable LSD radix sort of (key, val) by key, 8 bits a pass, only over the
- * bytes that the largest key uses.  The result ends in keys/vals.
+ * Stable LSD radix sort of (key, val) by non-negative key, 8 bits a pass,
+ * only over the bytes that the largest key uses.  The result ends in
+ * keys/vals.  Polls the interrupt hook.
  */
-static gj_status
-radix_sort(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey)
+gj_status
+gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey)
 {
 	int64_t    *tk;
 	uint32_t   *tv;
@@ -299,6 +304,12 @@ radix_sort(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey)
 		int64_t    *dk = (pass % 2 == 0) ? tk : keys;
 		uint32_t   *dv = (pass % 2 == 0) ? tv : vals;
 
+		if (gj_interrupted())
+		{
+			free(tk);
+			free(tv);
+			return GJ_ERR_CANCELED;
+		}
 		for (int64_t i = 0; i < n; i++)
 			count[(sk[i] >> shift) & 0xff]++;
 		for (int b = 0; b < 256; b++)
@@ -349,6 +360,13 @@ permute_points(gj_points *p, const uint32_t *perm)
 		int64_t		k = s;
 		int64_t		tmpid;
 
+		if ((s & 0xffff) == 0 && gj_interrupted())
+		{
+			/* the rows are a valid permutation of the input at any point */
+			free(done);
+			free(tmp);
+			return GJ_ERR_CANCELED;
+		}
 		if (done[s >> 3] & (1 << (s & 7)) || perm[s] == (uint32_t) s)
 			continue;
 		memcpy(tmp, p->x + s * dims, rowsz);
@@ -416,12 +434,18 @@ gj_grid_build_planned(gj_grid *g, gj_points *p)
 	}
 	for (int64_t i = 0; i < p->n; i++)
 	{
+		if ((i & 0xffff) == 0 && gj_interrupted())
+		{
+			free(keys);
+			free(perm);
+			return GJ_ERR_CANCELED;
+		}
 		keys[i] = gj_grid_cell_of(g, p->x + i * p->dims);
 		perm[i] = (uint32_t) i;
 		if (keys[i] > maxkey)
 			maxkey = keys[i];
 	}
-	st = radix_sort(keys, perm, p->n, maxkey);
+	st = gj_sort_by_key(keys, perm, p->n, maxkey);
 	if (st == GJ_OK)
 		st = permute_points(p, perm);
 	free(perm);

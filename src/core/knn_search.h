@@ -12,7 +12,7 @@
  * the order (squared distance, id), with the squared distance computed by the
  * shared rule (gj_sqdist's order of operations, no FMA).
  *
- * k buffer.  Holds the best k (d, id, row) seen so far.  Two layouts, as
+ * k buffer.  Holds the best k (d, id) seen so far.  Two layouts, as
  * compared in the kNN partition paper: an unsorted array that remembers
  * where its worst entry is (insertion O(1), replacing the worst O(k)), and
  * a max-heap (O(log k) for both).  Entries are strided so that the GPU can
@@ -58,8 +58,7 @@
 typedef struct gj_kbuf
 {
 	double	   *d;				/* squared distances */
-	int64_t    *id;				/* reference ids (the tie-break) */
-	uint32_t   *row;			/* reference rows */
+	int64_t    *id;				/* reference ids (the tie-break, and the answer) */
 	int64_t		stride;			/* entry e lives at [e * stride] */
 	int			k;
 	int			n;				/* entries held, <= k */
@@ -83,13 +82,12 @@ gj_kb_after_at(const gj_kbuf *b, int i, int j)
 }
 
 GJ_HD void
-gj_kb_set(gj_kbuf *b, int i, double d, int64_t id, uint32_t row)
+gj_kb_set(gj_kbuf *b, int i, double d, int64_t id)
 {
 	int64_t		s = b->stride;
 
 	b->d[i * s] = d;
 	b->id[i * s] = id;
-	b->row[i * s] = row;
 }
 
 GJ_HD void
@@ -98,14 +96,11 @@ gj_kb_swap(gj_kbuf *b, int i, int j)
 	int64_t		s = b->stride;
 	double		d = b->d[i * s];
 	int64_t		id = b->id[i * s];
-	uint32_t	row = b->row[i * s];
 
 	b->d[i * s] = b->d[j * s];
 	b->id[i * s] = b->id[j * s];
-	b->row[i * s] = b->row[j * s];
 	b->d[j * s] = d;
 	b->id[j * s] = id;
-	b->row[j * s] = row;
 }
 
 /* Restore the max-heap below i within the first n entries. */
@@ -129,12 +124,10 @@ gj_kb_sift_down(gj_kbuf *b, int i, int n)
 }
 
 GJ_HD void
-gj_kb_init(gj_kbuf *b, double *d, int64_t *id, uint32_t *row, int64_t stride,
-		   int k, int heap)
+gj_kb_init(gj_kbuf *b, double *d, int64_t *id, int64_t stride, int k, int heap)
 {
 	b->d = d;
 	b->id = id;
-	b->row = row;
 	b->stride = stride;
 	b->k = k;
 	b->n = 0;
@@ -153,13 +146,13 @@ gj_kb_bound(const gj_kbuf *b)
 
 /* Offer a candidate; kept if it ranks before the current k-th. */
 GJ_HD void
-gj_kb_offer(gj_kbuf *b, double d, int64_t id, uint32_t row)
+gj_kb_offer(gj_kbuf *b, double d, int64_t id)
 {
 	if (b->n < b->k)
 	{
 		int			i = b->n++;
 
-		gj_kb_set(b, i, d, id, row);
+		gj_kb_set(b, i, d, id);
 		if (b->heap)
 		{
 			while (i > 0 && gj_kb_after_at(b, i, (i - 1) / 2))
@@ -176,7 +169,7 @@ gj_kb_offer(gj_kbuf *b, double d, int64_t id, uint32_t row)
 	{
 		if (!gj_kb_after(b->d[0], b->id[0], d, id))
 			return;
-		gj_kb_set(b, 0, d, id, row);
+		gj_kb_set(b, 0, d, id);
 		gj_kb_sift_down(b, 0, b->n);
 	}
 	else
@@ -185,7 +178,7 @@ gj_kb_offer(gj_kbuf *b, double d, int64_t id, uint32_t row)
 
 		if (!gj_kb_after(b->d[b->top * s], b->id[b->top * s], d, id))
 			return;
-		gj_kb_set(b, b->top, d, id, row);
+		gj_kb_set(b, b->top, d, id);
 		for (int i = 0; i < b->n; i++)
 			if (gj_kb_after_at(b, i, b->top))
 				b->top = i;
@@ -232,22 +225,39 @@ gj_knn_sqdist(const double *a, const double *b, int dims, double bound)
 	return s;
 }
 
-/* Offer the reference rows [j0, j1) of x (row-major, dims wide). */
-GJ_HD void
+/*
+ * A stop word (GPU: raised by the host to cancel) read every 1024 rows of
+ * a scan and every 64 blocks of a descent; NULL (the CPU) never stops.  A
+ * stopped search leaves a partial list, which the canceller discards.
+ */
+GJ_HD int
+gj_knn_stopped(const int *stop)
+{
+	return stop != NULL && *(const volatile int *) stop != 0;
+}
+
+/*
+ * Offer the reference rows [j0, j1) of x (row-major, dims wide); 0 when
+ * stopped.
+ */
+GJ_HD int
 gj_knn_scan(const double *x, const int64_t *ids, int dims, const double *q,
-			int64_t j0, int64_t j1, int64_t self, gj_kbuf *b)
+			int64_t j0, int64_t j1, int64_t self, gj_kbuf *b, const int *stop)
 {
 	for (int64_t j = j0; j < j1; j++)
 	{
 		double		bound = gj_kb_bound(b);
 		double		s;
 
+		if (((j - j0) & 1023) == 1023 && gj_knn_stopped(stop))
+			return 0;
 		if (j == self)
 			continue;
 		s = gj_knn_sqdist(q, x + j * dims, dims, bound);
 		if (s <= bound)
-			gj_kb_offer(b, s, ids[j], (uint32_t) j);
+			gj_kb_offer(b, s, ids[j]);
 	}
+	return 1;
 }
 
 /* --- the grid search ---------------------------------------------------- */
@@ -269,6 +279,7 @@ typedef struct gj_knn_grid
 	const uint32_t *start32;	/* ... or the GPU's */
 	const double *x;			/* points in cell order */
 	const int64_t *ids;			/* their ids */
+	const int  *stop;			/* GPU: the cancel word; NULL on the CPU */
 } gj_knn_grid;
 
 GJ_HD int64_t
@@ -388,10 +399,11 @@ gj_knn_search_grid(const gj_knn_grid *G, const double *q, int64_t self,
 	double		qv[GJ_MAX_INDEXED_DIMS];
 	gj_knn_node stack[GJ_KNN_STACK];
 	int			sp = 0;
+	unsigned	visits = 0;
 
 	if (m == 0)
 	{
-		gj_knn_scan(G->x, G->ids, G->dims, q, 0, G->npoints, self, b);
+		gj_knn_scan(G->x, G->ids, G->dims, q, 0, G->npoints, self, b, G->stop);
 		return;
 	}
 	for (int k = 0; k < m; k++)
@@ -412,6 +424,9 @@ gj_knn_search_grid(const gj_knn_grid *G, const double *q, int64_t self,
 		int			c;
 		gj_knn_node *ch;
 
+		if ((++visits & 63) == 0 && gj_knn_stopped(G->stop))
+			return;
+
 		if (n->next < 0)
 		{
 			int64_t		p0,
@@ -429,7 +444,8 @@ gj_knn_search_grid(const gj_knn_grid *G, const double *q, int64_t self,
 			p1 = gj_knn_cell_start(G, n->b);
 			if (L == 0 || p1 - p0 <= GJ_KNN_LEAF_POINTS || n->b - n->a == 1)
 			{
-				gj_knn_scan(G->x, G->ids, G->dims, q, p0, p1, self, b);
+				if (!gj_knn_scan(G->x, G->ids, G->dims, q, p0, p1, self, b, G->stop))
+					return;
 				sp--;
 				continue;
 			}

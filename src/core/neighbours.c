@@ -172,3 +172,64 @@ gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out)
 	}
 	return n;
 }
+
+/*
+ * Write the indexes of every non-empty cell adjacent to cell, itself
+ * included (room for GJ_MAX_ALL_NEIGHBOURS); returns how many.  For probes
+ * from single points (restricted joins, estimates), which cannot rely on
+ * LID-UNICOMP's one-sided visits: one binary search per prefix.
+ */
+int
+gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out)
+{
+	int64_t		id = g->cell_id[cell];
+	int			last = g->nidx - 1;
+	int64_t		c[GJ_MAX_INDEXED_DIMS];
+	int64_t		rest = id;
+	int			nprefix = 1,
+				n = 0;
+
+	if (g->nidx == 0)
+	{
+		out[0] = cell;
+		return 1;
+	}
+	for (int k = last; k >= 0; k--)
+	{
+		c[k] = rest % g->ncell_dim[k];
+		rest /= g->ncell_dim[k];
+	}
+	for (int k = 0; k < last; k++)
+		nprefix *= 3;
+	for (int t = 0; t < nprefix; t++)
+	{
+		int64_t		base = id;
+		int			r = t,
+					valid = 1;
+		int64_t		lo,
+					hi,
+					cur;
+
+		for (int k = last - 1; k >= 0; k--)
+		{
+			int			v = r % 3 - 1;
+			int64_t		ck = c[k] + v;
+
+			r /= 3;
+			if (ck < 0 || ck >= g->ncell_dim[k])
+			{
+				valid = 0;
+				break;
+			}
+			base += v * g->stride[k];
+		}
+		if (!valid)
+			continue;
+		lo = c[last] > 0 ? base - 1 : base;
+		hi = c[last] + 1 < g->ncell_dim[last] ? base + 1 : base;
+		for (cur = lower_bound(g->cell_id, g->ncells, lo);
+			 cur < g->ncells && g->cell_id[cur] <= hi; cur++)
+			out[n++] = cur;
+	}
+	return n;
+}

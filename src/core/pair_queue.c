@@ -30,6 +30,7 @@ struct gj_pair_queue
 	int			nchunks;
 	gj_chunk   *chunks;			/* the pool, for destroy */
 	int			external;		/* the pool's arrays belong to the caller */
+	double		done_ms;		/* gj_now_ms() when the last producer ended */
 };
 
 /* A queue with room for nchunks chunk descriptors, all empty. */
@@ -53,9 +54,12 @@ queue_alloc(int nchunks)
 	return q;
 }
 
-/* A queue with nchunks empty chunks of GJ_CHUNK_PAIRS each; NULL on OOM. */
+/*
+ * A queue with nchunks empty chunks of GJ_CHUNK_PAIRS rows each (with a
+ * rank array for kNN results); NULL on OOM.
+ */
 gj_pair_queue *
-gj_queue_create(int nchunks)
+gj_queue_create(int nchunks, int with_rank)
 {
 	gj_pair_queue *q = queue_alloc(nchunks);
 
@@ -66,10 +70,12 @@ gj_queue_create(int nchunks)
 		gj_chunk   *c = &q->chunks[i];
 
 		c->cap = GJ_CHUNK_PAIRS;
-		c->a = malloc(sizeof(uint32_t) * GJ_CHUNK_PAIRS);
-		c->b = malloc(sizeof(uint32_t) * GJ_CHUNK_PAIRS);
+		c->a = malloc(sizeof(int64_t) * GJ_CHUNK_PAIRS);
+		c->b = malloc(sizeof(int64_t) * GJ_CHUNK_PAIRS);
 		c->dist = malloc(sizeof(double) * GJ_CHUNK_PAIRS);
-		if (c->a == NULL || c->b == NULL || c->dist == NULL)
+		c->rank = with_rank ? malloc(sizeof(int32_t) * GJ_CHUNK_PAIRS) : NULL;
+		if (c->a == NULL || c->b == NULL || c->dist == NULL ||
+			(with_rank && c->rank == NULL))
 		{
 			gj_queue_destroy(q);
 			return NULL;
@@ -113,6 +119,7 @@ gj_queue_destroy(gj_pair_queue *q)
 		free(q->chunks[i].a);
 		free(q->chunks[i].b);
 		free(q->chunks[i].dist);
+		free(q->chunks[i].rank);
 	}
 	free(q->chunks);
 	pthread_mutex_destroy(&q->mu);
@@ -127,6 +134,8 @@ gj_queue_set_producers(gj_pair_queue *q, int n)
 {
 	pthread_mutex_lock(&q->mu);
 	q->producers = n;
+	if (n == 0)
+		q->done_ms = gj_now_ms();
 	pthread_mutex_unlock(&q->mu);
 }
 
@@ -178,8 +187,11 @@ gj_queue_put_full(gj_pair_queue *q, gj_chunk *c)
 void
 gj_queue_producer_done(gj_pair_queue *q)
 {
+	double		now = gj_now_ms();
+
 	pthread_mutex_lock(&q->mu);
-	q->producers--;
+	if (--q->producers == 0)
+		q->done_ms = now;
 	pthread_cond_broadcast(&q->cv_full);
 	pthread_mutex_unlock(&q->mu);
 }
@@ -261,4 +273,16 @@ gj_queue_canceled(gj_pair_queue *q)
 	c = q->canceled;
 	pthread_mutex_unlock(&q->mu);
 	return c;
+}
+
+/* When the last producer finished (gj_now_ms), or 0 while one still runs. */
+double
+gj_queue_done_ms(gj_pair_queue *q)
+{
+	double		t;
+
+	pthread_mutex_lock(&q->mu);
+	t = q->producers <= 0 ? q->done_ms : 0.0;
+	pthread_mutex_unlock(&q->mu);
+	return t;
 }

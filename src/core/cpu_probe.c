@@ -1,0 +1,367 @@
+/*
+ * cpu_probe.c
+ *		Joins driven from a few rows: the eps self-join restricted by its
+ *		output (WHERE a = 42), and the sampled size estimate of a join.
+ *
+ * Restricted join.  Filtering the output of a full self-join on an id
+ * column keeps exactly the pairs with an endpoint whose id is in the
+ * filter's set; those endpoints are the query rows.  Each query row probes
+ * its whole 3^n neighbourhood (not LID-UNICOMP's forward half: the other
+ * endpoint need not be a query row), or with no grid every row.  A pair of
+ * two query rows is met twice and kept from the lower row only.  What is
+ * then emitted follows the output's rule (the smaller id first, or both
+ * orientations with symmetric) followed by the filter, decided here from
+ * "is the other row a query row", so the chunks carry final rows.
+ *
+ * Threads take blocks of query rows from an atomic counter; query rows
+ * ascend, so with a grid consecutive rows share a cell and its
+ * neighbourhood is looked up once.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gj_core.h"
+
+#define GJ_PROBE_BLOCK 64
+#define GJ_ESTIMATE_CANDIDATES 4096	/* tested per sampled row, at most */
+
+struct gj_cpu_probe
+{
+	const gj_grid *g;
+	const gj_points *p;
+	double		eps2;
+	gj_probe_options opt;
+	uint8_t    *inq;			/* per row: is it a query row */
+	uint32_t   *rows;			/* copy of the query rows */
+	gj_pair_queue *q;
+
+	int			nthreads;
+	pthread_t  *threads;
+	int64_t		next;			/* atomic: next query block */
+	int			stop;			/* atomic */
+	gj_status	error;
+};
+
+/* Append one output row; 0 once the queue was cancelled. */
+static inline int
+put_row(struct gj_cpu_probe *j, gj_chunk **chp, int64_t a, int64_t b, double d)
+{
+	gj_chunk   *ch = *chp;
+
+	if (ch->n == ch->cap)
+	{
+		gj_queue_put_full(j->q, ch);
+		ch = *chp = gj_queue_get_free(j->q);
+		if (ch == NULL)
+			return 0;
+	}
+	ch->a[ch->n] = a;
+	ch->b[ch->n] = b;
+	ch->dist[ch->n] = d;
+	ch->n++;
+	return 1;
+}
+
+/*
+ * The rows a full join's pair {q, r} (q a query row) leaves after the
+ * filter.  u and v are the ids of q and r; r_in: r is a query row too.
+ */
+static inline int
+emit_pair(struct gj_cpu_probe *j, gj_chunk **chp, int64_t u, int64_t v,
+		  int r_in, double s)
+{
+	double		d = sqrt(s);
+
+	if (!j->opt.symmetric)
+	{
+		/* one row (min, max); its filtered column must be a query id */
+		int			pass = j->opt.column == 0 ? (u <= v || r_in) : (u >= v || r_in);
+
+		return !pass || put_row(j, chp, u < v ? u : v, u < v ? v : u, d);
+	}
+	if (j->opt.column == 0)
+		return put_row(j, chp, u, v, d) && (!r_in || put_row(j, chp, v, u, d));
+	return (!r_in || put_row(j, chp, u, v, d)) && put_row(j, chp, v, u, d);
+}
+
+/* Query row q against rows [r0, r1). */
+static inline int
+probe_range(struct gj_cpu_probe *j, gj_chunk **chp, int64_t q, int64_t r0,
+			int64_t r1)
+{
+	const gj_points *p = j->p;
+	const double *xq = p->x + q * p->dims;
+
+	for (int64_t r = r0; r < r1; r++)
+	{
+		double		s;
+
+		if (r == q || (j->inq[r] && r < q))
+			continue;			/* itself, or a pair found from r */
+		s = gj_sqdist(xq, p->x + r * p->dims, p->dims);
+		if (s <= j->eps2 &&
+			!emit_pair(j, chp, p->ids[q], p->ids[r], j->inq[r], s))
+			return 0;
+	}
+	return 1;
+}
+
+static void *
+probe_worker(void *arg)
+{
+	struct gj_cpu_probe *j = arg;
+	const gj_grid *g = j->g;
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+	int			nn = 0;
+	int64_t		cur_cell = -1;
+	gj_chunk   *ch = gj_queue_get_free(j->q);
+
+	while (ch != NULL && !__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+	{
+		int64_t		b0 = __atomic_fetch_add(&j->next, GJ_PROBE_BLOCK, __ATOMIC_RELAXED);
+		int64_t		b1 = b0 + GJ_PROBE_BLOCK < j->opt.nrows ? b0 + GJ_PROBE_BLOCK : j->opt.nrows;
+		int			ok = 1;
+
+		if (b0 >= j->opt.nrows)
+			break;
+		for (int64_t i = b0; i < b1 && ok; i++)
+		{
+			int64_t		q = j->rows[i];
+
+			if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+			{
+				ok = 0;
+				break;
+			}
+			if (g == NULL)
+			{
+				ok = probe_range(j, &ch, q, 0, j->p->n);
+				continue;
+			}
+			/* the cell of q: the last cell starting at or before it */
+			if (cur_cell < 0 || q < g->cell_start[cur_cell] ||
+				q >= g->cell_start[cur_cell + 1])
+			{
+				int64_t		lo = 0,
+							hi = g->ncells;
+
+				while (hi - lo > 1)
+				{
+					int64_t		mid = (lo + hi) / 2;
+
+					if (g->cell_start[mid] <= q)
+						lo = mid;
+					else
+						hi = mid;
+				}
+				cur_cell = lo;
+				nn = gj_grid_neighbourhood(g, cur_cell, nbr);
+			}
+			for (int k = 0; k < nn && ok; k++)
+				ok = probe_range(j, &ch, q, g->cell_start[nbr[k]],
+								 g->cell_start[nbr[k] + 1]);
+		}
+		if (!ok)
+			break;
+	}
+	if (ch != NULL)
+		gj_queue_put_full(j->q, ch);
+	gj_queue_producer_done(j->q);
+	return NULL;
+}
+
+/*
+ * Start the restricted join of the points p (sorted by g when g is given)
+ * from opt->rows.  Returns at once; rows come from gj_cpu_probe_next.
+ */
+gj_status
+gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
+				   const gj_probe_options *opt, int nthreads,
+				   gj_cpu_probe **out)
+{
+	struct gj_cpu_probe *j;
+	int			want;
+
+	*out = NULL;
+	if (!(eps > 0.0) || (opt->column != 0 && opt->column != 1))
+		return GJ_ERR_ARG;
+	if (nthreads <= 0)
+		nthreads = gj_cpu_count();
+	want = (int) ((opt->nrows + GJ_PROBE_BLOCK - 1) / GJ_PROBE_BLOCK);
+	if (want < nthreads)
+		nthreads = want < 1 ? 1 : want;
+
+	j = calloc(1, sizeof(struct gj_cpu_probe));
+	if (j == NULL)
+		return GJ_ERR_NOMEM;
+	j->g = g;
+	j->p = p;
+	j->eps2 = eps * eps;
+	j->opt = *opt;
+	j->inq = calloc((size_t) p->n + 1, 1);
+	j->rows = malloc(sizeof(uint32_t) * (opt->nrows + 1));
+	j->threads = calloc(nthreads, sizeof(pthread_t));
+	j->q = gj_queue_create(2 * nthreads + 2, 0);
+	if (j->inq == NULL || j->rows == NULL || j->threads == NULL || j->q == NULL)
+	{
+		gj_cpu_probe_free(j);
+		return GJ_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < opt->nrows; i++)
+	{
+		j->rows[i] = opt->rows[i];
+		j->inq[opt->rows[i]] = 1;
+	}
+	j->opt.rows = j->rows;
+	if (opt->nrows == 0)
+	{
+		gj_queue_set_producers(j->q, 0);
+		*out = j;
+		return GJ_OK;
+	}
+	gj_queue_set_producers(j->q, nthreads);
+	j->nthreads = gj_threads_start(j->threads, nthreads, probe_worker, j, 0);
+	if (j->nthreads < nthreads)
+		gj_queue_set_producers(j->q, j->nthreads);
+	if (j->nthreads == 0)
+	{
+		gj_cpu_probe_free(j);
+		return GJ_ERR_THREAD;
+	}
+	*out = j;
+	return GJ_OK;
+}
+
+gj_status
+gj_cpu_probe_next(gj_cpu_probe *j, int timeout_ms, gj_chunk **out)
+{
+	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
+
+	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
+		return j->error;
+	return st;
+}
+
+void
+gj_cpu_probe_release(gj_cpu_probe *j, gj_chunk *c)
+{
+	gj_queue_release(j->q, c);
+}
+
+/* Stop the workers, wait for them and free everything.  NULL is a no-op. */
+void
+gj_cpu_probe_free(gj_cpu_probe *j)
+{
+	if (j == NULL)
+		return;
+	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	if (j->q != NULL)
+		gj_queue_cancel(j->q);
+	for (int t = 0; t < j->nthreads; t++)
+		pthread_join(j->threads[t], NULL);
+	gj_queue_destroy(j->q);
+	free(j->threads);
+	free(j->inq);
+	free(j->rows);
+	free(j);
+}
+
+/*
+ * Sampled estimate of the unordered pairs of the grid-sorted points p.
+ * Each sampled row tests every step-th row of its neighbourhood, step
+ * chosen so that at most GJ_ESTIMATE_CANDIDATES are tested, and scales its
+ * hits by step.
+ */
+double
+gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p, int64_t nsample)
+{
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+	double		hits = 0.0;
+	int64_t		cell = 0;
+
+	if (p->n < 2 || g->ncells == 0)
+		return 0.0;
+	if (nsample > p->n)
+		nsample = p->n;
+	for (int64_t s = 0; s < nsample; s++)
+	{
+		int64_t		q = s * p->n / nsample;
+		int64_t		total = 0,
+					step,
+					seen = 0,
+					found = 0;
+		int			nn;
+
+		while (g->cell_start[cell + 1] <= q)
+			cell++;
+		nn = gj_grid_neighbourhood(g, cell, nbr);
+		for (int k = 0; k < nn; k++)
+			total += g->cell_start[nbr[k] + 1] - g->cell_start[nbr[k]];
+		step = total / GJ_ESTIMATE_CANDIDATES + 1;
+		for (int k = 0; k < nn; k++)
+		{
+			int64_t		r0 = g->cell_start[nbr[k]],
+						r1 = g->cell_start[nbr[k] + 1];
+
+			/* every step-th candidate of the concatenated cells */
+			for (int64_t r = r0 + (step - seen % step) % step; r < r1; r += step)
+				if (r != q && gj_sqdist(p->x + q * p->dims, p->x + r * p->dims,
+										p->dims) <= g->eps2)
+					found++;
+			seen += r1 - r0;
+		}
+		hits += (double) found * (double) step;
+	}
+	return hits * (double) p->n / (double) nsample / 2.0;
+}
+
+double
+gj_cpu_probe_done_ms(gj_cpu_probe *j)
+{
+	return gj_queue_done_ms(j->q);
+}
+
+/*
+ * Count the pairs within the grid's eps of the grid-sorted points p, split
+ * by whether the two rows have the same id (*same) or not (*other); every
+ * pair once, on the calling thread.  For small samples (the planner's).
+ */
+void
+gj_grid_count_pairs(const gj_grid *g, const gj_points *p, int64_t *same,
+					int64_t *other)
+{
+	int64_t		nbr[GJ_MAX_FWD_NEIGHBOURS];
+	gj_nbr_iter it;
+
+	*same = *other = 0;
+	if (p->n < 2 || g->ncells == 0)
+		return;
+	gj_nbr_iter_init(&it, g, 0);
+	for (int64_t c = 0; c < g->ncells; c++)
+	{
+		int			nn = gj_nbr_forward(&it, c, nbr);
+		int64_t		a1 = g->cell_start[c + 1];
+
+		for (int64_t i = g->cell_start[c]; i < a1; i++)
+		{
+			const double *xi = p->x + i * p->dims;
+
+			for (int k = -1; k < nn; k++)
+			{
+				int64_t		r0 = k < 0 ? i + 1 : g->cell_start[nbr[k]];
+				int64_t		r1 = k < 0 ? a1 : g->cell_start[nbr[k] + 1];
+
+				for (int64_t r = r0; r < r1; r++)
+					if (gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2)
+					{
+						if (p->ids[i] == p->ids[r])
+							(*same)++;
+						else
+							(*other)++;
+					}
+			}
+		}
+	}
+}
