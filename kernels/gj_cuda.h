@@ -72,6 +72,7 @@ typedef struct gj_gpu_stats
 	int64_t		batch_pairs;	/* buffer capacity chosen */
 	int64_t		ncells;
 	int			nidx;
+	double		done_ms;		/* gj_now_ms() when the last batch was handed over */
 } gj_gpu_stats;
 
 typedef struct gj_gpu_selfjoin gj_gpu_selfjoin;
@@ -88,14 +89,14 @@ extern const char *gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j);
 extern void gj_gpu_selfjoin_free(gj_gpu_selfjoin *j);
 
 /*
- * The GPU kNN join.  refs must be sorted by the host's kNN grid g
- * (gj_knn_grid_build), or g is NULL for brute force; the grid and the
- * points are uploaded and every query searched by one thread with the same
- * code as the CPU engine (src/core/knn_search.h), so the answers are
- * identical.  References larger than the device's share are processed in
- * partitions (each its own grid) whose per-query lists merge in the same k
- * buffers.  Results come as chunks exactly as from gj_cpu_knn_next: a =
- * query row, b = reference row (of refs as sorted), ranks from first_rank.
+ * The GPU kNN join.  With the grid method (gj_knn_pick_method) the index is
+ * built on the device when it fits, else the references are sorted on the
+ * host (refs is reordered then) and streamed through in partitions whose
+ * per-query lists merge in the same k buffers; every query is searched by
+ * one thread with the same code as the CPU engine (knn_search.h), so the
+ * answers are identical.  Results come as chunks exactly as from
+ * gj_cpu_knn_next: rows (query id, reference id, rank, distance).  Self
+ * joins of some rows only (opt->self_rows) are not supported here.
  */
 typedef struct gj_gpu_knn gj_gpu_knn;
 
@@ -107,10 +108,10 @@ typedef struct gj_gpu_knn_stats
 	int			partitions;		/* reference partitions */
 	int64_t		batches;		/* query batches */
 	int			heap;			/* max-heap k buffers, else arrays */
+	double		done_ms;		/* gj_now_ms() when the last list was handed over */
 } gj_gpu_knn_info;
 
-extern gj_status gj_gpu_knn_start(const gj_points *refs, const gj_grid *g,
-								  const gj_points *queries,
+extern gj_status gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 								  const gj_knn_options *opt,
 								  const gj_gpu_options *gopt,
 								  gj_gpu_knn **out, char *err, size_t errlen);

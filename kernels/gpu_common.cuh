@@ -65,6 +65,7 @@ typedef struct gj_grid_params
 	int64_t		ncell_dim[GJ_MAX_INDEXED_DIMS];
 	int64_t		stride[GJ_MAX_INDEXED_DIMS];
 	double		eps2;
+	int			morton_bits;	/* kNN grids: Z-order ids (gj_grid_cell_of) */
 	int			nprefix;
 	int64_t		prefix_off[GJ_MAX_FWD_PREFIXES];
 	int8_t		prefix_vec[GJ_MAX_FWD_PREFIXES][GJ_MAX_INDEXED_DIMS];
@@ -76,6 +77,7 @@ typedef struct gj_dev_grid
 	int64_t		n;
 	int64_t		ncells;
 	double	   *xs;				/* n * dims, sorted by cell */
+	int64_t    *ids;			/* n, the rows' ids in the same order */
 	uint32_t   *perm;			/* sorted position -> original row */
 	uint32_t   *pcell;			/* sorted position -> cell index */
 	int64_t    *cell_id;		/* ncells, ascending linear ids */
@@ -118,11 +120,38 @@ gj_dev_sqdist(const double *a, const double *b, int dims, double eps2)
 	return s;
 }
 
+/*
+ * Cancel reaches running kernels through a device word that the host sets
+ * with a copy on its own stream (the copy engine runs beside the kernels):
+ * long loops read it every so often and return.  Results are discarded
+ * after a cancel, so leaving a loop half-way is fine.
+ */
+__device__ __forceinline__ bool
+gj_dev_stopped(const int *stop)
+{
+	return *(const volatile int *) stop != 0;
+}
+
+/* A device stop word, and how the host raises it (never blocks). */
+extern gj_status gj_gpu_stop_alloc(int **dstop, cudaStream_t *s, char *err,
+								   size_t errlen);
+extern void gj_gpu_stop_raise(int *dstop, cudaStream_t s);
+extern void gj_gpu_stop_free(int *dstop, cudaStream_t s);
+
+/*
+ * Wait for stream's work on the calling thread, polling the core's
+ * interrupt hook: on an interrupt the stop word goes up, the kernels
+ * return, and the result is GJ_ERR_CANCELED.
+ */
+extern gj_status gj_gpu_wait(cudaStream_t stream, int *dstop,
+							 cudaStream_t stop_stream, char *err, size_t errlen);
+
 /* Upload and device statistics, then the index build (grid.cu). */
 extern gj_status gj_gpu_upload_stats(const gj_points *p, double **dx,
 									 gj_dim_stats *st, cudaStream_t stream,
 									 double *upload_ms, char *err, size_t errlen);
-extern gj_status gj_gpu_grid_build(const double *dx, int64_t n, int dims,
+extern gj_status gj_gpu_grid_build(const double *dx, const int64_t *dids,
+								   int64_t n, int dims,
 								   const gj_grid *plan, gj_dev_grid *g,
 								   cudaStream_t stream, double *index_ms,
 								   char *err, size_t errlen);

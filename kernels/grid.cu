@@ -7,12 +7,13 @@
  * into the geometry (indexed dimensions, origin, cell widths), the same
  * rule the CPU engine uses.  Then, on the device:
  *	1. cell_ids_kernel: each point's linear cell id (same arithmetic as
- *	   gj_grid_cell_of: (x - origin) / width, truncated and clamped);
+ *	   gj_grid_cell_of: (x - origin) / width, truncated and clamped; the
+ *	   kNN grids' Z-order ids interleave the cell coordinates' bits);
  *	2. CUB radix sort of (cell id, row) over only the bits the ids use;
  *	3. flags (first point of a cell) and a CUB inclusive scan give every
  *	   sorted point its cell index, and the cells' ids and starts;
- *	4. the coordinates are gathered into cell order, so that a cell's points
- *	   are contiguous for the join kernel's loads.
+ *	4. the coordinates (and the ids, when given) are gathered into cell
+ *	   order, so that a cell's points are contiguous for the kernels' loads.
  * Temporaries are freed before returning; what stays is gj_dev_grid.
  */
 #include <cub/cub.cuh>
@@ -24,8 +25,6 @@
 #define GJ_STATS_BLOCK 256
 #define GJ_STATS_BLOCKS 128
 
-static double now_ms(void);
-
 /* Layouts: x is n * dims row-major; keys/vals/flags/pcell are n long. */
 __global__ static void
 cell_ids_kernel(const double *x, int n, gj_grid_params P, int64_t *keys,
@@ -33,6 +32,7 @@ cell_ids_kernel(const double *x, int n, gj_grid_params P, int64_t *keys,
 {
 	int			i = blockIdx.x * blockDim.x + threadIdx.x;
 	int64_t		id = 0;
+	int64_t		c[GJ_MAX_INDEXED_DIMS];
 
 	if (i >= n)
 		return;
@@ -40,14 +40,20 @@ cell_ids_kernel(const double *x, int n, gj_grid_params P, int64_t *keys,
 	{
 		double		u = __ddiv_rn(__dsub_rn(x[(int64_t) i * P.dims + P.idx_dim[k]],
 											P.origin[k]), P.width[k]);
-		int64_t		c = (int64_t) u;
 
-		if (c < 0)
-			c = 0;
-		if (c >= P.ncell_dim[k])
-			c = P.ncell_dim[k] - 1;
-		id += c * P.stride[k];
+		c[k] = (int64_t) u;
+		if (c[k] < 0)
+			c[k] = 0;
+		if (c[k] >= P.ncell_dim[k])
+			c[k] = P.ncell_dim[k] - 1;
 	}
+	if (P.morton_bits == 0)
+		for (int k = 0; k < P.nidx; k++)
+			id += c[k] * P.stride[k];
+	else
+		for (int b = P.morton_bits - 1; b >= 0; b--)
+			for (int k = 0; k < P.nidx; k++)
+				id = (id << 1) | ((c[k] >> b) & 1);
 	keys[i] = id;
 	vals[i] = (uint32_t) i;
 }
@@ -142,20 +148,88 @@ gather_kernel(const double *x, const uint32_t *perm, int64_t total, int dims,
 	}
 }
 
-static double
-now_ms(void)
+/* ids_sorted[k] = ids[perm[k]]. */
+__global__ static void
+gather_ids_kernel(const int64_t *ids, const uint32_t *perm, int64_t n,
+				  int64_t *ids_sorted)
 {
-	struct timespec ts;
+	int64_t		k = blockIdx.x * (int64_t) blockDim.x + threadIdx.x;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+	if (k < n)
+		ids_sorted[k] = ids[perm[k]];
 }
 
-/* Peak device bytes of gj_gpu_grid_build for n points of dims (an upper bound). */
+
+/*
+ * Peak device bytes of gj_gpu_grid_build for n points of dims, ids
+ * included (an upper bound).
+ */
 size_t
 gj_gpu_grid_bytes(int64_t n, int dims)
 {
-	return (size_t) n * (16 * (size_t) dims + 96) + ((size_t) 64 << 20);
+	return (size_t) n * (16 * (size_t) dims + 112) + ((size_t) 64 << 20);
+}
+
+/* A device stop word (0) and a stream of its own to raise it on. */
+gj_status
+gj_gpu_stop_alloc(int **dstop, cudaStream_t *s, char *err, size_t errlen)
+{
+	GJ_CUDA_CHECK(err, errlen, cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(dstop, sizeof(int)));
+	GJ_CUDA_CHECK(err, errlen, cudaMemsetAsync(*dstop, 0, sizeof(int), *s));
+	GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(*s));
+	return GJ_OK;
+}
+
+/*
+ * Raise the stop word: a 4-byte copy on the stop stream, which the copy
+ * engine runs while kernels hold every multiprocessor.  Errors are ignored:
+ * the caller is tearing down anyway.
+ */
+void
+gj_gpu_stop_raise(int *dstop, cudaStream_t s)
+{
+	static const int one = 1;
+
+	if (dstop != NULL && s != NULL)
+		cudaMemcpyAsync(dstop, &one, sizeof(int), cudaMemcpyHostToDevice, s);
+	cudaGetLastError();
+}
+
+gj_status
+gj_gpu_wait(cudaStream_t stream, int *dstop, cudaStream_t stop_stream,
+			char *err, size_t errlen)
+{
+	cudaError_t e;
+
+	while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady)
+	{
+		struct timespec ts = {0, 100000};
+
+		if (gj_interrupted())
+		{
+			gj_gpu_stop_raise(dstop, stop_stream);
+			cudaStreamSynchronize(stream);
+			cudaGetLastError();
+			snprintf(err, errlen, "canceled");
+			return GJ_ERR_CANCELED;
+		}
+		nanosleep(&ts, NULL);
+	}
+	GJ_CUDA_CHECK(err, errlen, e);
+	return GJ_OK;
+}
+
+void
+gj_gpu_stop_free(int *dstop, cudaStream_t s)
+{
+	if (s != NULL)
+	{
+		cudaStreamSynchronize(s);
+		cudaStreamDestroy(s);
+	}
+	cudaFree(dstop);
+	cudaGetLastError();
 }
 
 /* The plan's geometry and forward-prefix table as kernel parameters. */
@@ -174,6 +248,7 @@ gj_grid_params_fill(gj_grid_params *P, const gj_grid *plan)
 		P->stride[k] = plan->stride[k];
 	}
 	P->eps2 = plan->eps2;
+	P->morton_bits = plan->morton_bits;
 	P->nprefix = gj_grid_forward_prefixes(plan, P->prefix_off, P->prefix_vec);
 }
 
@@ -182,6 +257,7 @@ void
 gj_gpu_grid_free(gj_dev_grid *g)
 {
 	cudaFree(g->xs);
+	cudaFree(g->ids);
 	cudaFree(g->perm);
 	cudaFree(g->pcell);
 	cudaFree(g->cell_id);
@@ -223,7 +299,7 @@ gj_gpu_upload_stats(const gj_points *p, double **dx, gj_dim_stats *st,
 	double	   *dpart = NULL;
 	double	   *hpart;
 	size_t		part_n = (size_t) dims * GJ_STATS_BLOCKS * 4;
-	double		t0 = now_ms();
+	double		t0 = gj_now_ms();
 	cudaError_t e;
 
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(dx, sizeof(double) * n * dims));
@@ -267,14 +343,14 @@ gj_gpu_upload_stats(const gj_points *p, double **dx, gj_dim_stats *st,
 		}
 	}
 	free(hpart);
-	*upload_ms = now_ms() - t0;
+	*upload_ms = gj_now_ms() - t0;
 	return GJ_OK;
 }
 
 static gj_status
-build(const double *dx, int64_t npoints, int dims, const gj_grid *plan,
-	  gj_dev_grid *g, cudaStream_t stream, build_tmp *t, double *index_ms,
-	  char *err, size_t errlen)
+build(const double *dx, const int64_t *dids, int64_t npoints, int dims,
+	  const gj_grid *plan, gj_dev_grid *g, cudaStream_t stream, build_tmp *t,
+	  double *index_ms, char *err, size_t errlen)
 {
 	int			n = (int) npoints;
 	gj_grid_params P;
@@ -285,13 +361,20 @@ build(const double *dx, int64_t npoints, int dims, const gj_grid *plan,
 	uint32_t	last_cell;
 	uint32_t	n32 = (uint32_t) n;
 	int			blocks = (n + 255) / 256;
-	double		t0 = now_ms();
+	double		t0 = gj_now_ms();
 
 	gj_grid_params_fill(&P, plan);
-	for (int k = 0; k < plan->nidx; k++)
-		total *= (uint64_t) plan->ncell_dim[k];
-	while (end_bit < 64 && (total - 1) >> end_bit != 0)
-		end_bit++;
+	if (plan->morton_bits > 0)
+		end_bit = plan->morton_bits * plan->nidx;
+	else
+	{
+		for (int k = 0; k < plan->nidx; k++)
+			total *= (uint64_t) plan->ncell_dim[k];
+		while (end_bit < 64 && (total - 1) >> end_bit != 0)
+			end_bit++;
+	}
+	if (end_bit < 1)
+		end_bit = 1;
 
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->keys_in, sizeof(int64_t) * n));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&t->keys, sizeof(int64_t) * n));
@@ -335,26 +418,33 @@ build(const double *dx, int64_t npoints, int dims, const gj_grid *plan,
 			dx, g->perm, total_coords, dims, g->xs);
 		GJ_CUDA_CHECK_LAUNCH(err, errlen, "gather_kernel");
 	}
+	if (dids != NULL)
+	{
+		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&g->ids, sizeof(int64_t) * n));
+		gather_ids_kernel<<<blocks, 256, 0, stream>>>(dids, g->perm, n, g->ids);
+		GJ_CUDA_CHECK_LAUNCH(err, errlen, "gather_ids_kernel");
+	}
 	GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(stream));
 	g->n = n;
-	*index_ms = now_ms() - t0;
+	*index_ms = gj_now_ms() - t0;
 	return GJ_OK;
 }
 
 /*
  * Build the device index for plan from the uploaded coordinates dx (n rows
- * of dims) into g (zeroed by the caller).  On failure g is freed again.
+ * of dims) and, when dids is not NULL, ids (n, gathered into g->ids) into g
+ * (zeroed by the caller).  On failure g is freed again.
  */
 gj_status
-gj_gpu_grid_build(const double *dx, int64_t n, int dims, const gj_grid *plan,
-				  gj_dev_grid *g, cudaStream_t stream, double *index_ms,
-				  char *err, size_t errlen)
+gj_gpu_grid_build(const double *dx, const int64_t *dids, int64_t n, int dims,
+				  const gj_grid *plan, gj_dev_grid *g, cudaStream_t stream,
+				  double *index_ms, char *err, size_t errlen)
 {
 	build_tmp	t;
 	gj_status	st;
 
 	memset(&t, 0, sizeof(t));
-	st = build(dx, n, dims, plan, g, stream, &t, index_ms, err, errlen);
+	st = build(dx, dids, n, dims, plan, g, stream, &t, index_ms, err, errlen);
 	cudaStreamSynchronize(stream);
 	build_tmp_free(&t);
 	if (st != GJ_OK)

@@ -1,6 +1,13 @@
 /*
  * knn.cu
- *		The GPU k-nearest-neighbour join: kernels, partitions, driver thread.
+ *		The GPU k-nearest-neighbour join: index, kernels, partitions, driver.
+ *
+ * Index.  When the references fit in the device's share, the kNN grid is
+ * built on the device like the self-join's (grid.cu: upload, statistics,
+ * cell ids, CUB radix sort, cells, gather), with the kNN grid's geometry
+ * (cells sized from a host sample for a few points each, Z-order ids).  The
+ * host never sorts anything then.  Larger references are sorted by the
+ * same grid on the host and streamed through in partitions (below).
  *
  * Kernels.  One thread per query runs the very search of the CPU engine
  * (src/core/knn_search.h, compiled here as device code with the _rn
@@ -11,21 +18,24 @@
  * per block, not once per query.  The k buffers (array or max-heap, as the
  * CPU engine picks) live in global memory, interleaved across the queries
  * of a batch (entry e of query t at e * batch + t, batch being the buffer's
- * capacity, also for a last, partial batch) so that a warp's
- * accesses to the same entry coalesce.
+ * capacity, also for a last, partial batch) so that a warp's accesses to
+ * the same entry coalesce.  A batch holds at most KNN_MAX_ENTRIES entries,
+ * so large k means fewer queries a launch, and every kernel reads the
+ * join's stop word as it goes (every 64 blocks of a descent, every tile of
+ * a scan): a cancelled join's kernels return within microseconds whatever
+ * k, the method or the data.
  *
- * Partitions.  The references are sorted by the grid, so any run of
- * consecutive cells is a contiguous slice of points: when the references do
- * not fit in the device's share, they are cut into such slices, each
- * searched with the same tree restricted to its cells, and the slices
- * stream through two device buffers (the next one uploads on its own
- * stream while the kernel searches the current one).  The k buffers stay on
- * the device across a batch's partitions, so the per-partition lists merge
- * in them (the DSPP+P scheme of the kNN partition paper).
+ * Partitions.  The host-sorted references are cut into runs of whole cells
+ * (contiguous slices of points) that stream through two device buffers
+ * (the next one uploads on its own stream while the kernel searches the
+ * current one).  The k buffers stay on the device across a batch's
+ * partitions, so the per-partition lists merge in them (the DSPP+P scheme
+ * of the kNN partition paper).
  *
  * Driver.  A thread runs the batches: it launches batch i + 1 before
  * turning batch i's lists (copied back into pinned memory) into result
- * chunks for the backend, so the GPU searches while the host writes.
+ * rows (query id, reference id, rank, distance) for the backend, so the GPU
+ * searches while the host writes.
  */
 #include <math.h>
 #include <pthread.h>
@@ -40,18 +50,18 @@
 #define KNN_BLOCK 128
 #define KNN_TILE 256			/* reference points per brute-force tile, at most */
 #define KNN_TILE_BYTES 40960	/* shared memory for a tile: under the 48 KB default */
-#define KNN_MAX_BATCH 65536		/* queries per kernel: keeps cancel prompt */
+#define KNN_MAX_BATCH 65536		/* queries per batch */
+#define KNN_MAX_ENTRIES ((int64_t) 16 << 20)	/* k-buffer entries per batch */
 
 typedef struct knn_batch_buf
 {
 	double	   *d_q;			/* batch queries, dims wide */
 	double	   *d_bd;			/* k buffers, interleaved */
 	int64_t    *d_bid;
-	uint32_t   *d_brow;
 	int32_t    *d_bn;			/* entries held */
 	int32_t    *d_btop;			/* array buffers: worst entry */
 	double	   *h_bd;			/* pinned copies of the answer */
-	uint32_t   *h_brow;
+	int64_t    *h_bid;
 	int32_t    *h_bn;
 	double	   *h_q;			/* pinned staging of the queries */
 	cudaStream_t stream;
@@ -62,16 +72,24 @@ typedef struct knn_batch_buf
 
 struct gj_gpu_knn
 {
-	const gj_points *refs;
+	gj_points  *refs;
 	const gj_points *queries;
-	const gj_grid *g;			/* the host grid (NULL: brute force) */
-	gj_knn_grid Gh;				/* host view: geometry */
+	const gj_grid *g;			/* host grid of the partitions (or NULL) */
+	gj_grid		hgrid;			/* ... which this is, when built */
+	int			have_hgrid;
+	gj_grid		plan;			/* device index: its geometry */
+	gj_dev_grid dg;				/* device index: sorted points and cells */
+	int			dev_index;		/* the index lives on the device */
+	int64_t    *h_sorted_ids;	/* self join on a device index: query ids */
+	gj_knn_grid Gh;				/* the search's view: geometry */
 	int			use_grid;
 	int			dims;
 	int			k;
 	int			heap;
 	int			exclude_self;
 	uint32_t   *order;			/* queries in cell order (or NULL) */
+	int		   *d_stop;			/* raised by free: kernels return */
+	cudaStream_t stop_stream;
 
 	/* device copies: cells whole, points per partition */
 	int64_t    *d_cell_id;
@@ -98,15 +116,6 @@ struct gj_gpu_knn
 	gj_gpu_knn_info info;
 };
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 /* --- kernels ------------------------------------------------------------- */
 
 /* Resume query t's buffer (entries held so far) or start it empty. */
@@ -114,7 +123,7 @@ __device__ __forceinline__ void
 knn_buffer(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int64_t nb, int k,
 		   int heap, int first)
 {
-	gj_kb_init(kb, B.d_bd + t, B.d_bid + t, B.d_brow + t, nb, k, heap);
+	gj_kb_init(kb, B.d_bd + t, B.d_bid + t, nb, k, heap);
 	if (!first)
 	{
 		kb->n = B.d_bn[t];
@@ -131,19 +140,23 @@ knn_store(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int last)
 	B.d_btop[t] = kb->top;
 }
 
-/* Grid search of one partition (a run of cells) for every batch query. */
+/*
+ * Grid search of one partition (a run of cells) for every batch query; qx
+ * holds the batch's query coordinates (dims wide).
+ */
 __global__ static void
-knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int64_t stride, int dims,
-				int k, int heap, int64_t self0, int first, int last)
+knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, const double *qx, int64_t nb,
+				int64_t stride, int dims, int k, int heap, int64_t self0,
+				int first, int last)
 {
 	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	gj_kbuf		kb;
 	double		q[GJ_MAX_DIMS];
 
-	if (t >= nb)
+	if (t >= nb || gj_dev_stopped(G.stop))
 		return;
 	for (int d = 0; d < dims; d++)
-		q[d] = B.d_q[t * dims + d];
+		q[d] = qx[t * dims + d];
 	knn_buffer(&kb, B, t, stride, k, heap, first);
 	gj_knn_search_grid(&G, q, self0 >= 0 ? self0 + t : -1, &kb);
 	knn_store(&kb, B, t, last);
@@ -155,10 +168,12 @@ knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, int64_t nb, int64_t stride, int 
  */
 __global__ static void
 knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, int tile_n,
-				 knn_batch_buf B, int64_t nb, int64_t stride, int dims, int k,
-				 int heap, int64_t self0, int first, int last)
+				 knn_batch_buf B, const double *qx, int64_t nb, int64_t stride,
+				 int dims, int k, int heap, int64_t self0, int first, int last,
+				 const int *stop)
 {
 	extern __shared__ double tile[];
+	__shared__ int stopped;
 	int64_t    *tile_ids = (int64_t *) (tile + (size_t) tile_n * dims);
 	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	int			live = t < nb;
@@ -168,7 +183,7 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, in
 	if (live)
 	{
 		for (int d = 0; d < dims; d++)
-			q[d] = B.d_q[t * dims + d];
+			q[d] = qx[t * dims + d];
 		knn_buffer(&kb, B, t, stride, k, heap, first);
 	}
 	for (int64_t j0 = p0; j0 < p1; j0 += tile_n)
@@ -176,6 +191,11 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, in
 		int64_t		n = p1 - j0 < tile_n ? p1 - j0 : tile_n;
 
 		__syncthreads();
+		if (threadIdx.x == 0)
+			stopped = gj_dev_stopped(stop);
+		__syncthreads();
+		if (stopped)
+			return;				/* the whole block: no barrier is left waiting */
 		for (int64_t i = threadIdx.x; i < n * dims; i += blockDim.x)
 			tile[i] = x[(j0 - p0) * dims + i];
 		for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -184,7 +204,7 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, in
 		/* rows keep their global numbers: the tile is addressed from j0 */
 		if (live)
 			gj_knn_scan(tile - j0 * dims, tile_ids - j0, dims, q, j0, j0 + n,
-						self0 >= 0 ? self0 + t : -1, &kb);
+						self0 >= 0 ? self0 + t : -1, &kb, NULL);
 	}
 	if (live)
 		knn_store(&kb, B, t, last);
@@ -283,20 +303,45 @@ part_points(const struct gj_gpu_knn *j, const gj_grid *g, int p, int64_t *p0,
 	}
 }
 
+/* The k-buffer batch: queries per batch from the bytes left, capped. */
+static int64_t
+batch_size(const struct gj_gpu_knn *j, size_t left, size_t per_query)
+{
+	int64_t		b = (int64_t) (left / 2 / per_query);
+	int64_t		most = KNN_MAX_ENTRIES / j->k;
+
+	if (most < 1)
+		most = 1;
+	b = b < most ? b : most;
+	b = b < KNN_MAX_BATCH ? b : KNN_MAX_BATCH;
+	return b < j->queries->n ? b : j->queries->n;
+}
+
+/* Bytes one query of a batch holds on the device (its k buffer and point). */
+static size_t
+per_query_bytes(const struct gj_gpu_knn *j)
+{
+	return sizeof(double) * j->dims +
+		(size_t) j->k * (sizeof(double) + sizeof(int64_t)) + 2 * sizeof(int32_t);
+}
+
+/*
+ * Device memory for references handled on the host side (brute force, or a
+ * host grid g): the cells whole, the points in one buffer or, when they do
+ * not fit, two partition buffers; then the batch size.
+ */
 static gj_status
-alloc_all(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
+alloc_refs(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 {
 	int			dims = j->dims;
 	int64_t		n = j->refs->n;
 	size_t		per_ref = sizeof(double) * dims + sizeof(int64_t);
-	size_t		per_query = sizeof(double) * dims +
-		(size_t) j->k * (sizeof(double) + sizeof(int64_t) + sizeof(uint32_t)) +
-		2 * sizeof(int32_t);
+	size_t		per_query = per_query_bytes(j);
 	size_t		cells = g != NULL ? (size_t) g->ncells * (sizeof(int64_t) + sizeof(uint32_t)) + 16 : 0;
 	size_t		ref_budget;
 	int64_t		nq = j->queries->n;
 
-	if (cells + 2 * per_query * 1024 > budget)
+	if (cells + 2 * per_query > budget)
 		return GJ_ERR_DEVICE_OOM;
 	/* every reference at once when that leaves room for a decent batch */
 	ref_budget = budget - cells;
@@ -312,16 +357,10 @@ alloc_all(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 		if (st != GJ_OK)
 			return st;
 	}
-	{
-		size_t		left = ref_budget - (size_t) j->part_cap * per_ref * (j->npart > 1 ? 2 : 1);
-		int64_t		b = (int64_t) (left / 2 / per_query);
-
-		j->batch = b < KNN_MAX_BATCH ? b : KNN_MAX_BATCH;
-		if (j->batch > nq)
-			j->batch = nq;
-		if (j->batch < 1)
-			return GJ_ERR_DEVICE_OOM;
-	}
+	j->batch = batch_size(j, ref_budget - (size_t) j->part_cap * per_ref * (j->npart > 1 ? 2 : 1),
+						  per_query);
+	if (j->batch < 1)
+		return GJ_ERR_DEVICE_OOM;
 
 	if (g != NULL)
 	{
@@ -331,12 +370,19 @@ alloc_all(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 			return GJ_ERR_NOMEM;
 		for (int64_t c = 0; c <= g->ncells; c++)
 			starts[c] = (uint32_t) g->cell_start[c];
-		KNN_TRY(j, cudaMalloc(&j->d_cell_id, sizeof(int64_t) * (g->ncells + 1)), "cell ids");
-		KNN_TRY(j, cudaMalloc(&j->d_cell_start, sizeof(uint32_t) * (g->ncells + 1)), "cell starts");
-		KNN_TRY(j, cudaMemcpy(j->d_cell_id, g->cell_id, sizeof(int64_t) * g->ncells,
-							  cudaMemcpyHostToDevice), "cell id upload");
-		KNN_TRY(j, cudaMemcpy(j->d_cell_start, starts, sizeof(uint32_t) * (g->ncells + 1),
-							  cudaMemcpyHostToDevice), "cell start upload");
+		if (cudaMalloc(&j->d_cell_id, sizeof(int64_t) * (g->ncells + 1)) != cudaSuccess ||
+			cudaMalloc(&j->d_cell_start, sizeof(uint32_t) * (g->ncells + 1)) != cudaSuccess ||
+			cudaMemcpy(j->d_cell_id, g->cell_id, sizeof(int64_t) * g->ncells,
+					   cudaMemcpyHostToDevice) != cudaSuccess ||
+			cudaMemcpy(j->d_cell_start, starts, sizeof(uint32_t) * (g->ncells + 1),
+					   cudaMemcpyHostToDevice) != cudaSuccess)
+		{
+			cudaError_t e = cudaGetLastError();
+
+			free(starts);
+			set_error(j, gj_cuda_status(e), "cell upload", e);
+			return j->error;
+		}
 		free(starts);
 	}
 	for (int b = 0; b < (j->npart > 1 ? 2 : 1); b++)
@@ -348,27 +394,107 @@ alloc_all(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 		KNN_TRY(j, cudaEventCreateWithFlags(&j->slot_free[b], cudaEventDisableTiming),
 				"event");
 	}
-	KNN_TRY(j, cudaStreamCreateWithFlags(&j->copy_stream, cudaStreamNonBlocking), "stream");
 	if (j->npart > 1 &&
 		cudaHostRegister(j->refs->x, sizeof(double) * dims * n, cudaHostRegisterDefault) == cudaSuccess &&
 		cudaHostRegister(j->refs->ids, sizeof(int64_t) * n, cudaHostRegisterDefault) == cudaSuccess)
 		j->registered = 1;		/* partition uploads can overlap kernels */
 	cudaGetLastError();
+	return GJ_OK;
+}
+
+/*
+ * The index on the device: upload the references, reduce their statistics
+ * there, plan the kNN grid on the host (a sample sizes the cells), then
+ * cell ids, sort, cells and the gathered points and ids, all on the device.
+ * The search then sees one resident partition.
+ */
+static gj_status
+build_device_index(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t errlen)
+{
+	gj_points  *refs = j->refs;
+	int64_t		n = refs->n;
+	double	   *dx = NULL;
+	int64_t    *dids = NULL;
+	gj_dim_stats *st = (gj_dim_stats *) malloc(sizeof(gj_dim_stats) * (j->dims + 1));
+	double		ms = 0.0;
+	gj_status	res;
+	cudaError_t e;
+
+	if (st == NULL)
+		return GJ_ERR_NOMEM;
+	res = gj_gpu_upload_stats(refs, &dx, st, stream, &ms, err, errlen);
+	if (res == GJ_OK)
+		res = gj_knn_grid_plan(&j->plan, refs, st);
+	if (res == GJ_OK)
+	{
+		e = cudaMalloc(&dids, sizeof(int64_t) * n);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(dids, refs->ids, sizeof(int64_t) * n,
+								cudaMemcpyHostToDevice, stream);
+		if (e != cudaSuccess)
+		{
+			snprintf(err, errlen, "id upload: %s", cudaGetErrorName(e));
+			cudaGetLastError();
+			res = gj_cuda_status(e);
+		}
+	}
+	if (res == GJ_OK)
+		res = gj_gpu_grid_build(dx, dids, n, j->dims, &j->plan, &j->dg, stream, &ms,
+								err, errlen);
+	cudaFree(dx);
+	cudaFree(dids);
+	free(st);
+	if (res != GJ_OK)
+		return res;
+
+	/* the search's view: the plan's geometry over the device arrays */
+	gj_knn_grid_view(&j->Gh, &j->plan, refs);
+	j->Gh.ncells = j->dg.ncells;
+	j->Gh.npoints = n;
+	j->Gh.cell_id = j->dg.cell_id;
+	j->Gh.start64 = NULL;
+	j->Gh.start32 = j->dg.cell_start;
+	j->Gh.x = j->dg.xs;
+	j->Gh.ids = j->dg.ids;
+	j->npart = 1;
+	j->part_cap = n;
+	j->part_cell = (int64_t *) malloc(sizeof(int64_t) * 2);
+	if (j->part_cell == NULL)
+		return GJ_ERR_NOMEM;
+	j->part_cell[0] = 0;
+	j->part_cell[1] = j->dg.ncells;
+	if (j->exclude_self)
+	{
+		/* queries are the sorted references: their ids for the output */
+		j->h_sorted_ids = (int64_t *) malloc(sizeof(int64_t) * (n + 1));
+		if (j->h_sorted_ids == NULL)
+			return GJ_ERR_NOMEM;
+		GJ_CUDA_CHECK(err, errlen, cudaMemcpy(j->h_sorted_ids, j->dg.ids, sizeof(int64_t) * n,
+											  cudaMemcpyDeviceToHost));
+	}
+	else if (j->queries->n > 1)
+		res = gj_knn_query_order(&j->plan, j->queries, &j->order);
+	return res;
+}
+
+/* Pinned and device buffers of the two query batches. */
+static gj_status
+alloc_batches(struct gj_gpu_knn *j)
+{
 	for (int b = 0; b < 2; b++)
 	{
 		knn_batch_buf *B = &j->buf[b];
 		size_t		e = (size_t) j->batch * j->k;
 
-		KNN_TRY(j, cudaMalloc(&B->d_q, sizeof(double) * dims * j->batch), "query buffer");
+		KNN_TRY(j, cudaMalloc(&B->d_q, sizeof(double) * j->dims * j->batch), "query buffer");
 		KNN_TRY(j, cudaMalloc(&B->d_bd, sizeof(double) * e), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_bid, sizeof(int64_t) * e), "k buffers");
-		KNN_TRY(j, cudaMalloc(&B->d_brow, sizeof(uint32_t) * e), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_bn, sizeof(int32_t) * j->batch), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_btop, sizeof(int32_t) * j->batch), "k buffers");
 		KNN_TRY(j, cudaMallocHost(&B->h_bd, sizeof(double) * e), "pinned results");
-		KNN_TRY(j, cudaMallocHost(&B->h_brow, sizeof(uint32_t) * e), "pinned results");
+		KNN_TRY(j, cudaMallocHost(&B->h_bid, sizeof(int64_t) * e), "pinned results");
 		KNN_TRY(j, cudaMallocHost(&B->h_bn, sizeof(int32_t) * j->batch), "pinned results");
-		KNN_TRY(j, cudaMallocHost(&B->h_q, sizeof(double) * dims * j->batch), "pinned queries");
+		KNN_TRY(j, cudaMallocHost(&B->h_q, sizeof(double) * j->dims * j->batch), "pinned queries");
 		KNN_TRY(j, cudaStreamCreateWithFlags(&B->stream, cudaStreamNonBlocking), "stream");
 		KNN_TRY(j, cudaEventCreateWithFlags(&B->done, cudaEventDisableTiming), "event");
 	}
@@ -405,17 +531,23 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 	int			blocks = (int) ((nq + KNN_BLOCK - 1) / KNN_BLOCK);
 	size_t		e = (size_t) j->batch * j->k;
 	int64_t		self0 = j->exclude_self ? q0 : -1;
+	const double *qx = B->d_q;
 
 	B->q0 = q0;
 	B->nq = nq;
-	for (int64_t t = 0; t < nq; t++)
+	if (j->dev_index && j->exclude_self)
+		qx = j->dg.xs + q0 * dims;	/* the sorted references themselves */
+	else
 	{
-		int64_t		row = j->order != NULL ? j->order[q0 + t] : q0 + t;
+		for (int64_t t = 0; t < nq; t++)
+		{
+			int64_t		row = j->order != NULL ? j->order[q0 + t] : q0 + t;
 
-		memcpy(B->h_q + t * dims, j->queries->x + row * dims, sizeof(double) * dims);
+			memcpy(B->h_q + t * dims, j->queries->x + row * dims, sizeof(double) * dims);
+		}
+		KNN_TRY(j, cudaMemcpyAsync(B->d_q, B->h_q, sizeof(double) * dims * nq,
+								   cudaMemcpyHostToDevice, B->stream), "query upload");
 	}
-	KNN_TRY(j, cudaMemcpyAsync(B->d_q, B->h_q, sizeof(double) * dims * nq,
-							   cudaMemcpyHostToDevice, B->stream), "query upload");
 	/* with several partitions, the first two start on their way now */
 	for (int p = 0; j->npart > 1 && p < 2 && p < j->npart; p++)
 	{
@@ -430,9 +562,17 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 		int64_t		p0,
 					p1;
 
-		part_points(j, g, p, &p0, &p1);
-		KNN_TRY(j, cudaStreamWaitEvent(B->stream, j->part_ready[slot], 0), "wait");
-		if (g != NULL)
+		if (!j->dev_index)
+		{
+			part_points(j, g, p, &p0, &p1);
+			KNN_TRY(j, cudaStreamWaitEvent(B->stream, j->part_ready[slot], 0), "wait");
+		}
+		else
+			p0 = 0, p1 = j->refs->n;
+		if (j->dev_index)
+			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(j->Gh, *B, qx, nq, j->batch, dims,
+																 j->k, j->heap, self0, 1, 1);
+		else if (g != NULL)
 		{
 			gj_knn_grid G = j->Gh;
 
@@ -443,8 +583,9 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 			G.x = j->d_x[slot] - p0 * dims;	/* addressed by global row */
 			G.ids = j->d_ids[slot] - p0;
 			G.npoints = p1 - p0;
-			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, nq, j->batch, dims, j->k, j->heap,
-																 self0, p == 0, p == j->npart - 1);
+			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, qx, nq, j->batch, dims, j->k,
+																 j->heap, self0, p == 0,
+																 p == j->npart - 1);
 		}
 		else
 		{
@@ -455,11 +596,13 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 			tile_n = tile_n < KNN_TILE ? tile_n : KNN_TILE;
 			shm = (sizeof(double) * dims + sizeof(int64_t)) * tile_n;
 			knn_brute_kernel<<<blocks, KNN_BLOCK, shm, B->stream>>>(j->d_x[slot], j->d_ids[slot],
-																	p0, p1, tile_n, *B, nq, j->batch, dims, j->k,
-																	j->heap, self0, p == 0,
-																	p == j->npart - 1);
+																	p0, p1, tile_n, *B, qx, nq, j->batch,
+																	dims, j->k, j->heap, self0, p == 0,
+																	p == j->npart - 1, j->d_stop);
 		}
 		KNN_TRY(j, cudaGetLastError(), "kNN kernel launch");
+		if (j->dev_index)
+			continue;
 		KNN_TRY(j, cudaEventRecord(j->slot_free[slot], B->stream), "event");
 		if (j->npart > 1 && p + 2 < j->npart)
 		{
@@ -471,7 +614,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 	}
 	KNN_TRY(j, cudaMemcpyAsync(B->h_bd, B->d_bd, sizeof(double) * e,
 							   cudaMemcpyDeviceToHost, B->stream), "result copy");
-	KNN_TRY(j, cudaMemcpyAsync(B->h_brow, B->d_brow, sizeof(uint32_t) * e,
+	KNN_TRY(j, cudaMemcpyAsync(B->h_bid, B->d_bid, sizeof(int64_t) * e,
 							   cudaMemcpyDeviceToHost, B->stream), "result copy");
 	KNN_TRY(j, cudaMemcpyAsync(B->h_bn, B->d_bn, sizeof(int32_t) * nq,
 							   cudaMemcpyDeviceToHost, B->stream), "result copy");
@@ -479,7 +622,21 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 	return GJ_OK;
 }
 
-/* Wait for a batch (polling, so that a cancel is seen) and emit its lists. */
+/* The id of the batch's query t. */
+static inline int64_t
+query_id(const struct gj_gpu_knn *j, const knn_batch_buf *B, int64_t t)
+{
+	int64_t		pos = B->q0 + t;
+
+	if (j->h_sorted_ids != NULL)
+		return j->h_sorted_ids[pos];
+	return j->queries->ids[j->order != NULL ? j->order[pos] : pos];
+}
+
+/*
+ * Wait for a batch (polling, so that a cancel is seen) and turn its lists
+ * into rows (query id, reference id, rank, distance).
+ */
 static gj_status
 emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 {
@@ -501,7 +658,7 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 	}
 	for (int64_t t = 0; t < B->nq; t++)
 	{
-		uint32_t	qrow = (uint32_t) (j->order != NULL ? j->order[B->q0 + t] : B->q0 + t);
+		int64_t		qid = query_id(j, B, t);
 
 		for (int r = 0; r < B->h_bn[t]; r++)
 		{
@@ -519,10 +676,9 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 					return GJ_ERR_CANCELED;
 				ch->n = 0;
 			}
-			if (ch->n == 0)
-				ch->first_rank = r + 1;
-			ch->a[ch->n] = qrow;
-			ch->b[ch->n] = B->h_brow[at];
+			ch->a[ch->n] = qid;
+			ch->b[ch->n] = B->h_bid[at];
+			ch->rank[ch->n] = r + 1;
 			ch->dist[ch->n] = sqrt(B->h_bd[at]);
 			ch->n++;
 		}
@@ -539,7 +695,7 @@ driver_main(void *arg)
 	int64_t		nq = j->queries->n;
 	int			cur = 0;
 	gj_status	st = GJ_OK;
-	double		t0 = now_ms();
+	double		t0 = gj_now_ms();
 
 	for (int64_t q0 = 0; q0 < nq && st == GJ_OK; q0 += j->batch)
 	{
@@ -558,7 +714,7 @@ driver_main(void *arg)
 	}
 	if (st == GJ_OK && nq > 0)
 		st = emit_batch(j, &j->buf[1 - cur]);
-	j->info.search_ms = now_ms() - t0;
+	j->info.search_ms = gj_now_ms() - t0;
 	if (st != GJ_OK && st != GJ_ERR_CANCELED)
 		set_error(j, st, "kNN batch", cudaSuccess);
 	if (j->error != GJ_OK)
@@ -575,6 +731,7 @@ free_all(struct gj_gpu_knn *j)
 	cudaDeviceSynchronize();
 	cudaFree(j->d_cell_id);
 	cudaFree(j->d_cell_start);
+	gj_gpu_grid_free(&j->dg);
 	for (int b = 0; b < 2; b++)
 	{
 		knn_batch_buf *B = &j->buf[b];
@@ -587,11 +744,10 @@ free_all(struct gj_gpu_knn *j)
 		cudaFree(B->d_q);
 		cudaFree(B->d_bd);
 		cudaFree(B->d_bid);
-		cudaFree(B->d_brow);
 		cudaFree(B->d_bn);
 		cudaFree(B->d_btop);
 		cudaFreeHost(B->h_bd);
-		cudaFreeHost(B->h_brow);
+		cudaFreeHost(B->h_bid);
 		cudaFreeHost(B->h_bn);
 		cudaFreeHost(B->h_q);
 		if (B->stream)
@@ -606,11 +762,20 @@ free_all(struct gj_gpu_knn *j)
 		cudaHostUnregister(j->refs->x);
 		cudaHostUnregister(j->refs->ids);
 	}
+	gj_gpu_stop_free(j->d_stop, j->stop_stream);
+	j->d_stop = NULL;
+	j->stop_stream = NULL;
 	cudaGetLastError();
 }
 
+/*
+ * Start the GPU kNN join of queries against refs.  With the grid method the
+ * index is built on the device when it fits (refs keep their order), else
+ * on the host (refs are sorted in place) and the references stream through
+ * in partitions.  queries may be refs itself (exclude_self).
+ */
 extern "C" gj_status
-gj_gpu_knn_start(const gj_points *refs, const gj_grid *g, const gj_points *queries,
+gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 				 const gj_knn_options *opt, const gj_gpu_options *gopt,
 				 gj_gpu_knn **out, char *err, size_t errlen)
 {
@@ -618,14 +783,16 @@ gj_gpu_knn_start(const gj_points *refs, const gj_grid *g, const gj_points *queri
 	size_t		free_mem,
 				total_mem,
 				budget;
-	gj_status	st;
+	gj_status	st = GJ_OK;
 	sigset_t	all,
 				old;
-	double		t0 = now_ms();
+	double		t0 = gj_now_ms();
 	int64_t		k = gj_knn_effective_k(opt, refs->n);
 
 	*out = NULL;
-	if (opt->k < 1 || refs->dims != queries->dims || (opt->exclude_self && queries != refs))
+	err[0] = '\0';
+	if (opt->k < 1 || refs->dims != queries->dims ||
+		(opt->exclude_self && queries != refs) || opt->self_rows != NULL)
 	{
 		snprintf(err, errlen, "bad arguments");
 		return GJ_ERR_ARG;
@@ -645,50 +812,92 @@ gj_gpu_knn_start(const gj_points *refs, const gj_grid *g, const gj_points *queri
 		return GJ_ERR_NOMEM;
 	j->refs = refs;
 	j->queries = queries;
-	j->g = g;
-	j->use_grid = g != NULL;
+	j->use_grid = gj_knn_pick_method(opt, refs->dims) == GJ_KNN_GRID;
 	j->dims = refs->dims;
 	j->k = (int) (k < 1 ? 1 : k);
 	j->heap = k >= (opt->heap_min_k > 0 ? opt->heap_min_k : GJ_KNN_HEAP_MIN_K);
 	j->exclude_self = opt->exclude_self;
 	j->info.heap = j->heap;
-	if (g != NULL)
-		gj_knn_grid_view(&j->Gh, g, refs);
-	j->q = gj_queue_create(6);
+	j->q = gj_queue_create(6, 1);
 	if (j->q == NULL)
 	{
 		free(j);
 		return GJ_ERR_NOMEM;
 	}
-	if (k == 0 || queries->n == 0)
+	if (k == 0 || queries->n == 0 || refs->n == 0)
 	{
 		gj_queue_set_producers(j->q, 0);
 		*out = j;
 		return GJ_OK;
 	}
-	st = g != NULL && !opt->exclude_self && queries->n > 1 ?
-		gj_knn_query_order(g, queries, &j->order) : GJ_OK;
-	if (st == GJ_OK)
-		st = alloc_all(j, g, budget);
-	if (st == GJ_OK && j->npart == 1)
+	st = gj_gpu_stop_alloc(&j->d_stop, &j->stop_stream, err, errlen);
+	if (st == GJ_OK && cudaStreamCreateWithFlags(&j->copy_stream, cudaStreamNonBlocking) != cudaSuccess)
 	{
-		st = upload_part(j, g, 0, 0);
+		set_error(j, GJ_ERR_CUDA, "stream", cudaGetLastError());
+		st = j->error;
+	}
+	if (st == GJ_OK && j->use_grid)
+	{
+		size_t		per_query = per_query_bytes(j);
+		size_t		index = gj_gpu_grid_bytes(refs->n, j->dims);
+		size_t		want_q = 2 * per_query * (size_t) (queries->n < 4096 ? queries->n : 4096);
+
+		if (index + want_q <= budget)
+		{
+			/* the device index: the references stay resident */
+			j->dev_index = 1;
+			st = build_device_index(j, j->copy_stream, err, errlen);
+			if (st == GJ_OK)
+			{
+				size_t		resident = (size_t) refs->n * (sizeof(double) * j->dims + 16) +
+					(size_t) j->dg.ncells * 12;
+
+				j->batch = batch_size(j, budget > resident ? budget - resident : 0, per_query);
+				if (j->batch < 1)
+					st = GJ_ERR_DEVICE_OOM;
+			}
+		}
+		else
+		{
+			/* too large: sort on the host, stream partitions */
+			st = gj_knn_grid_build(&j->hgrid, refs);
+			if (st == GJ_OK)
+			{
+				j->have_hgrid = 1;
+				j->g = &j->hgrid;
+				gj_knn_grid_view(&j->Gh, j->g, refs);
+				if (!j->exclude_self && queries->n > 1)
+					st = gj_knn_query_order(j->g, queries, &j->order);
+			}
+			if (st == GJ_OK)
+				st = alloc_refs(j, j->g, budget);
+		}
+	}
+	else if (st == GJ_OK)
+		st = alloc_refs(j, NULL, budget);
+	if (st == GJ_OK)
+	{
+		j->Gh.stop = j->d_stop;
+		st = alloc_batches(j);
+	}
+	if (st == GJ_OK && !j->dev_index && j->npart == 1)
+	{
+		st = upload_part(j, j->g, 0, 0);
 		if (st == GJ_OK && cudaStreamSynchronize(j->copy_stream) != cudaSuccess)
 			set_error(j, GJ_ERR_CUDA, "reference upload", cudaGetLastError());
 		st = j->error != GJ_OK ? j->error : st;
-		/* one resident partition: later batches need not wait for it */
-		j->npart = 1;
 	}
 	if (st != GJ_OK)
 	{
-		snprintf(err, errlen, "%s", j->error != GJ_OK ? j->err :
-				 st == GJ_ERR_DEVICE_OOM ? "the grid's cells do not fit the GPU memory share" :
-				 gj_status_name(st));
+		if (err[0] == '\0')
+			snprintf(err, errlen, "%s", j->error != GJ_OK ? j->err :
+					 st == GJ_ERR_DEVICE_OOM ? "the grid's cells do not fit the GPU memory share" :
+					 gj_status_name(st));
 		gj_gpu_knn_free(j);
 		return st;
 	}
 	j->info.partitions = j->npart;
-	j->info.upload_ms = now_ms() - t0;
+	j->info.upload_ms = gj_now_ms() - t0;
 
 	gj_queue_set_producers(j->q, 1);
 	sigfillset(&all);
@@ -726,6 +935,7 @@ extern "C" void
 gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
 {
 	*st = j->info;
+	st->done_ms = j->q != NULL ? gj_queue_done_ms(j->q) : 0.0;
 }
 
 extern "C" const char *
@@ -740,13 +950,17 @@ gj_gpu_knn_free(gj_gpu_knn *j)
 	if (j == NULL)
 		return;
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
 	if (j->q != NULL)
 		gj_queue_cancel(j->q);
 	if (j->started)
 		pthread_join(j->thread, NULL);
 	free_all(j);
 	gj_queue_destroy(j->q);
+	if (j->have_hgrid)
+		gj_grid_free(&j->hgrid);
 	free(j->order);
 	free(j->part_cell);
+	free(j->h_sorted_ids);
 	free(j);
 }

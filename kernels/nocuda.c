@@ -89,13 +89,12 @@ gj_gpu_release_cache(void)
 }
 
 gj_status
-gj_gpu_knn_start(const gj_points *refs, const gj_grid *g,
-				 const gj_points *queries, const gj_knn_options *opt,
+gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
+				 const gj_knn_options *opt,
 				 const gj_gpu_options *gopt, gj_gpu_knn **out,
 				 char *err, size_t errlen)
 {
 	(void) refs;
-	(void) g;
 	(void) queries;
 	(void) opt;
 	(void) gopt;

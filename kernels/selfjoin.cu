@@ -11,7 +11,11 @@
  * each unordered pair is tested once.  Distances follow the shared rule
  * (gj_dev_sqdist).  A hit takes a slot from the batch's counter with one
  * atomic per group of coalesced threads; slots past the buffer's capacity
- * are counted but not written, which is how overflow is detected.
+ * are counted but not written, which is how overflow is detected.  A pair
+ * is written as the backend returns it: the two rows' ids, smaller first
+ * (ids are gathered into cell order with the points), and the distance.
+ * Threads read the join's stop word every 1024 candidates, so a cancelled
+ * join's kernels end within microseconds however much work they hold.
  *
  * Batches.  A count-only run of the kernel over a strided sample of points
  * estimates the pairs per point; the sorted points are then cut into
@@ -24,7 +28,7 @@
  * into a free pinned host chunk (the queue's pool; blocking there is the
  * backpressure from a slow consumer) and hands the chunk to the consumer.
  * Kernels of one stream overlap copies of the others and the consumer's
- * tuple writing.  Rows leave as 32-bit indexes of the caller's points.
+ * tuple writing.
  */
 #include <cooperative_groups.h>
 #include <pthread.h>
@@ -44,11 +48,12 @@ namespace cg = cooperative_groups;
 #define GJ_GPU_MIN_BATCH ((int64_t) 1 << 16)
 #define GJ_GPU_SAMPLE_POINTS 32768
 #define GJ_GPU_BLOCK 256
+#define GJ_GPU_PAIR_BYTES 24	/* two ids and a distance */
 
 typedef struct gj_out
 {
-	uint32_t   *a;
-	uint32_t   *b;
+	int64_t    *a;
+	int64_t    *b;
 	double	   *d;
 	unsigned long long *count;
 	unsigned long long cap;
@@ -76,7 +81,7 @@ dev_lower_bound(const int64_t *a, int64_t n, int64_t key)
 
 /* Take a result slot; one atomic per group of threads that hit together. */
 __device__ __forceinline__ void
-emit(const gj_out &O, uint32_t a, uint32_t b, double s)
+emit(const gj_out &O, int64_t a, int64_t b, double s)
 {
 	cg::coalesced_group g = cg::coalesced_threads();
 	unsigned long long base = 0;
@@ -86,25 +91,32 @@ emit(const gj_out &O, uint32_t a, uint32_t b, double s)
 	base = g.shfl(base, 0) + g.thread_rank() - O.skip;
 	if (base < O.cap)			/* also false for slots before skip (wraps) */
 	{
-		O.a[base] = a;
-		O.b[base] = b;
+		O.a[base] = a < b ? a : b;
+		O.b[base] = a < b ? b : a;
 		O.d[base] = sqrt(s);
 	}
 }
 
-/* Test point xi (sorted position i, row ri) against sorted points [b0, b1). */
+/*
+ * Test point xi (id idi) against sorted points [b0, b1); false once the
+ * join's stop word is up.
+ */
 template <int DIMS>
-__device__ __forceinline__ void
+__device__ __forceinline__ bool
 scan_range(const gj_dev_grid &G, int dims, double eps2, const double *xi,
-		   uint32_t ri, uint32_t b0, uint32_t b1, const gj_out &O)
+		   int64_t idi, uint32_t b0, uint32_t b1, const gj_out &O,
+		   const int *stop)
 {
 	for (uint32_t j = b0; j < b1; j++)
 	{
 		double		s = gj_dev_sqdist<DIMS>(xi, G.xs + (int64_t) j * dims, dims, eps2);
 
 		if (s <= eps2)
-			emit(O, ri, G.perm[j], s);
+			emit(O, idi, G.ids[j], s);
+		if (((j - b0) & 1023) == 1023 && gj_dev_stopped(stop))
+			return false;
 	}
+	return true;
 }
 
 /*
@@ -114,7 +126,7 @@ scan_range(const gj_dev_grid &G, int dims, double eps2, const double *xi,
 template <int DIMS>
 __global__ static void
 selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
-				uint32_t stride, gj_out O)
+				uint32_t stride, gj_out O, const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 	uint64_t	i64 = p0 + t * stride;
@@ -126,7 +138,7 @@ selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
 	int			dims = P.dims;
 	double		xreg[DIMS > 0 ? DIMS : 1];
 	const double *xi;
-	uint32_t	ri;
+	int64_t		idi;
 
 	if (i64 >= p1)
 		return;
@@ -140,12 +152,12 @@ selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
 	}
 	else
 		xi = G.xs + (int64_t) i * dims;
-	ri = G.perm[i];
+	idi = G.ids[i];
 	c = G.pcell[i];
 
 	/* the rest of its own cell */
-	scan_range<DIMS>(G, dims, P.eps2, xi, ri, i + 1, G.cell_start[c + 1], O);
-	if (P.nidx == 0)
+	if (!scan_range<DIMS>(G, dims, P.eps2, xi, idi, i + 1, G.cell_start[c + 1], O, stop) ||
+		P.nidx == 0)
 		return;
 
 	id = G.cell_id[c];
@@ -162,9 +174,10 @@ selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
 	int			has_hi = cc[last] + 1 < P.ncell_dim[last];
 
 	/* zero prefix: the next cell along the last dimension */
-	if (has_hi && c + 1 < G.ncells && G.cell_id[c + 1] == id + 1)
-		scan_range<DIMS>(G, dims, P.eps2, xi, ri, G.cell_start[c + 1],
-						 G.cell_start[c + 2], O);
+	if (has_hi && c + 1 < G.ncells && G.cell_id[c + 1] == id + 1 &&
+		!scan_range<DIMS>(G, dims, P.eps2, xi, idi, G.cell_start[c + 1],
+						  G.cell_start[c + 2], O, stop))
+		return;
 
 	for (int p = 0; p < P.nprefix; p++)
 	{
@@ -186,15 +199,17 @@ selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
 
 		for (int64_t k = dev_lower_bound(G.cell_id, G.ncells, lo);
 			 k < G.ncells && G.cell_id[k] <= hi; k++)
-			scan_range<DIMS>(G, dims, P.eps2, xi, ri, G.cell_start[k],
-							 G.cell_start[k + 1], O);
+			if (!scan_range<DIMS>(G, dims, P.eps2, xi, idi, G.cell_start[k],
+								  G.cell_start[k + 1], O, stop))
+				return;
 	}
 }
 
 /* Launch the kernel specialised for the dimensionality. */
 static cudaError_t
 launch_join(const gj_dev_grid &G, const gj_grid_params &P, uint32_t p0,
-			uint32_t p1, uint32_t stride, const gj_out &O, cudaStream_t s)
+			uint32_t p1, uint32_t stride, const gj_out &O, const int *stop,
+			cudaStream_t s)
 {
 	uint64_t	threads = (p1 - p0 + (uint64_t) stride - 1) / stride;
 	unsigned	blocks = (unsigned) ((threads + GJ_GPU_BLOCK - 1) / GJ_GPU_BLOCK);
@@ -203,7 +218,7 @@ launch_join(const gj_dev_grid &G, const gj_grid_params &P, uint32_t p0,
 		return cudaSuccess;
 	switch (P.dims)
 	{
-#define GJ_CASE(D) case D: selfjoin_kernel<D><<<blocks, GJ_GPU_BLOCK, 0, s>>>(G, P, p0, p1, stride, O); break
+#define GJ_CASE(D) case D: selfjoin_kernel<D><<<blocks, GJ_GPU_BLOCK, 0, s>>>(G, P, p0, p1, stride, O, stop); break
 			GJ_CASE(1);
 			GJ_CASE(2);
 			GJ_CASE(3);
@@ -214,7 +229,7 @@ launch_join(const gj_dev_grid &G, const gj_grid_params &P, uint32_t p0,
 			GJ_CASE(8);
 #undef GJ_CASE
 		default:
-			selfjoin_kernel<0><<<blocks, GJ_GPU_BLOCK, 0, s>>>(G, P, p0, p1, stride, O);
+			selfjoin_kernel<0><<<blocks, GJ_GPU_BLOCK, 0, s>>>(G, P, p0, p1, stride, O, stop);
 	}
 	return cudaGetLastError();
 }
@@ -249,6 +264,8 @@ struct gj_gpu_selfjoin
 	gj_out		out[GJ_GPU_MAX_STREAMS];	/* device buffers */
 	unsigned long long *h_count;	/* pinned, one per stream */
 	unsigned long long *d_sample;	/* the estimate's counter */
+	int		   *d_stop;			/* raised by free: kernels return */
+	cudaStream_t stop_stream;
 	int64_t		cap;			/* pairs per buffer */
 
 	gj_chunk	pool[GJ_GPU_MAX_STREAMS + 1];	/* pinned host chunks */
@@ -266,15 +283,6 @@ struct gj_gpu_selfjoin
 	char		err[256];
 	gj_gpu_stats stats;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static int
 push_batch(struct gj_gpu_selfjoin *j, uint32_t p0, uint32_t p1,
@@ -345,7 +353,7 @@ driver_main(void *arg)
 				j->out[s].skip = cur[s].skip;
 				e = cudaMemsetAsync(j->out[s].count, 0, sizeof(unsigned long long), st);
 				if (e == cudaSuccess)
-					e = launch_join(j->G, j->P, cur[s].p0, cur[s].p1, 1, j->out[s], st);
+					e = launch_join(j->G, j->P, cur[s].p0, cur[s].p1, 1, j->out[s], j->d_stop, st);
 				if (e == cudaSuccess)
 					e = cudaMemcpyAsync(&j->h_count[s], j->out[s].count,
 										sizeof(unsigned long long),
@@ -409,10 +417,10 @@ driver_main(void *arg)
 				chunk[s] = gj_queue_get_free(j->q);	/* waits for the consumer */
 				if (chunk[s] == NULL)
 					break;		/* cancelled */
-				e = cudaMemcpyAsync(chunk[s]->a, j->out[s].a, sizeof(uint32_t) * count[s],
+				e = cudaMemcpyAsync(chunk[s]->a, j->out[s].a, sizeof(int64_t) * count[s],
 									cudaMemcpyDeviceToHost, st);
 				if (e == cudaSuccess)
-					e = cudaMemcpyAsync(chunk[s]->b, j->out[s].b, sizeof(uint32_t) * count[s],
+					e = cudaMemcpyAsync(chunk[s]->b, j->out[s].b, sizeof(int64_t) * count[s],
 										cudaMemcpyDeviceToHost, st);
 				if (e == cudaSuccess)
 					e = cudaMemcpyAsync(chunk[s]->dist, j->out[s].d, sizeof(double) * count[s],
@@ -551,8 +559,8 @@ alloc_buffers(struct gj_gpu_selfjoin *j, int64_t cap)
 	j->cap = cap;
 	for (int s = 0; s < j->nstreams; s++)
 	{
-		if (cudaMalloc(&j->out[s].a, sizeof(uint32_t) * cap) != cudaSuccess ||
-			cudaMalloc(&j->out[s].b, sizeof(uint32_t) * cap) != cudaSuccess ||
+		if (cudaMalloc(&j->out[s].a, sizeof(int64_t) * cap) != cudaSuccess ||
+			cudaMalloc(&j->out[s].b, sizeof(int64_t) * cap) != cudaSuccess ||
 			cudaMalloc(&j->out[s].d, sizeof(double) * cap) != cudaSuccess ||
 			cudaMalloc(&j->out[s].count, sizeof(unsigned long long)) != cudaSuccess)
 			return 0;
@@ -562,8 +570,8 @@ alloc_buffers(struct gj_gpu_selfjoin *j, int64_t cap)
 	for (int c = 0; c < j->npool; c++)
 	{
 		j->pool[c].cap = (int32_t) cap;
-		if (cudaMallocHost(&j->pool[c].a, sizeof(uint32_t) * cap) != cudaSuccess ||
-			cudaMallocHost(&j->pool[c].b, sizeof(uint32_t) * cap) != cudaSuccess ||
+		if (cudaMallocHost(&j->pool[c].a, sizeof(int64_t) * cap) != cudaSuccess ||
+			cudaMallocHost(&j->pool[c].b, sizeof(int64_t) * cap) != cudaSuccess ||
 			cudaMallocHost(&j->pool[c].dist, sizeof(double) * cap) != cudaSuccess)
 			return 0;
 	}
@@ -628,26 +636,50 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 	}
 	GJ_CUDA_CHECK(err, errlen, cudaMallocHost(&j->h_count, sizeof(unsigned long long) * j->nstreams));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_sample, sizeof(unsigned long long)));
+	{
+		gj_status	st = gj_gpu_stop_alloc(&j->d_stop, &j->stop_stream, err, errlen);
+
+		if (st != GJ_OK)
+			return st;
+	}
 
 	{
 		/* upload, statistics on the device, the plan, the device index */
 		double	   *dx = NULL;
+		int64_t    *dids = NULL;
 		gj_dim_stats st_dims[GJ_MAX_DIMS];
 		gj_status	st;
+		cudaError_t e;
 
 		st = gj_gpu_upload_stats(p, &dx, st_dims, j->streams[0],
 								 &j->stats.upload_ms, err, errlen);
 		if (st == GJ_OK)
 		{
-			t0 = now_ms();
-			st = gj_grid_plan_from_stats(&j->plan, p->dims, n, eps, st_dims);
-			gj_grid_params_fill(&j->P, &j->plan);
-			j->stats.plan_ms = now_ms() - t0;
+			t0 = gj_now_ms();
+			e = cudaMalloc(&dids, sizeof(int64_t) * n);
+			if (e == cudaSuccess)
+				e = cudaMemcpyAsync(dids, p->ids, sizeof(int64_t) * n,
+									cudaMemcpyHostToDevice, j->streams[0]);
+			if (e != cudaSuccess)
+			{
+				snprintf(err, errlen, "id upload: %s", cudaGetErrorName(e));
+				cudaGetLastError();
+				st = gj_cuda_status(e);
+			}
+			j->stats.upload_ms += gj_now_ms() - t0;
 		}
 		if (st == GJ_OK)
-			st = gj_gpu_grid_build(dx, n, p->dims, &j->plan, &j->G, j->streams[0],
+		{
+			t0 = gj_now_ms();
+			st = gj_grid_plan_from_stats(&j->plan, p->dims, n, eps, st_dims);
+			gj_grid_params_fill(&j->P, &j->plan);
+			j->stats.plan_ms = gj_now_ms() - t0;
+		}
+		if (st == GJ_OK)
+			st = gj_gpu_grid_build(dx, dids, n, p->dims, &j->plan, &j->G, j->streams[0],
 								   &j->stats.index_ms, err, errlen);
 		cudaFree(dx);
+		cudaFree(dids);
 		if (st != GJ_OK)
 			return st;
 	}
@@ -655,7 +687,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 	j->stats.nidx = j->plan.nidx;
 
 	/* the sampled estimate: count-only run over every stride-th point */
-	t0 = now_ms();
+	t0 = gj_now_ms();
 	stride = (uint32_t) (n > GJ_GPU_SAMPLE_POINTS ? n / GJ_GPU_SAMPLE_POINTS : 1);
 	{
 		gj_out		O;
@@ -663,12 +695,19 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 		memset(&O, 0, sizeof(O));
 		O.count = j->d_sample;
 		GJ_CUDA_CHECK(err, errlen, cudaMemsetAsync(O.count, 0, sizeof(unsigned long long), j->streams[0]));
-		GJ_CUDA_CHECK(err, errlen, launch_join(j->G, j->P, 0, (uint32_t) n, stride, O, j->streams[0]));
+		GJ_CUDA_CHECK(err, errlen, launch_join(j->G, j->P, 0, (uint32_t) n, stride, O, j->d_stop, j->streams[0]));
 		GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(&sample, O.count, sizeof(sample),
 												   cudaMemcpyDeviceToHost, j->streams[0]));
-		GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(j->streams[0]));
+		/* heavy inputs make this run long: wait with an eye on cancel */
+		{
+			gj_status	st = gj_gpu_wait(j->streams[0], j->d_stop, j->stop_stream,
+										 err, errlen);
+
+			if (st != GJ_OK)
+				return st;
+		}
 	}
-	j->stats.estimate_ms = now_ms() - t0;
+	j->stats.estimate_ms = gj_now_ms() - t0;
 	j->stats.estimated_pairs = (int64_t) sample * stride;
 	per_point = (double) sample / (double) ((n + stride - 1) / stride);
 
@@ -676,7 +715,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 	 * Result buffers: no larger than the estimate needs (pinning host memory
 	 * costs time), no larger than the default or the budget's remainder.
 	 */
-	t0 = now_ms();
+	t0 = gj_now_ms();
 	left = budget > index_b ? budget - index_b : 0;
 	if (opt != NULL && opt->batch_pairs > 0)
 		cap = opt->batch_pairs;
@@ -685,8 +724,8 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 		cap = (int64_t) (1.25 * (double) j->stats.estimated_pairs) + GJ_GPU_MIN_BATCH;
 		if (cap > GJ_GPU_DEFAULT_BATCH)
 			cap = GJ_GPU_DEFAULT_BATCH;
-		if (cap * 16 * j->nstreams > (int64_t) left)
-			cap = (int64_t) (left / (16 * (size_t) j->nstreams));
+		if (cap * GJ_GPU_PAIR_BYTES * j->nstreams > (int64_t) left)
+			cap = (int64_t) (left / (GJ_GPU_PAIR_BYTES * (size_t) j->nstreams));
 	}
 	if (cap > INT32_MAX / 2)
 		cap = INT32_MAX / 2;
@@ -710,7 +749,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 		}
 	}
 	j->stats.batch_pairs = cap;
-	j->stats.alloc_ms = now_ms() - t0;
+	j->stats.alloc_ms = gj_now_ms() - t0;
 
 	/* batches expected to fill 70% of a buffer; splits absorb the skew */
 	ppb = per_point > 0 ? (int64_t) (0.7 * (double) cap / per_point) : n;
@@ -799,6 +838,7 @@ extern "C" void
 gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st)
 {
 	*st = j->stats;
+	st->done_ms = j->q != NULL ? gj_queue_done_ms(j->q) : 0.0;
 }
 
 extern "C" const char *
@@ -817,6 +857,7 @@ gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
 	if (j == NULL)
 		return;
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
 	if (j->q != NULL)
 		gj_queue_cancel(j->q);
 	if (j->driver_started)
@@ -842,6 +883,7 @@ gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
 	}
 	cudaFreeHost(j->h_count);
 	cudaFree(j->d_sample);
+	gj_gpu_stop_free(j->d_stop, j->stop_stream);
 	cudaGetLastError();
 	gj_queue_destroy(j->q);
 	free(j->pending);

@@ -60,7 +60,7 @@ cpu_pairs(const gj_points *p, double eps, gj_pairset *out)
 		if (st == GJ_AGAIN)
 			continue;
 		for (int k = 0; k < ch->n; k++)
-			gj_pairset_add(out, c.ids[ch->a[k]], c.ids[ch->b[k]], ch->dist[k]);
+			gj_pairset_add(out, ch->a[k], ch->b[k], ch->dist[k]);
 		gj_cpu_selfjoin_release(j, ch);
 	}
 	gj_cpu_selfjoin_free(j);
@@ -86,7 +86,7 @@ gpu_pairs(const gj_points *p, double eps, int64_t batch_pairs, gj_pairset *out,
 		if (st == GJ_AGAIN)
 			continue;
 		for (int k = 0; k < ch->n; k++)
-			gj_pairset_add(out, p->ids[ch->a[k]], p->ids[ch->b[k]], ch->dist[k]);
+			gj_pairset_add(out, ch->a[k], ch->b[k], ch->dist[k]);
 		gj_gpu_selfjoin_release(j, ch);
 	}
 	gj_gpu_selfjoin_stats(j, stats);

@@ -35,13 +35,14 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* GPU engine end to end on refs (sorted in place for the grid). */
+/*
+ * GPU engine end to end on refs (it builds its own index: on the device, or
+ * sorting refs on the host when they exceed the memory limit).
+ */
 static gj_status
 run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 		size_t mem_limit, gj_knnset *out, gj_gpu_knn_info *info, double *secs)
 {
-	gj_grid		g;
-	int			grid = gj_knn_pick_method(opt, refs->dims) == GJ_KNN_GRID;
 	gj_gpu_options gopt = {mem_limit, 0, 0};
 	gj_gpu_knn *j;
 	gj_status	st;
@@ -49,14 +50,10 @@ run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 	const gj_points *qs = queries != NULL ? queries : refs;
 	double		t0 = now();
 
-	if (grid && (st = gj_knn_grid_build(&g, refs)) != GJ_OK)
-		return st;
-	st = gj_gpu_knn_start(refs, grid ? &g : NULL, qs, opt, &gopt, &j, err, sizeof(err));
+	st = gj_gpu_knn_start(refs, qs, opt, &gopt, &j, err, sizeof(err));
 	if (st != GJ_OK)
 	{
 		printf("  gpu start: %s: %s\n", gj_status_name(st), err);
-		if (grid)
-			gj_grid_free(&g);
 		return st;
 	}
 	for (;;)
@@ -78,8 +75,6 @@ run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 	if (st != GJ_DONE)
 		printf("  gpu: %s: %s\n", gj_status_name(st), gj_gpu_knn_error(j));
 	gj_gpu_knn_free(j);
-	if (grid)
-		gj_grid_free(&g);
 	return st;
 }
 
@@ -92,7 +87,7 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 				qs,
 				r1,
 				r2;
-	gj_knn_options opt = {k, self, method, heap_min_k};
+	gj_knn_options opt = {.k = k, .exclude_self = self, .method = method, .heap_min_k = heap_min_k};
 	gj_knnset	want = {0},
 				got = {0};
 	gj_gpu_knn_info info;
@@ -197,7 +192,7 @@ do_bench(void)
 					qs,
 					r1,
 					r2;
-		gj_knn_options opt = {cases[c].k, 0, GJ_KNN_GRID, 0};
+		gj_knn_options opt = {.k = cases[c].k, .method = GJ_KNN_GRID};
 		gj_knnset	a = {0},
 					b = {0};
 		gj_gpu_knn_info info;
