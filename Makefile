@@ -6,19 +6,24 @@
 #   make demo        build, install and run a sample join on a throwaway cluster
 
 EXTENSION = gpujoin
-EXTVERSION = 0.1
+EXTVERSION = 0.2
 
 MODULE_big = gpujoin
-CORE_OBJS = src/core/points.o src/core/grid.o src/core/neighbours.o \
-	src/core/pair_queue.o src/core/cpu_selfjoin.o src/core/cpu_knn.o \
-	src/core/oracle.o
-OBJS = src/gpujoin.o src/input.o src/resources.o src/selfjoin.o src/knn.o $(CORE_OBJS)
+CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
+	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
+	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o
+OBJS = src/gpujoin.o src/input.o src/resources.o src/job.o src/functions.o \
+	src/custom_scan.o src/support.o $(CORE_OBJS)
 
-DATA = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = sql/$(EXTENSION)--$(EXTVERSION).sql regress/test_core regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
+# The install script of this version, built from sql/gpujoin.sql; the
+# upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql
+EXTRA_CLEAN = regress/test_core regress/test_probe regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
-	privileges cancel knn knn_crosscheck
+	privileges cancel knn knn_crosscheck streaming restrict estimates \
+	readonly upgrade
 REGRESS_OPTS = --inputdir=$(srcdir)
 
 # No FMA contraction anywhere: distances must round identically everywhere.
@@ -56,13 +61,16 @@ src/*.o: src/gpujoin.h kernels/gj_cuda.h
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
 
-all: sql/$(EXTENSION)--$(EXTVERSION).sql
-
 # Core unit tests: no PostgreSQL involved.
 CORE_SRCS = $(CORE_OBJS:.o=.c)
 regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_core.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+
+# Restricted joins, estimates, the interrupt hook.
+regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/test_probe.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 .PHONY: test demo unittest
 unittest: regress/test_core

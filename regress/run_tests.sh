@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite of gpujoin and ends with one line: "N passed, N failed".
-#   1. core unit tests (regress/test_core, regress/test_knn): CPU engines vs
-#      brute-force oracles
+#   1. core unit tests (regress/test_core, test_probe, test_knn): CPU
+#      engines vs brute-force oracles
 #   2. pg_regress on a throwaway cluster (pg_virtualenv), once with
 #      gpujoin.device = cpu and once with the default (auto)
 # Installs missing build dependencies and the extension (root or sudo).
@@ -20,27 +20,22 @@ passed=0
 failed=0
 log=$(mktemp -d)
 
-# 1. core unit tests
-make -s regress/test_core >/dev/null && ./regress/test_core | tee "$log/core.txt" | grep -E '^(FAIL|core:)'
-line=$(grep -E '^core: [0-9]+ passed, [0-9]+ failed' "$log/core.txt" | tail -1)
-if [ -n "$line" ]; then
-	passed=$((passed + $(echo "$line" | awk '{print $2}')))
-	failed=$((failed + $(echo "$line" | awk '{print $4}')))
-else
-	echo "core: no summary (crashed?)"
-	failed=$((failed + 1))
-fi
-
-# 1b. kNN core unit tests (regress/test_knn): CPU kNN engine vs sorting oracle
-make -s regress/test_knn >/dev/null && ./regress/test_knn | tee "$log/knn.txt" | grep -E '^(FAIL|knn:)'
-line=$(grep -E '^knn: [0-9]+ passed, [0-9]+ failed' "$log/knn.txt" | tail -1)
-if [ -n "$line" ]; then
-	passed=$((passed + $(echo "$line" | awk '{print $2}')))
-	failed=$((failed + $(echo "$line" | awk '{print $4}')))
-else
-	echo "knn: no summary (crashed?)"
-	failed=$((failed + 1))
-fi
+# 1. core unit tests: each program ends with "<name>: N passed, N failed"
+#    test_core  grid CPU self-join vs the brute-force oracle
+#    test_probe restricted self-join, size estimates, interrupt hook
+#    test_knn   CPU kNN engine vs the sorting oracle
+for t in core probe knn; do
+	prog=regress/test_$t
+	make -s "$prog" >/dev/null && "./$prog" | tee "$log/$t.txt" | grep -E "^(FAIL|$t:)"
+	line=$(grep -E "^$t: [0-9]+ passed, [0-9]+ failed" "$log/$t.txt" | tail -1)
+	if [ -n "$line" ]; then
+		passed=$((passed + $(echo "$line" | awk '{print $2}')))
+		failed=$((failed + $(echo "$line" | awk '{print $4}')))
+	else
+		echo "$t: no summary (crashed?)"
+		failed=$((failed + 1))
+	fi
+done
 
 # 2. pg_regress, per device setting
 chmod 777 "$log"

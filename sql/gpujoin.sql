@@ -1,12 +1,20 @@
--- gpujoin install script, version 0.1 (copied to gpujoin--0.1.sql by make)
+-- gpujoin install script, version 0.2 (copied to gpujoin--0.2.sql by make)
 \echo Use "CREATE EXTENSION gpujoin" to load this file. \quit
+
+-- Row estimates for the planner (a sample of the table for eps_selfjoin,
+-- k per query row for the kNN joins); also loads the library while the
+-- first query is planned, so that its custom scan streams that query too.
+CREATE FUNCTION gpujoin_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'gpujoin_support'
+LANGUAGE C STRICT;
 
 CREATE FUNCTION eps_selfjoin(tbl regclass, cols text[], eps float8,
                              id_col text DEFAULT NULL,
                              "symmetric" boolean DEFAULT false)
 RETURNS TABLE (a bigint, b bigint, dist float8)
 AS 'MODULE_PATHNAME', 'eps_selfjoin'
-LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000;
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION eps_selfjoin(regclass, text[], float8, text, boolean) IS
 'every pair of rows of tbl within Euclidean distance eps of each other (inclusive); '
@@ -17,7 +25,8 @@ CREATE FUNCTION eps_selfjoin_sql(query text, eps float8,
                                  "symmetric" boolean DEFAULT false)
 RETURNS TABLE (a bigint, b bigint, dist float8)
 AS 'MODULE_PATHNAME', 'eps_selfjoin_sql'
-LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000;
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION eps_selfjoin_sql(text, float8, boolean) IS
 'eps_selfjoin over the rows of a read-only SELECT returning an integer id, '
@@ -36,7 +45,8 @@ CREATE FUNCTION knn_join(query_tbl regclass, ref_tbl regclass, cols text[], k in
                          ref_cols text[] DEFAULT NULL)
 RETURNS TABLE (q bigint, r bigint, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join'
-LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000;
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_join(regclass, regclass, text[], integer, text, text, text[]) IS
 'for each row of query_tbl, the k rows of ref_tbl nearest in Euclidean distance, '
@@ -46,7 +56,8 @@ COMMENT ON FUNCTION knn_join(regclass, regclass, text[], integer, text, text, te
 CREATE FUNCTION knn_selfjoin(tbl regclass, cols text[], k integer, id_col text DEFAULT NULL)
 RETURNS TABLE (a bigint, b bigint, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_selfjoin'
-LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000;
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_selfjoin(regclass, text[], integer, text) IS
 'for each row of tbl, the k other rows nearest in Euclidean distance, ranked 1..k '
@@ -55,7 +66,8 @@ COMMENT ON FUNCTION knn_selfjoin(regclass, text[], integer, text) IS
 CREATE FUNCTION knn_join_sql(query_sql text, ref_sql text, k integer)
 RETURNS TABLE (q bigint, r bigint, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join_sql'
-LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000;
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_join_sql(text, text, integer) IS
 'knn_join over the rows of two read-only SELECTs, each returning an integer id, '
@@ -64,7 +76,8 @@ COMMENT ON FUNCTION knn_join_sql(text, text, integer) IS
 CREATE FUNCTION knn_selfjoin_sql(query text, k integer)
 RETURNS TABLE (a bigint, b bigint, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_selfjoin_sql'
-LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000;
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_selfjoin_sql(text, integer) IS
 'knn_selfjoin over the rows of a read-only SELECT returning an integer id, '

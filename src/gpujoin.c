@@ -1,6 +1,7 @@
 /*
  * gpujoin.c
- *		Module entry: GUCs, engine choice, gpujoin_info().
+ *		Module entry: GUCs, the custom scan's hook, engine choice,
+ *		gpujoin_info().
  *
  * Nothing here touches CUDA at load time: _PG_init may run in the
  * postmaster (shared_preload_libraries) and a CUDA context does not survive
@@ -28,6 +29,7 @@ int			gj_gpu_memory_limit_guc = 0;
 int			gj_gpu_batch_pairs_guc = 0;
 bool		gj_progress_guc = false;
 int			gj_knn_method_guc = GJ_KNN_AUTO;
+bool		gj_custom_scan_guc = true;
 
 static const struct config_enum_entry knn_method_options[] = {
 	{"auto", GJ_KNN_AUTO, false},
@@ -59,7 +61,17 @@ ReleaseGpuCache(int code, Datum arg)
 		gj_gpu_release_cache();
 }
 
-/* Register the GUCs; no CUDA here (see the file header). */
+/*
+ * The core's cancel hook: long index builds on the backend thread stop when
+ * a cancel or termination is pending; the caller then raises it.
+ */
+static int
+GjInterrupted(void)
+{
+	return QueryCancelPending || ProcDiePending;
+}
+
+/* Register the GUCs and the custom scan; no CUDA here (see the file header). */
 void
 _PG_init(void)
 {
@@ -121,8 +133,20 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gpujoin.custom_scan",
+							 "Stream the rows of gpujoin functions in FROM through a custom scan.",
+							 "Off: PostgreSQL's function scan runs them to completion into a "
+							 "tuplestore first, as for any set-returning function.",
+							 &gj_custom_scan_guc,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpujoin");
 	on_proc_exit(ReleaseGpuCache, (Datum) 0);
+	gj_set_interrupt_hook(GjInterrupted);
+	GjCustomScanInit();
 }
 
 /* Probe the GPU once per backend and remember the answer. */
@@ -143,8 +167,8 @@ GjCpuThreads(void)
 }
 
 /* Whether this backend can use the GPU; why not in *why. */
-static bool
-GpuUsable(const char **why)
+bool
+GjGpuUsable(const char **why)
 {
 	ProbeGpu();
 	if (gpu_unusable[0] != '\0')
@@ -174,7 +198,7 @@ GjRequireGpuIfSet(void)
 {
 	const char *why;
 
-	if (gj_device_guc == GJ_DEVICE_GPU && !GpuUsable(&why))
+	if (gj_device_guc == GJ_DEVICE_GPU && !GjGpuUsable(&why))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpujoin.device is gpu but no GPU is usable"),
@@ -199,18 +223,9 @@ GjChooseEngine(int64 npoints)
 		GjRequireGpuIfSet();
 		return GJ_ENGINE_GPU;
 	}
-	if (npoints >= GJ_AUTO_GPU_MIN_ROWS && GpuUsable(&why))
+	if (npoints >= GJ_AUTO_GPU_MIN_ROWS && GjGpuUsable(&why))
 		return GJ_ENGINE_GPU;
 	return GJ_ENGINE_CPU;
-}
-
-void
-GjCheckNotNull(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
 }
 
 /* Map a failed core status to an ERROR with the matching SQLSTATE. */
@@ -268,7 +283,7 @@ gpujoin_info(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	{
 		const char *why;
-		bool		usable = GpuUsable(&why);
+		bool		usable = GjGpuUsable(&why);
 
 		if (gj_device_guc == GJ_DEVICE_CPU)
 			engine = "cpu";

@@ -2,9 +2,14 @@
  * gpujoin.h
  *		Declarations shared by the PostgreSQL glue files of gpujoin.
  *
- * The glue reads points through SPI (input.c), owns every outside resource
- * through a memory context with a reset callback (resources.c), picks an
- * engine (gpujoin.c) and writes result rows (selfjoin.c).
+ * Every SQL function is one "job": its arguments become a GjJobSpec
+ * (functions.c), a GjJob reads the points (input.c), builds the index,
+ * runs an engine and hands out finished rows (job.c), and either the custom
+ * scan returns them to the executor as they come (custom_scan.c) or, where
+ * the planner cannot use it, the function materialises them
+ * (functions.c).  Everything a job holds outside palloc is owned by a
+ * memory context with a reset callback (resources.c); gpujoin.c holds the
+ * GUCs and the engine choice, support.c the planner's row estimates.
  */
 #ifndef GPUJOIN_H
 #define GPUJOIN_H
@@ -12,11 +17,12 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/primnodes.h"
 #include "utils/array.h"
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.1"
+#define GPUJOIN_VERSION "0.2"
 
 /* gpujoin.device */
 typedef enum GjDevice
@@ -32,6 +38,7 @@ extern int	gj_gpu_memory_limit_guc;	/* MB, 0 = automatic */
 extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */
 extern bool gj_progress_guc;
 extern int	gj_knn_method_guc;	/* a gj_knn_method */
+extern bool gj_custom_scan_guc;
 
 /* The engine a join will run on, after applying gpujoin.device. */
 typedef enum GjEngine
@@ -41,16 +48,19 @@ typedef enum GjEngine
 } GjEngine;
 
 #define GJ_AUTO_GPU_MIN_ROWS 100000
+#define GJ_AUTO_GPU_MIN_QUERIES 1024	/* kNN: fewer queries stay on the CPU */
 
 extern void GjRequireGpuIfSet(void);
 extern GjEngine GjChooseEngine(int64 npoints);
+extern bool GjGpuUsable(const char **why);
 extern int	GjCpuThreads(void);
 extern void GjMarkGpuUnusable(const char *why);
 
 /*
  * Everything a join holds outside palloc (malloc'd points, the grid, worker
- * threads), owned by a memory context whose reset/delete callback releases
- * it: on success, ERROR, cancel and statement_timeout alike.
+ * threads, GPU memory), owned by a memory context whose reset/delete
+ * callback releases it: on success, ERROR, cancel and statement_timeout
+ * alike.
  */
 typedef struct GjResources
 {
@@ -61,35 +71,146 @@ typedef struct GjResources
 	bool		have_grid;
 	gj_cpu_selfjoin *cpu;
 	struct gj_gpu_selfjoin *gpu;
+	gj_cpu_probe *probe;
 	gj_cpu_knn *cpu_knn;
 	struct gj_gpu_knn *gpu_knn;
 } GjResources;
 
-extern GjResources *GjResourcesCreate(int dims_hint);
+extern GjResources *GjResourcesCreate(MemoryContext parent);
+extern void GjResourcesStopEngines(GjResources *res);
 extern void GjResourcesRelease(GjResources *res);
 
 /* What the reader is asked to read. */
 typedef struct GjInputSpec
 {
 	const char *fname;			/* SQL function name, for messages */
+	bool		is_query;		/* the _sql form */
 	/* relation form */
 	Oid			relid;
 	ArrayType  *cols;			/* coordinate column names */
 	text	   *id_col;			/* NULL: the primary key */
-	/* query form (relid == InvalidOid) */
+	/* query form */
 	const char *query;
+	/* only the rows with these ids (sorted, distinct), when not NULL */
+	const int64 *only_ids;
+	int			nonly;
+
+	/*
+	 * Relation form, planning: read a TABLESAMPLE SYSTEM of sample_pct
+	 * percent of the blocks, with each row's block number as its id.
+	 */
+	double		sample_pct;
 } GjInputSpec;
 
+/* What reading cost, for EXPLAIN ANALYZE. */
+typedef struct GjReadStats
+{
+	int64		rows;			/* rows the query returned */
+	int64		skipped;		/* of which NULL, NaN or infinite */
+	double		ms;
+} GjReadStats;
+
 /* Reads every usable row of spec into pts (one of a GjResources' sets). */
-extern void GjReadPoints(const GjInputSpec *spec, gj_points *pts);
+extern void GjReadPoints(const GjInputSpec *spec, gj_points *pts,
+						 GjReadStats *stats);
+
+/* The SQL functions a job can be. */
+typedef enum GjFunction
+{
+	GJ_FN_NONE = 0,
+	GJ_FN_EPS_SELFJOIN,
+	GJ_FN_EPS_SELFJOIN_SQL,
+	GJ_FN_KNN_JOIN,
+	GJ_FN_KNN_SELFJOIN,
+	GJ_FN_KNN_JOIN_SQL,
+	GJ_FN_KNN_SELFJOIN_SQL
+} GjFunction;
+
+/* Which gpujoin function funcid is (GJ_FN_NONE for any other). */
+extern GjFunction GjLookupFunction(Oid funcid);
+
+/* Output columns whose equality quals can restrict the query side. */
+#define GJ_FILTER_NONE (-1)
+
+/* A job: one call of one of the functions, arguments checked. */
+typedef struct GjJobSpec
+{
+	GjFunction	fn;
+	const char *fname;
+	bool		is_knn;
+	GjInputSpec input;			/* the rows (kNN: the references) */
+	GjInputSpec query;			/* knn_join: the query rows */
+	bool		has_query;
+	double		eps;
+	bool		symmetric;
+	int32		k;
+
+	/*
+	 * Only the output rows whose id column filter_column (0: the first, 1:
+	 * the second) holds one of filter_ids (sorted, distinct), from a qual on
+	 * the custom scan.  GJ_FILTER_NONE: all rows.
+	 */
+	int			filter_column;
+	int64	   *filter_ids;
+	int			nfilter;
+} GjJobSpec;
+
+/*
+ * Check arguments (values/nulls as the function receives them, defaults
+ * filled in) and fill spec; ERRORs as the functions raise them.  Strings
+ * and arrays are copied into the current memory context.
+ */
+extern void GjJobSpecFromArgs(GjFunction fn, const Datum *values,
+							  const bool *nulls, int nargs, GjJobSpec *spec);
+
+/* Columns of the function's output row: 3 for pairs, 4 for kNN. */
+extern int	GjOutputColumns(GjFunction fn);
+
+/* Which output column (0 or 1) can restrict the query side, or -1. */
+extern bool GjFilterableColumn(GjFunction fn, int column);
+
+/* What a job did, for EXPLAIN ANALYZE. */
+typedef struct GjJobStats
+{
+	GjReadStats read;
+	const char *engine;			/* "cpu", "gpu", "cpu (restricted)", ... */
+	int			threads;
+	double		index_ms;		/* host grid, or the GPU's upload + index */
+	double		join_ms;		/* engine start until its last row was made */
+	double		wait_ms;		/* the backend waiting for the engine */
+	double		emit_ms;		/* engine start until the last row, less waits */
+	int64		rows_out;		/* rows handed out */
+	int64		batches;		/* GPU batches or chunks */
+	double		estimated_pairs;	/* the sampled estimate, or -1 */
+	int			runs;			/* jobs (a rescan starts another) */
+} GjJobStats;
+
+typedef struct GjJob GjJob;
+
+/*
+ * Run spec: read, index, start the engine, in a context under parent.
+ * Rows then come one by one from GjJobNext (false: no more); values and
+ * nulls need GjOutputColumns(spec->fn) entries.  GjJobEnd stops the engine
+ * at once and frees everything but the stats; it may be called early.
+ * With restart_ok, a GPU failure part-way reruns the join on the CPU from
+ * its first row and sets *restarted (the caller discards what it took);
+ * without, a failure after rows went out is an ERROR.
+ */
+extern GjJob *GjJobStart(const GjJobSpec *spec, MemoryContext parent,
+						 bool restart_ok);
+extern bool GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted);
+extern void GjJobEnd(GjJob *job, GjJobStats *stats);
 
 /* Turns a core status into an ereport(ERROR) (never returns for errors). */
 extern void GjCheckStatus(gj_status st, const char *what);
 
-/* NULL_VALUE_NOT_ALLOWED when argument argno is NULL. */
-extern void GjCheckNotNull(FunctionCallInfo fcinfo, int argno, const char *name);
-
 /* How long the backend waits on an engine between interrupt checks. */
 #define GJ_WAIT_MS 50
+
+/* The custom scan (custom_scan.c). */
+extern void GjCustomScanInit(void);
+
+/* The planner's row estimate for a call of ours (support.c). */
+extern bool GjEstimateRows(FuncExpr *fexpr, double *rows);
 
 #endif							/* GPUJOIN_H */

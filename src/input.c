@@ -11,11 +11,22 @@
  *	- a caller's query, which must be one read-only SELECT returning an
  *	  integer id first, then numeric coordinate columns or one float array.
  *
- * Both run as the caller through an SPI cursor (privileges and row-level
- * security apply), fetched in batches straight into the core's point buffer,
- * so only one copy of the coordinates is ever held.  Rows whose id or a
- * coordinate is NULL, NaN or infinite are skipped and counted; one NOTICE
- * reports them.
+ * Both run as the caller through SPI (privileges, column grants and
+ * row-level security apply) with a DestReceiver of ours: the executor hands
+ * each row's slot to GjReceiveSlot, which converts the coordinates straight
+ * into the core's point buffer; no tuple is copied, only one copy of the
+ * coordinates is ever held, and the planner may choose a parallel scan.
+ * Rows whose id or a coordinate is NULL, NaN or infinite are skipped and
+ * counted; one NOTICE reports them.
+ *
+ * Reads never change the database.  SPI's read-only mode alone does not
+ * stop a volatile function the query calls from writing, so the read runs
+ * with transaction_read_only on (set at a GUC nest level, undone on exit and
+ * on error), which refuses writes to any table that is not temporary,
+ * nextval on them, DDL and row locks; and between two command-counter
+ * increments, so that any command that used the command id meanwhile (a
+ * write to a temporary table included) shows up and is refused with an
+ * ERROR, which rolls it back.
  */
 #include "postgres.h"
 
@@ -23,6 +34,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
@@ -32,14 +44,13 @@
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/guc.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "gpujoin.h"
-
-#define GJ_FETCH_ROWS 10000
 
 /* How the coordinates of a result row are laid out. */
 typedef struct RowShape
@@ -148,7 +159,7 @@ BuildRelationQuery(const GjInputSpec *spec)
 	Oid			id_type;
 	StringInfoData sql;
 
-	if (relkind == '\0')
+	if (relid == InvalidOid || relkind == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
@@ -172,23 +183,31 @@ BuildRelationQuery(const GjInputSpec *spec)
 				 errmsg("%s: cols must name at least one column", spec->fname)));
 	CheckDims(spec->fname, ncols);
 
-	/* id column: given, or the primary key */
-	if (spec->id_col != NULL)
-		id_att = LookupColumn(relid, text_to_cstring(spec->id_col));
-	else
-		id_att = PrimaryKeyColumn(relid, spec->fname);
-	id_type = getBaseType(get_atttype(relid, id_att));
-	if (!IsIdType(id_type))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s: id column \"%s\" has type %s", spec->fname,
-						get_attname(relid, id_att, false),
-						format_type_be(get_atttype(relid, id_att))),
-				 errdetail("The id column must be smallint, integer or bigint.")));
-
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s",
-					 quote_identifier(get_attname(relid, id_att, false)));
+	if (spec->sample_pct > 0)
+	{
+		/* a planner's sample: the block number stands in for the id */
+		id_att = InvalidAttrNumber;
+		appendStringInfoString(&sql, "SELECT (ctid::text::point)[0]::bigint");
+	}
+	else
+	{
+		/* id column: given, or the primary key */
+		if (spec->id_col != NULL)
+			id_att = LookupColumn(relid, text_to_cstring(spec->id_col));
+		else
+			id_att = PrimaryKeyColumn(relid, spec->fname);
+		id_type = getBaseType(get_atttype(relid, id_att));
+		if (!IsIdType(id_type))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("%s: id column \"%s\" has type %s", spec->fname,
+							get_attname(relid, id_att, false),
+							format_type_be(get_atttype(relid, id_att))),
+					 errdetail("The id column must be smallint, integer or bigint.")));
+		appendStringInfo(&sql, "SELECT %s",
+						 quote_identifier(get_attname(relid, id_att, false)));
+	}
 	for (int i = 0; i < ncols; i++)
 	{
 		AttrNumber	att;
@@ -222,6 +241,19 @@ BuildRelationQuery(const GjInputSpec *spec)
 	appendStringInfo(&sql, " FROM %s",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 												get_rel_name(relid)));
+	if (spec->sample_pct > 0)
+		appendStringInfo(&sql, " TABLESAMPLE SYSTEM (%.6f) REPEATABLE (0)",
+						 spec->sample_pct);
+	else if (spec->only_ids != NULL)
+	{
+		/* the planner sees the list: an index on the id column applies */
+		appendStringInfo(&sql, " WHERE %s = ANY ('{",
+						 quote_identifier(get_attname(relid, id_att, false)));
+		for (int i = 0; i < spec->nonly; i++)
+			appendStringInfo(&sql, i > 0 ? ",%lld" : "%lld",
+							 (long long) spec->only_ids[i]);
+		appendStringInfoString(&sql, "}'::bigint[])");
+	}
 	return sql.data;
 }
 
@@ -304,18 +336,23 @@ DatumToId(Datum d, Oid type)
 }
 
 /*
- * The caller's query as a cursor, after making sure it is one read-only
+ * The caller's query, prepared, after making sure it is one read-only
  * SELECT (no DML, no data-modifying CTE, no SELECT INTO, no FOR UPDATE).
  */
-static Portal
-OpenQueryCursor(const char *query, const char *fname)
+static SPIPlanPtr
+PrepareQuery(const char *query, const char *fname)
 {
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	SPIPrepareOptions opt;
+	SPIPlanPtr	plan;
 	List	   *sources;
 	bool		ok;
 
+	memset(&opt, 0, sizeof(opt));
+	opt.parseMode = RAW_PARSE_DEFAULT;
+	opt.cursorOptions = CURSOR_OPT_PARALLEL_OK;
+	plan = SPI_prepare_extended(query, &opt);
 	if (plan == NULL)
-		elog(ERROR, "%s: SPI_prepare failed: %s", fname,
+		elog(ERROR, "%s: SPI_prepare_extended failed: %s", fname,
 			 SPI_result_code_string(SPI_result));
 	sources = SPI_plan_get_plan_sources(plan);
 	ok = list_length(sources) == 1;
@@ -339,7 +376,7 @@ OpenQueryCursor(const char *query, const char *fname)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s: query must be a single read-only SELECT", fname),
 				 errdetail("Data-modifying statements, SELECT INTO and FOR UPDATE are not allowed.")));
-	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	return plan;
 }
 
 /* Reserve room for the rows the planner expects of a relation. */
@@ -363,160 +400,289 @@ ReserveFromStats(Oid relid, gj_points *pts)
 	}
 }
 
-/* Read every usable row described by spec into pts (empty, owned by a GjResources). */
-void
-GjReadPoints(const GjInputSpec *spec, gj_points *pts)
+/*
+ * The receiver: every row the executor produces lands here, as a slot, and
+ * is converted into the point buffer at once.
+ */
+typedef struct GjReceiver
 {
-	MemoryContext caller_cxt = CurrentMemoryContext;
-	char	   *sql = NULL;
-	Portal		portal;
+	DestReceiver pub;
+	const GjInputSpec *spec;
+	gj_points  *pts;
 	RowShape	shape;
+	bool		all_float8;		/* scalar float8 coordinates: no conversion */
+	int64		nrows;
+	int64		nnull;
+	int64		nnonfinite;
+	int64		nfiltered;
+	double		row[GJ_MAX_DIMS];
+} GjReceiver;
+
+static void
+GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	GjReceiver *r = (GjReceiver *) self;
+
+	CheckRowShape(r->spec->fname, typeinfo, &r->shape);
+	r->all_float8 = !r->shape.is_array;
+	for (int d = 0; d < r->shape.ncoord; d++)
+		if (r->shape.coord_types[d] != FLOAT8OID)
+			r->all_float8 = false;
+	if (!r->shape.is_array)
+	{
+		r->pts->dims = r->shape.ncoord;
+		if (!r->spec->is_query && r->spec->only_ids == NULL)
+			ReserveFromStats(r->spec->relid, r->pts);
+	}
+}
+
+/* Binary search of a sorted id list. */
+static inline bool
+IdListed(const int64 *ids, int n, int64 id)
+{
+	int			lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo] == id;
+}
+
+/* The coordinates of an array column into r->row; false when it has a NULL. */
+static bool
+ArrayCoords(GjReceiver *r, Datum value)
+{
+	const char *fname = r->spec->fname;
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+	int			len = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+	gj_points  *pts = r->pts;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: coordinate arrays must be one-dimensional", fname)));
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: coordinate arrays must not be empty", fname)));
+	if (pts->dims == 0)
+	{
+		CheckDims(fname, len);
+		pts->dims = len;
+		if (!r->spec->is_query && r->spec->only_ids == NULL)
+			ReserveFromStats(r->spec->relid, pts);
+	}
+	else if (len != pts->dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: coordinate arrays have different lengths (%d and %d)",
+						fname, pts->dims, len),
+				 errdetail("Every array must have the same number of elements.")));
+	if (ARR_HASNULL(arr))
+		return false;
+	if (r->shape.elem_type == FLOAT8OID)
+		memcpy(r->row, ARR_DATA_PTR(arr), sizeof(double) * len);
+	else
+	{
+		float4	   *f = (float4 *) ARR_DATA_PTR(arr);
+
+		for (int d = 0; d < len; d++)
+			r->row[d] = f[d];
+	}
+	if ((Pointer) arr != DatumGetPointer(value))
+		pfree(arr);
+	return true;
+}
+
+/* One row: check it, convert it, append it (or count why it is skipped). */
+static bool
+GjReceiveSlot(TupleTableSlot *slot, DestReceiver *self)
+{
+	GjReceiver *r = (GjReceiver *) self;
+	int			dims = r->shape.is_array ? 0 : r->shape.ncoord;
 	Datum	   *values;
 	bool	   *nulls;
-	double	   *row;
-	int64		nrows = 0,
-				nnull = 0,
-				nnonfinite = 0;
+	int64		id;
+	gj_status	st;
 
-	if (OidIsValid(spec->relid))
-		sql = BuildRelationQuery(spec);
+	slot_getallattrs(slot);
+	values = slot->tts_values;
+	nulls = slot->tts_isnull;
+	r->nrows++;
+	if (nulls[0])
+	{
+		if (r->spec->only_ids != NULL)
+			r->nfiltered++;		/* no id: not one of the listed ones */
+		else
+			r->nnull++;
+		return true;
+	}
+	id = DatumToId(values[0], r->shape.id_type);
+	if (r->spec->only_ids != NULL && !IdListed(r->spec->only_ids, r->spec->nonly, id))
+	{
+		r->nfiltered++;
+		return true;
+	}
+	if (r->shape.is_array)
+	{
+		if (nulls[1] || !ArrayCoords(r, values[1]))
+		{
+			r->nnull++;
+			return true;
+		}
+		dims = r->pts->dims;
+	}
+	else if (r->all_float8)
+	{
+		for (int d = 0; d < dims; d++)
+		{
+			if (nulls[d + 1])
+			{
+				r->nnull++;
+				return true;
+			}
+			r->row[d] = DatumGetFloat8(values[d + 1]);
+		}
+	}
+	else
+	{
+		for (int d = 0; d < dims; d++)
+		{
+			if (nulls[d + 1])
+			{
+				r->nnull++;
+				return true;
+			}
+			r->row[d] = DatumToFloat8(values[d + 1], r->shape.coord_types[d]);
+		}
+	}
+	for (int d = 0; d < dims; d++)
+		if (!isfinite(r->row[d]))
+		{
+			r->nnonfinite++;
+			return true;
+		}
+	st = gj_points_push(r->pts, id, r->row);
+	if (st != GJ_OK)
+		GjCheckStatus(st, "reading input rows");
+	return true;
+}
+
+static void
+GjReceiverShutdown(DestReceiver *self)
+{
+}
+
+static void
+GjReceiverDestroy(DestReceiver *self)
+{
+}
+
+/*
+ * Run plan as the caller, read-only, into the receiver r: in read-only
+ * transaction mode, and refusing any command that used the command id (a
+ * write to a temporary table) with an ERROR that rolls it back.
+ */
+static void
+ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
+{
+	SPIExecuteOptions opt;
+	int			nestlevel;
+	CommandId	cid;
+	int			rc;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.read_only = true;
+	opt.dest = &r->pub;
+	if (r->spec->sample_pct > 0)
+	{
+		/* the planner's sample: our own SELECT of a plain table */
+		rc = SPI_execute_plan_extended(plan, &opt);
+		if (rc < 0)
+			elog(ERROR, "%s: SPI_execute_plan_extended failed: %s", r->spec->fname,
+				 SPI_result_code_string(rc));
+		return;
+	}
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("transaction_read_only", "on", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	CommandCounterIncrement();
+	cid = GetCurrentCommandId(false);
+	rc = SPI_execute_plan_extended(plan, &opt);
+	if (rc < 0)
+		elog(ERROR, "%s: SPI_execute_plan_extended failed: %s", r->spec->fname,
+			 SPI_result_code_string(rc));
+	CommandCounterIncrement();
+	if (GetCurrentCommandId(false) != cid)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("%s: the query that reads the rows changed the database", r->spec->fname),
+				 errdetail("gpujoin reads its input read-only; a function the query calls wrote to a table."),
+				 errhint("Write in a separate statement.")));
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
+ * Read every usable row described by spec into pts (empty, owned by a
+ * GjResources); counts go to stats when it is not NULL.
+ */
+void
+GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
+{
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	GjReceiver	r;
+	SPIPlanPtr	plan;
+	double		t0 = gj_now_ms();
+
+	memset(&r, 0, sizeof(r));
+	r.pub.receiveSlot = GjReceiveSlot;
+	r.pub.rStartup = GjReceiverStartup;
+	r.pub.rShutdown = GjReceiverShutdown;
+	r.pub.rDestroy = GjReceiverDestroy;
+	r.pub.mydest = DestNone;
+	r.spec = spec;
+	r.pts = pts;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "%s: SPI_connect failed", spec->fname);
-	if (sql != NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
-
-		if (plan == NULL)
-			elog(ERROR, "%s: SPI_prepare failed: %s", spec->fname,
-				 SPI_result_code_string(SPI_result));
-		portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	}
+	if (spec->is_query)
+		plan = PrepareQuery(spec->query, spec->fname);
 	else
-		portal = OpenQueryCursor(spec->query, spec->fname);
-
-	CheckRowShape(spec->fname, portal->tupDesc, &shape);
-	values = palloc(sizeof(Datum) * portal->tupDesc->natts);
-	nulls = palloc(sizeof(bool) * portal->tupDesc->natts);
-	row = palloc(sizeof(double) * GJ_MAX_DIMS);
-	if (!shape.is_array)
 	{
-		pts->dims = shape.ncoord;
-		if (OidIsValid(spec->relid))
-			ReserveFromStats(spec->relid, pts);
+		char	   *sql = BuildRelationQuery(spec);
+		SPIPrepareOptions opt;
+
+		memset(&opt, 0, sizeof(opt));
+		opt.parseMode = RAW_PARSE_DEFAULT;
+		opt.cursorOptions = CURSOR_OPT_PARALLEL_OK;
+		plan = SPI_prepare_extended(sql, &opt);
+		if (plan == NULL)
+			elog(ERROR, "%s: SPI_prepare_extended failed: %s", spec->fname,
+				 SPI_result_code_string(SPI_result));
 	}
-
-	for (;;)
-	{
-		SPITupleTable *tt;
-
-		SPI_cursor_fetch(portal, true, GJ_FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		tt = SPI_tuptable;
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			int			dims;
-			bool		finite = true;
-			gj_status	st;
-
-			heap_deform_tuple(tt->vals[r], tt->tupdesc, values, nulls);
-			nrows++;
-			if (nulls[0] || nulls[1])
-			{
-				nnull++;
-				continue;
-			}
-			if (shape.is_array)
-			{
-				ArrayType  *arr = DatumGetArrayTypeP(values[1]);
-				int			len = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-
-				if (ARR_NDIM(arr) > 1)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("%s: coordinate arrays must be one-dimensional",
-									spec->fname)));
-				if (len == 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("%s: coordinate arrays must not be empty",
-									spec->fname)));
-				if (pts->dims == 0)
-				{
-					CheckDims(spec->fname, len);
-					pts->dims = len;
-					if (OidIsValid(spec->relid))
-						ReserveFromStats(spec->relid, pts);
-				}
-				else if (len != pts->dims)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("%s: coordinate arrays have different lengths (%d and %d)",
-									spec->fname, pts->dims, len),
-							 errdetail("Every array must have the same number of elements.")));
-				if (ARR_HASNULL(arr))
-				{
-					nnull++;
-					continue;
-				}
-				if (shape.elem_type == FLOAT8OID)
-					memcpy(row, ARR_DATA_PTR(arr), sizeof(double) * len);
-				else
-				{
-					float4	   *f = (float4 *) ARR_DATA_PTR(arr);
-
-					for (int d = 0; d < len; d++)
-						row[d] = f[d];
-				}
-				if ((Pointer) arr != DatumGetPointer(values[1]))
-					pfree(arr);
-				dims = len;
-			}
-			else
-			{
-				bool		anynull = false;
-
-				for (int d = 0; d < shape.ncoord; d++)
-				{
-					if (nulls[d + 1])
-					{
-						anynull = true;
-						break;
-					}
-					row[d] = DatumToFloat8(values[d + 1], shape.coord_types[d]);
-				}
-				if (anynull)
-				{
-					nnull++;
-					continue;
-				}
-				dims = shape.ncoord;
-			}
-			for (int d = 0; d < dims; d++)
-				if (!isfinite(row[d]))
-					finite = false;
-			if (!finite)
-			{
-				nnonfinite++;
-				continue;
-			}
-			st = gj_points_push(pts, DatumToId(values[0], shape.id_type), row);
-			if (st != GJ_OK)
-				GjCheckStatus(st, "reading input rows");
-		}
-		SPI_freetuptable(tt);
-		CHECK_FOR_INTERRUPTS();
-	}
-	SPI_cursor_close(portal);
+	ExecuteReadOnly(plan, &r);
 	SPI_finish();
 	MemoryContextSwitchTo(caller_cxt);
 
-	if (nnull + nnonfinite > 0)
+	if (r.nnull + r.nnonfinite > 0 && spec->sample_pct <= 0)
 		ereport(NOTICE,
 				(errmsg("%s: skipped %lld of %lld input rows",
-						spec->fname, (long long) (nnull + nnonfinite),
-						(long long) nrows),
+						spec->fname, (long long) (r.nnull + r.nnonfinite),
+						(long long) (r.nrows - r.nfiltered)),
 				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
-						   (long long) nnull, (long long) nnonfinite)));
+						   (long long) r.nnull, (long long) r.nnonfinite)));
+	if (stats != NULL)
+	{
+		stats->rows += r.nrows - r.nfiltered;
+		stats->skipped += r.nnull + r.nnonfinite;
+		stats->ms += gj_now_ms() - t0;
+	}
 }

@@ -2,12 +2,14 @@
  * resources.c
  *		Ownership of everything a join holds outside palloc.
  *
- * Points, the grid, the CPU engine's threads and the GPU engine's device
- * memory, pinned buffers, streams and driver thread live outside palloc.  A small memory context owns them through a reset callback:
- * when the join finishes, or when an ERROR, a cancel or statement_timeout
- * unwinds the query and deletes the context, the callback stops and joins
- * the worker threads and frees the buffers.  The callback never raises and
- * may run after an explicit GjResourcesRelease (it is idempotent).
+ * Points, the grid, the CPU engines' threads and the GPU engines' device
+ * memory, pinned buffers, streams and driver threads live outside palloc.
+ * A small memory context owns them through a reset callback: when the join
+ * finishes, when the executor stops early (LIMIT, a closed cursor, a
+ * rescan), or when an ERROR, a cancel or statement_timeout unwinds the
+ * query and deletes the context, the callback stops and joins the worker
+ * threads and frees the buffers.  The callback never raises and may run
+ * after an explicit GjResourcesRelease (it is idempotent).
  */
 #include "postgres.h"
 
@@ -19,31 +21,33 @@
 static void
 ResourcesCallback(void *arg)
 {
-	GjResourcesRelease((GjResources *) arg);
+	GjResources *res = (GjResources *) arg;
+
+	GjResourcesRelease(res);
 }
 
-/* A resource owner for one join, in a child of the current context. */
+/* A resource owner for one join, in a child context of parent. */
 GjResources *
-GjResourcesCreate(int dims_hint)
+GjResourcesCreate(MemoryContext parent)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+	MemoryContext cxt = AllocSetContextCreate(parent,
 											  "gpujoin join",
 											  ALLOCSET_SMALL_SIZES);
 	GjResources *res = MemoryContextAllocZero(cxt, sizeof(GjResources));
 	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
 
 	res->cxt = cxt;
-	gj_points_init(&res->points, dims_hint);
-	gj_points_init(&res->queries, dims_hint);
+	gj_points_init(&res->points, 0);
+	gj_points_init(&res->queries, 0);
 	cb->func = ResourcesCallback;
 	cb->arg = res;
 	MemoryContextRegisterResetCallback(cxt, cb);
 	return res;
 }
 
-/* Stop threads and free everything; safe to call more than once. */
+/* Stop and free the engines (threads joined, device memory freed or cached). */
 void
-GjResourcesRelease(GjResources *res)
+GjResourcesStopEngines(GjResources *res)
 {
 	if (res->gpu_knn != NULL)
 	{
@@ -65,6 +69,18 @@ GjResourcesRelease(GjResources *res)
 		gj_cpu_selfjoin_free(res->cpu);
 		res->cpu = NULL;
 	}
+	if (res->probe != NULL)
+	{
+		gj_cpu_probe_free(res->probe);
+		res->probe = NULL;
+	}
+}
+
+/* Stop the engines and free everything; safe to call more than once. */
+void
+GjResourcesRelease(GjResources *res)
+{
+	GjResourcesStopEngines(res);
 	if (res->have_grid)
 	{
 		gj_grid_free(&res->grid);

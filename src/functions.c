@@ -1,0 +1,339 @@
+/*
+ * functions.c
+ *		The SQL-callable functions: their arguments checked into a job spec,
+ *		and the entry points the executor calls where the custom scan does
+ *		not run.
+ *
+ * Both ways of running a function share GjJobSpecFromArgs, so a call in
+ * the SELECT list, a call with gpujoin.custom_scan off and a call the
+ * custom scan takes check the same things and raise the same errors.  The
+ * entry points below are the fallback: they materialise the rows into the
+ * tuplestore that InitMaterializedSRF sets up (as every function in FROM is
+ * materialised by PostgreSQL's own function scan).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+
+#include "gpujoin.h"
+
+/* The functions by their C symbol (pg_proc.prosrc) and argument count. */
+static const struct
+{
+	GjFunction	fn;
+	const char *symbol;
+	int			nargs;
+	bool		is_knn;
+}			functions[] =
+{
+	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 5, false},
+	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 3, false},
+	{GJ_FN_KNN_JOIN, "knn_join", 7, true},
+	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 4, true},
+	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 3, true},
+	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 2, true},
+};
+
+/*
+ * Which of our functions funcid is: a C function of this library (probin
+ * naming gpujoin) whose symbol is one of the above.
+ */
+GjFunction
+GjLookupFunction(Oid funcid)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	GjFunction	fn = GJ_FN_NONE;
+
+	if (!HeapTupleIsValid(tup))
+		return GJ_FN_NONE;
+	if (((Form_pg_proc) GETSTRUCT(tup))->prolang == ClanguageId)
+	{
+		bool		isnull;
+		Datum		bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
+		Datum		src;
+		char	   *probin,
+				   *prosrc,
+				   *base;
+
+		if (!isnull)
+		{
+			probin = TextDatumGetCString(bin);
+			base = strrchr(probin, '/');
+			base = base != NULL ? base + 1 : probin;
+			src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+			if (!isnull && (strcmp(base, "gpujoin") == 0 ||
+							strcmp(base, "gpujoin" DLSUFFIX) == 0))
+			{
+				prosrc = TextDatumGetCString(src);
+				for (int i = 0; i < lengthof(functions); i++)
+					if (strcmp(prosrc, functions[i].symbol) == 0)
+						fn = functions[i].fn;
+				pfree(prosrc);
+			}
+			pfree(probin);
+		}
+	}
+	ReleaseSysCache(tup);
+	return fn;
+}
+
+int
+GjOutputColumns(GjFunction fn)
+{
+	for (int i = 0; i < lengthof(functions); i++)
+		if (functions[i].fn == fn)
+			return functions[i].is_knn ? 4 : 3;
+	return 0;
+}
+
+/*
+ * Can an equality qual on output column `column` restrict the query side?
+ * Both ids of a self-join; the query id of a kNN join (a filter on the
+ * reference id would change which neighbours rank first).
+ */
+bool
+GjFilterableColumn(GjFunction fn, int column)
+{
+	switch (fn)
+	{
+		case GJ_FN_EPS_SELFJOIN:
+		case GJ_FN_EPS_SELFJOIN_SQL:
+			return column == 0 || column == 1;
+		case GJ_FN_KNN_JOIN:
+		case GJ_FN_KNN_SELFJOIN:
+		case GJ_FN_KNN_JOIN_SQL:
+		case GJ_FN_KNN_SELFJOIN_SQL:
+			return column == 0;
+		case GJ_FN_NONE:
+			break;
+	}
+	return false;
+}
+
+static inline void
+CheckNotNull(const bool *nulls, int argno, const char *name)
+{
+	if (nulls[argno])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+}
+
+static inline void
+CheckEps(double eps)
+{
+	if (isnan(eps) || isinf(eps) || eps <= 0.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must be a positive finite number, not %g", eps)));
+}
+
+static inline void
+CheckK(int32 k)
+{
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1, not %d", k)));
+}
+
+/* The relation form's input from (tbl, cols, id_col) arguments. */
+static void
+RelationInput(GjInputSpec *in, const char *fname, const Datum *values,
+			  const bool *nulls, int tbl_arg, Datum cols, int id_arg)
+{
+	memset(in, 0, sizeof(*in));
+	in->fname = fname;
+	in->relid = DatumGetObjectId(values[tbl_arg]);
+	in->cols = DatumGetArrayTypePCopy(cols);
+	in->id_col = nulls[id_arg] ? NULL : DatumGetTextPCopy(values[id_arg]);
+}
+
+/* The query form's input. */
+static void
+QueryInput(GjInputSpec *in, const char *fname, Datum query)
+{
+	memset(in, 0, sizeof(*in));
+	in->fname = fname;
+	in->is_query = true;
+	in->query = TextDatumGetCString(query);
+}
+
+void
+GjJobSpecFromArgs(GjFunction fn, const Datum *values, const bool *nulls,
+				  int nargs, GjJobSpec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->fn = fn;
+	spec->filter_column = GJ_FILTER_NONE;
+	for (int i = 0; i < lengthof(functions); i++)
+		if (functions[i].fn == fn)
+		{
+			spec->fname = functions[i].symbol;
+			spec->is_knn = functions[i].is_knn;
+			if (nargs != functions[i].nargs)
+				elog(ERROR, "%s: expected %d arguments, got %d",
+					 spec->fname, functions[i].nargs, nargs);
+		}
+	if (spec->fname == NULL)
+		elog(ERROR, "gpujoin: not a gpujoin function");
+
+	switch (fn)
+	{
+		case GJ_FN_EPS_SELFJOIN:
+			/* (tbl regclass, cols text[], eps, id_col, symmetric) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "eps");
+			CheckNotNull(nulls, 4, "symmetric");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			spec->symmetric = DatumGetBool(values[4]);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 3);
+			break;
+		case GJ_FN_EPS_SELFJOIN_SQL:
+			/* (query, eps, symmetric) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "eps");
+			CheckNotNull(nulls, 2, "symmetric");
+			spec->eps = DatumGetFloat8(values[1]);
+			CheckEps(spec->eps);
+			spec->symmetric = DatumGetBool(values[2]);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_KNN_JOIN:
+			/* (query_tbl, ref_tbl, cols, k, query_id_col, ref_id_col, ref_cols) */
+			CheckNotNull(nulls, 0, "query_tbl");
+			CheckNotNull(nulls, 1, "ref_tbl");
+			CheckNotNull(nulls, 2, "cols");
+			CheckNotNull(nulls, 3, "k");
+			spec->k = DatumGetInt32(values[3]);
+			CheckK(spec->k);
+			RelationInput(&spec->query, spec->fname, values, nulls, 0, values[2], 4);
+			RelationInput(&spec->input, spec->fname, values, nulls, 1,
+						  nulls[6] ? values[2] : values[6], 5);
+			spec->has_query = true;
+			break;
+		case GJ_FN_KNN_SELFJOIN:
+			/* (tbl, cols, k, id_col) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "k");
+			spec->k = DatumGetInt32(values[2]);
+			CheckK(spec->k);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 3);
+			break;
+		case GJ_FN_KNN_JOIN_SQL:
+			/* (query_sql, ref_sql, k) */
+			CheckNotNull(nulls, 0, "query_sql");
+			CheckNotNull(nulls, 1, "ref_sql");
+			CheckNotNull(nulls, 2, "k");
+			spec->k = DatumGetInt32(values[2]);
+			CheckK(spec->k);
+			QueryInput(&spec->query, spec->fname, values[0]);
+			QueryInput(&spec->input, spec->fname, values[1]);
+			spec->has_query = true;
+			break;
+		case GJ_FN_KNN_SELFJOIN_SQL:
+			/* (query, k) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "k");
+			spec->k = DatumGetInt32(values[1]);
+			CheckK(spec->k);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_NONE:
+			break;
+	}
+}
+
+/* Outside the custom scan: run the job and store every row. */
+static Datum
+RunMaterialized(FunctionCallInfo fcinfo, GjFunction fn)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[4];
+	bool		nulls[4];
+	Datum		args[FUNC_MAX_ARGS];
+	bool		argnulls[FUNC_MAX_ARGS];
+	GjJobSpec	spec;
+	GjJob	   *job;
+	bool		restarted;
+
+	for (int i = 0; i < PG_NARGS(); i++)
+	{
+		args[i] = fcinfo->args[i].value;
+		argnulls[i] = fcinfo->args[i].isnull;
+	}
+	GjJobSpecFromArgs(fn, args, argnulls, PG_NARGS(), &spec);
+	InitMaterializedSRF(fcinfo, 0);
+	job = GjJobStart(&spec, CurrentMemoryContext, true);
+	while (GjJobNext(job, values, nulls, &restarted))
+	{
+		if (restarted)
+			tuplestore_clear(rsinfo->setResult);	/* the GPU failed part-way */
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	if (restarted)
+		tuplestore_clear(rsinfo->setResult);
+	GjJobEnd(job, NULL);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(eps_selfjoin);
+PG_FUNCTION_INFO_V1(eps_selfjoin_sql);
+PG_FUNCTION_INFO_V1(knn_join);
+PG_FUNCTION_INFO_V1(knn_selfjoin);
+PG_FUNCTION_INFO_V1(knn_join_sql);
+PG_FUNCTION_INFO_V1(knn_selfjoin_sql);
+
+/* eps_selfjoin(tbl regclass, cols text[], eps, id_col, symmetric) */
+Datum
+eps_selfjoin(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_EPS_SELFJOIN);
+}
+
+/* eps_selfjoin_sql(query text, eps, symmetric) */
+Datum
+eps_selfjoin_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_EPS_SELFJOIN_SQL);
+}
+
+/* knn_join(query_tbl, ref_tbl, cols, k, query_id_col, ref_id_col, ref_cols) */
+Datum
+knn_join(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_KNN_JOIN);
+}
+
+/* knn_selfjoin(tbl, cols, k, id_col) */
+Datum
+knn_selfjoin(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_KNN_SELFJOIN);
+}
+
+/* knn_join_sql(query_sql, ref_sql, k) */
+Datum
+knn_join_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_KNN_JOIN_SQL);
+}
+
+/* knn_selfjoin_sql(query, k) */
+Datum
+knn_selfjoin_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_KNN_SELFJOIN_SQL);
+}

@@ -1,0 +1,703 @@
+/*
+ * job.c
+ *		One call of a gpujoin function, from its checked arguments to its
+ *		output rows: read, index, run an engine, hand out rows.
+ *
+ * Every function and every way of calling it goes through here: the custom
+ * scan, which returns rows to the executor as the engine makes them, and
+ * the materialising fallback, which stores them.  The engines (CPU or GPU,
+ * self-join, restricted self-join or kNN) all deliver the same chunks of
+ * finished rows, so the backend's per-row work is copying three or four
+ * values into the executor's slot; a symmetric self-join's second
+ * orientation is the same pair with its ids swapped.
+ *
+ * Engine choice.  A self-join restricted by an id qual (WHERE a = 42) runs
+ * from the listed rows only, on the CPU (cpu_probe.c), by brute force when
+ * the listed rows times all rows is small, else over the grid.  Otherwise
+ * gpujoin.device decides (gpujoin.c); the GPU engine builds its own index
+ * on the device, the CPU engine builds the host grid.  kNN joins with few
+ * queries use the brute-force search (no index to build; the answers are
+ * the same), and self kNN restricted to some rows runs on the CPU.
+ *
+ * Failures.  When the GPU cannot start (not enough memory for the index,
+ * a CUDA error) the CPU engine runs instead, with a NOTICE.  When it fails
+ * part-way, the CPU engine reruns the join from its start if no row went
+ * out yet, or if the caller can discard rows (restart_ok: the materialising
+ * path); rows already returned to the executor cannot be taken back, so
+ * that case is an ERROR (and the GPU is disabled for the session).
+ *
+ * Cancel.  The backend waits for chunks with a timeout and checks for
+ * interrupts between them; index builds poll the interrupt hook.  On ERROR
+ * or cancel the resources' memory-context callback stops the engines.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "gpujoin.h"
+#include "../kernels/gj_cuda.h"
+
+/* Below this many listed rows times all rows, a restricted join is brute. */
+#define GJ_PROBE_BRUTE_MAX 2e7
+/* Likewise for kNN queries times references. */
+#define GJ_KNN_BRUTE_MAX 2e7
+/* Rows probed for the size estimate of a CPU self-join. */
+#define GJ_ESTIMATE_SAMPLE 1024
+
+typedef enum GjRunning
+{
+	RUN_NONE,
+	RUN_CPU_SELFJOIN,
+	RUN_GPU_SELFJOIN,
+	RUN_PROBE,
+	RUN_CPU_KNN,
+	RUN_GPU_KNN
+} GjRunning;
+
+struct GjJob
+{
+	GjJobSpec	spec;
+	GjResources *res;
+	bool		restart_ok;
+	GjRunning	running;
+	const gj_points *qs;		/* kNN: the query points */
+	gj_knn_options kopt;
+
+	gj_chunk   *chunk;			/* the chunk being handed out */
+	int			pos;
+	bool		twice;			/* each pair gives (a, b) and (b, a) */
+	bool		second;			/* (b, a) of chunk->pos is next */
+	bool		done;
+	int64		rows_this_run;	/* since the engine (re)started */
+
+	double		t_engine;		/* gj_now_ms() at the engine's start */
+	double		t_progress;
+	int64		progress_pairs;
+	GjJobStats	stats;
+};
+
+/* Why a core call was cancelled: the backend's own interrupt. */
+static void
+RaiseCanceled(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	/* the hook saw a pending cancel that is held off: report it anyway */
+	ereport(ERROR,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("canceling statement due to user request")));
+}
+
+/* GjCheckStatus, with a cancelled core call turned into the interrupt. */
+static void
+CheckStatus(gj_status st, const char *what)
+{
+	if (st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	GjCheckStatus(st, what);
+}
+
+/* Is id one of the sorted ids? */
+static inline bool
+Listed(const int64 *ids, int n, int64 id)
+{
+	int			lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo] == id;
+}
+
+/* The rows of p (in its current order) whose id is listed, ascending. */
+static uint32 *
+ListedRows(const gj_points *p, const int64 *ids, int nids, int64 *nrows)
+{
+	uint32	   *rows = palloc(sizeof(uint32) * (Min(p->n, (int64) nids * 4) + 1));
+	int64		n = 0,
+				cap = Min(p->n, (int64) nids * 4) + 1;
+
+	for (int64 i = 0; i < p->n; i++)
+	{
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!Listed(ids, nids, p->ids[i]))
+			continue;
+		if (n == cap)
+		{
+			cap *= 2;
+			rows = repalloc_huge(rows, sizeof(uint32) * cap);
+		}
+		rows[n++] = (uint32) i;
+	}
+	*nrows = n;
+	return rows;
+}
+
+/* A NOTICE when the sampled size says eps covers much of the data. */
+static void
+NoticeIfEnormous(GjJob *job, double pairs)
+{
+	double		n = (double) job->res->points.n;
+	double		all = n * (n - 1) / 2;
+	double		rows = pairs * (job->spec.symmetric ? 2 : 1);
+
+	job->stats.estimated_pairs = pairs;
+	if (pairs < 1e7 || (pairs < 0.1 * all && pairs < 1e10))
+		return;
+	ereport(NOTICE,
+			(errmsg("%s: the sample estimates %.3g result rows, %.0f%% of all pairs of the %.0f input rows",
+					job->spec.fname, rows, Min(100.0, 100.0 * pairs / all), n),
+			 errhint("An eps wider than the data pairs nearly everything (say, metres against degrees). Cancel and check eps if that was not intended.")));
+}
+
+/* Progress NOTICEs (gpujoin.progress), at most one a second. */
+static void
+ProgressTick(GjJob *job, int64 rows)
+{
+	double		now;
+
+	job->progress_pairs += rows;
+	if (!gj_progress_guc)
+		return;
+	now = gj_now_ms();
+	if (now - job->t_progress >= 1000.0)
+	{
+		job->t_progress = now;
+		ereport(NOTICE,
+				(errmsg("%s: %lld rows so far after %.1f s (%s engine)",
+						job->spec.fname, (long long) job->progress_pairs,
+						(now - job->t_engine) / 1000.0, job->stats.engine)));
+	}
+}
+
+/* --- starting the engines ---------------------------------------------- */
+
+static void
+StartCpuSelfJoin(GjJob *job)
+{
+	GjResources *res = job->res;
+	double		t0 = gj_now_ms();
+	gj_join_stats js;
+
+	if (!res->have_grid)
+	{
+		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps),
+					"building the grid index");
+		res->have_grid = true;
+	}
+	NoticeIfEnormous(job, gj_grid_estimate_pairs(&res->grid, &res->points,
+												 GJ_ESTIMATE_SAMPLE));
+	job->stats.index_ms += gj_now_ms() - t0;
+	job->t_engine = gj_now_ms();
+	CheckStatus(gj_cpu_selfjoin_start(&res->grid, &res->points, GjCpuThreads(),
+									  &res->cpu), job->spec.fname);
+	gj_cpu_selfjoin_stats(res->cpu, &js);
+	job->stats.engine = "cpu";
+	job->stats.threads = js.nthreads;
+	job->running = RUN_CPU_SELFJOIN;
+}
+
+/* The GPU self-join; false (after a NOTICE) when the CPU must run it. */
+static bool
+StartGpuSelfJoin(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_gpu_options opt;
+	gj_gpu_stats gs;
+	char		err[256];
+	gj_status	st;
+	double		t0 = gj_now_ms();
+
+	memset(&opt, 0, sizeof(opt));
+	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	opt.batch_pairs = gj_gpu_batch_pairs_guc;
+	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps, &opt, &res->gpu,
+							   err, sizeof(err));
+	if (st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	if (st != GJ_OK)
+	{
+		if (st == GJ_ERR_CUDA)
+			GjMarkGpuUnusable(err);
+		ereport(NOTICE,
+				(errmsg("%s: the GPU engine could not start, using the CPU engine", job->spec.fname),
+				 errdetail("%s: %s", gj_status_name(st), err),
+				 st == GJ_ERR_DEVICE_OOM ?
+				 errhint("Raise gpujoin.gpu_memory_limit or free GPU memory.") : 0));
+		return false;
+	}
+	job->stats.index_ms += gj_now_ms() - t0;
+	job->t_engine = gj_now_ms();
+	gj_gpu_selfjoin_stats(res->gpu, &gs);
+	NoticeIfEnormous(job, (double) gs.estimated_pairs);
+	job->stats.engine = "gpu";
+	job->running = RUN_GPU_SELFJOIN;
+	return true;
+}
+
+/* The self-join restricted to the listed rows' pairs, on the CPU. */
+static void
+StartProbe(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_probe_options po;
+	int64		nlisted = 0;
+	uint32	   *rows;
+	double		t0 = gj_now_ms();
+
+	/* brute force when few rows are listed: no index to build */
+	rows = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter, &nlisted);
+	if ((double) nlisted * (double) res->points.n > GJ_PROBE_BRUTE_MAX)
+	{
+		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps),
+					"building the grid index");
+		res->have_grid = true;
+		pfree(rows);
+		rows = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter, &nlisted);
+	}
+	job->stats.index_ms += gj_now_ms() - t0;
+
+	memset(&po, 0, sizeof(po));
+	po.column = job->spec.filter_column;
+	po.symmetric = job->spec.symmetric;
+	po.rows = rows;
+	po.nrows = nlisted;
+	job->t_engine = gj_now_ms();
+	CheckStatus(gj_cpu_probe_start(res->have_grid ? &res->grid : NULL, &res->points,
+								   job->spec.eps, &po, GjCpuThreads(), &res->probe),
+				job->spec.fname);
+	pfree(rows);
+	job->stats.engine = res->have_grid ? "cpu (restricted, grid)" : "cpu (restricted, brute force)";
+	job->stats.threads = GjCpuThreads();
+	job->twice = false;			/* the probe's rows are final */
+	job->running = RUN_PROBE;
+}
+
+static void
+StartCpuKnn(GjJob *job)
+{
+	GjResources *res = job->res;
+	double		t0 = gj_now_ms();
+	uint32	   *rows = NULL;
+	int64		nrows = 0;
+
+	if (gj_knn_pick_method(&job->kopt, res->points.dims) == GJ_KNN_GRID && !res->have_grid)
+	{
+		CheckStatus(gj_knn_grid_build(&res->grid, &res->points), "building the kNN grid");
+		res->have_grid = true;
+	}
+	if (job->kopt.exclude_self && job->spec.filter_column == 0)
+	{
+		/* self kNN of the listed rows: their positions after the sort */
+		rows = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter, &nrows);
+		job->kopt.self_rows = rows;
+		job->kopt.nself = nrows;
+	}
+	job->stats.index_ms += gj_now_ms() - t0;
+	job->t_engine = gj_now_ms();
+	CheckStatus(gj_cpu_knn_start(&res->points, res->have_grid ? &res->grid : NULL,
+								 job->qs, &job->kopt, GjCpuThreads(), &res->cpu_knn),
+				job->spec.fname);
+	if (rows != NULL)
+		pfree(rows);
+	job->kopt.self_rows = NULL;
+	job->stats.engine = "cpu";
+	job->stats.threads = GjCpuThreads();
+	job->running = RUN_CPU_KNN;
+}
+
+/* The GPU kNN join; false (after a NOTICE) when the CPU must run it. */
+static bool
+StartGpuKnn(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_gpu_options gopt;
+	char		err[256];
+	gj_status	st;
+	double		t0 = gj_now_ms();
+
+	memset(&gopt, 0, sizeof(gopt));
+	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &res->gpu_knn,
+						  err, sizeof(err));
+	if (st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	if (st != GJ_OK)
+	{
+		if (st == GJ_ERR_CUDA)
+			GjMarkGpuUnusable(err);
+		ereport(NOTICE,
+				(errmsg("%s: the GPU engine could not start, using the CPU engine", job->spec.fname),
+				 errdetail("%s: %s", gj_status_name(st), err),
+				 st == GJ_ERR_DEVICE_OOM ?
+				 errhint("Raise gpujoin.gpu_memory_limit or free GPU memory.") : 0));
+		return false;
+	}
+	job->stats.index_ms += gj_now_ms() - t0;
+	job->t_engine = gj_now_ms();
+	job->stats.engine = "gpu";
+	job->running = RUN_GPU_KNN;
+	return true;
+}
+
+/* Start whichever engine the spec and the settings call for. */
+static void
+StartEngine(GjJob *job, bool allow_gpu)
+{
+	GjResources *res = job->res;
+
+	job->rows_this_run = 0;
+	job->chunk = NULL;
+	job->second = false;
+	if (!job->spec.is_knn)
+	{
+		job->twice = job->spec.symmetric;
+		if (job->spec.filter_column != GJ_FILTER_NONE)
+			StartProbe(job);
+		else if (!allow_gpu || GjChooseEngine(res->points.n) != GJ_ENGINE_GPU ||
+				 !StartGpuSelfJoin(job))
+			StartCpuSelfJoin(job);
+		return;
+	}
+
+	/* kNN */
+	{
+		int64		nq = job->kopt.exclude_self && job->spec.filter_column == 0 ?
+			job->spec.nfilter : job->qs->n;
+		bool		self_subset = job->kopt.exclude_self && job->spec.filter_column == 0;
+		bool		gpu = false;
+
+		if (job->kopt.method == GJ_KNN_AUTO &&
+			(double) nq * (double) res->points.n <= GJ_KNN_BRUTE_MAX)
+			job->kopt.method = GJ_KNN_BRUTE;	/* few queries: no index */
+		if (allow_gpu && !self_subset)
+		{
+			GjEngine	e = GjChooseEngine(Max(res->points.n, job->qs->n));
+
+			gpu = e == GJ_ENGINE_GPU &&
+				(gj_device_guc == GJ_DEVICE_GPU || nq >= GJ_AUTO_GPU_MIN_QUERIES);
+		}
+		if (!gpu || !StartGpuKnn(job))
+			StartCpuKnn(job);
+	}
+}
+
+/*
+ * Read, index and start.  The job and its resources live in a new context
+ * under parent.
+ */
+GjJob *
+GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
+{
+	GjResources *res;
+	GjJob	   *job;
+	MemoryContext old;
+
+	GjRequireGpuIfSet();		/* fail before reading if gpu cannot be met */
+	res = GjResourcesCreate(parent);
+	job = MemoryContextAllocZero(res->cxt, sizeof(GjJob));
+	job->spec = *spec;
+	job->res = res;
+	job->restart_ok = restart_ok;
+	job->stats.estimated_pairs = -1;
+	job->stats.engine = "none";
+	job->stats.runs = 1;
+	job->t_progress = gj_now_ms();
+
+	old = MemoryContextSwitchTo(res->cxt);
+	GjReadPoints(&spec->input, &res->points, &job->stats.read);
+	if (!spec->is_knn)
+	{
+		if (res->points.n < 2 ||
+			(spec->filter_column != GJ_FILTER_NONE && spec->nfilter == 0))
+			job->done = true;
+		else
+			StartEngine(job, true);
+		MemoryContextSwitchTo(old);
+		return job;
+	}
+
+	job->qs = &res->points;
+	if (spec->has_query)
+	{
+		GjInputSpec q = spec->query;
+
+		if (spec->filter_column == 0)
+		{
+			/* knn_join WHERE q = ...: read only those query rows */
+			q.only_ids = spec->filter_ids;
+			q.nonly = spec->nfilter;
+		}
+		GjReadPoints(&q, &res->queries, &job->stats.read);
+		job->qs = &res->queries;
+		if (res->points.n > 0 && job->qs->n > 0 && res->points.dims != job->qs->dims)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("%s: query rows have %d coordinates, reference rows %d",
+							spec->fname, job->qs->dims, res->points.dims)));
+	}
+	job->kopt.k = spec->k;
+	job->kopt.exclude_self = !spec->has_query;
+	job->kopt.method = (gj_knn_method) gj_knn_method_guc;
+	if (res->points.n == 0 || job->qs->n == 0 ||
+		gj_knn_effective_k(&job->kopt, res->points.n) == 0 ||
+		(job->kopt.exclude_self && spec->filter_column == 0 && spec->nfilter == 0))
+		job->done = true;
+	else
+		StartEngine(job, true);
+	MemoryContextSwitchTo(old);
+	return job;
+}
+
+/* --- rows ---------------------------------------------------------------- */
+
+/* The running engine's next chunk, waiting at most timeout_ms. */
+static gj_status
+EngineNext(GjJob *job, gj_chunk **c)
+{
+	GjResources *res = job->res;
+
+	switch (job->running)
+	{
+		case RUN_CPU_SELFJOIN:
+			return gj_cpu_selfjoin_next(res->cpu, GJ_WAIT_MS, c);
+		case RUN_GPU_SELFJOIN:
+			return gj_gpu_selfjoin_next(res->gpu, GJ_WAIT_MS, c);
+		case RUN_PROBE:
+			return gj_cpu_probe_next(res->probe, GJ_WAIT_MS, c);
+		case RUN_CPU_KNN:
+			return gj_cpu_knn_next(res->cpu_knn, GJ_WAIT_MS, c);
+		case RUN_GPU_KNN:
+			return gj_gpu_knn_next(res->gpu_knn, GJ_WAIT_MS, c);
+		case RUN_NONE:
+			break;
+	}
+	return GJ_DONE;
+}
+
+static void
+EngineRelease(GjJob *job, gj_chunk *c)
+{
+	GjResources *res = job->res;
+
+	switch (job->running)
+	{
+		case RUN_CPU_SELFJOIN:
+			gj_cpu_selfjoin_release(res->cpu, c);
+			break;
+		case RUN_GPU_SELFJOIN:
+			gj_gpu_selfjoin_release(res->gpu, c);
+			break;
+		case RUN_PROBE:
+			gj_cpu_probe_release(res->probe, c);
+			break;
+		case RUN_CPU_KNN:
+			gj_cpu_knn_release(res->cpu_knn, c);
+			break;
+		case RUN_GPU_KNN:
+			gj_gpu_knn_release(res->gpu_knn, c);
+			break;
+		case RUN_NONE:
+			break;
+	}
+}
+
+/* When the running engine made its last row (gj_now_ms), for the stats. */
+static double
+EngineDoneMs(GjJob *job)
+{
+	GjResources *res = job->res;
+
+	switch (job->running)
+	{
+		case RUN_CPU_SELFJOIN:
+			return gj_cpu_selfjoin_done_ms(res->cpu);
+		case RUN_GPU_SELFJOIN:
+			{
+				gj_gpu_stats gs;
+
+				gj_gpu_selfjoin_stats(res->gpu, &gs);
+				job->stats.batches = gs.batches;
+				return gs.done_ms;
+			}
+		case RUN_PROBE:
+			return gj_cpu_probe_done_ms(res->probe);
+		case RUN_CPU_KNN:
+			return gj_cpu_knn_done_ms(res->cpu_knn);
+		case RUN_GPU_KNN:
+			{
+				gj_gpu_knn_info gi;
+
+				gj_gpu_knn_stats(res->gpu_knn, &gi);
+				job->stats.batches = gi.batches;
+				return gi.done_ms;
+			}
+		case RUN_NONE:
+			break;
+	}
+	return 0.0;
+}
+
+/*
+ * The GPU engine failed part-way with st: rerun on the CPU when nothing
+ * went out yet or the caller can discard rows, else an ERROR.
+ */
+static void
+GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
+{
+	GjResources *res = job->res;
+	char		err[256];
+
+	snprintf(err, sizeof(err), "%s",
+			 job->running == RUN_GPU_SELFJOIN ? gj_gpu_selfjoin_error(res->gpu) :
+			 gj_gpu_knn_error(res->gpu_knn));
+	GjResourcesStopEngines(res);
+	job->running = RUN_NONE;
+	if (st == GJ_ERR_CUDA)
+		GjMarkGpuUnusable(err);
+	if (job->rows_this_run > 0 && !job->restart_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("%s: the GPU engine failed after returning rows", job->spec.fname),
+				 errdetail("%s: %s", gj_status_name(st), err),
+				 errhint("Run the query again: the CPU engine takes over in this session.")));
+	ereport(NOTICE,
+			(errmsg("%s: the GPU engine failed, running the join again on the CPU engine",
+					job->spec.fname),
+			 errdetail("%s: %s", gj_status_name(st), err)));
+	if (job->rows_this_run > 0)
+		*restarted = true;
+	job->stats.runs++;
+	StartEngine(job, false);
+}
+
+/* The next chunk into job->chunk; false when the engine is done. */
+static bool
+NextChunk(GjJob *job, bool *restarted)
+{
+	for (;;)
+	{
+		gj_chunk   *c = NULL;
+		gj_status	st;
+		double		t0;
+
+		CHECK_FOR_INTERRUPTS();
+		t0 = gj_now_ms();
+		st = EngineNext(job, &c);
+		job->stats.wait_ms += gj_now_ms() - t0;
+		if (st == GJ_AGAIN)
+			continue;
+		if (st == GJ_OK)
+		{
+			job->chunk = c;
+			job->pos = 0;
+			job->second = false;
+			if (job->running != RUN_GPU_SELFJOIN && job->running != RUN_GPU_KNN)
+				job->stats.batches++;
+			ProgressTick(job, c->n);
+			return true;
+		}
+		if (st == GJ_DONE)
+		{
+			double		done = EngineDoneMs(job);
+
+			job->stats.join_ms += (done > job->t_engine ? done : gj_now_ms()) - job->t_engine;
+			return false;
+		}
+		if ((job->running == RUN_GPU_SELFJOIN || job->running == RUN_GPU_KNN) &&
+			st != GJ_ERR_CANCELED)
+		{
+			GpuFailedPartWay(job, st, restarted);
+			continue;
+		}
+		CheckStatus(st, job->spec.fname);
+		return false;			/* not reached */
+	}
+}
+
+/* The next output row into values/nulls; false when there are no more. */
+bool
+GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
+{
+	gj_chunk   *c;
+	int			i;
+
+	*restarted = false;
+	for (;;)
+	{
+		c = job->chunk;
+		if (c != NULL && job->pos < c->n)
+			break;
+		if (c != NULL)
+		{
+			EngineRelease(job, c);
+			job->chunk = NULL;
+		}
+		if (job->done)
+			return false;
+		if (!NextChunk(job, restarted))
+		{
+			job->done = true;
+			job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
+			return false;
+		}
+		if (*restarted)
+			job->stats.rows_out = 0;
+	}
+	i = job->pos;
+	if (job->second)
+	{
+		values[0] = Int64GetDatum(c->b[i]);
+		values[1] = Int64GetDatum(c->a[i]);
+		job->second = false;
+		job->pos++;
+	}
+	else
+	{
+		values[0] = Int64GetDatum(c->a[i]);
+		values[1] = Int64GetDatum(c->b[i]);
+		if (job->twice)
+			job->second = true;
+		else
+			job->pos++;
+	}
+	nulls[0] = nulls[1] = nulls[2] = false;
+	if (c->rank != NULL)
+	{
+		values[2] = Int32GetDatum(c->rank[i]);
+		values[3] = Float8GetDatum(c->dist[i]);
+		nulls[3] = false;
+	}
+	else
+		values[2] = Float8GetDatum(c->dist[i]);
+	job->rows_this_run++;
+	job->stats.rows_out++;
+	return true;
+}
+
+/* Stop the engine (at once, whatever it was doing) and free everything. */
+void
+GjJobEnd(GjJob *job, GjJobStats *stats)
+{
+	GjResources *res = job->res;
+
+	if (!job->done && job->running != RUN_NONE)
+	{
+		job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
+		job->stats.join_ms += gj_now_ms() - job->t_engine;
+	}
+	if (stats != NULL)
+		*stats = job->stats;
+	GjResourcesRelease(res);
+	MemoryContextDelete(res->cxt);
+}

@@ -1,0 +1,231 @@
+/*
+ * support.c
+ *		The planner support function of gpujoin's functions: row estimates.
+ *
+ * A function's ROWS is one number for every call; a join's size depends on
+ * the table and eps by orders of magnitude, and the planner's choices over
+ * it (hash or nested loop, LIMIT, parallelism elsewhere in the query) with
+ * it.  So for a call whose arguments are constants:
+ *	- eps_selfjoin reads a small block sample of the table (TABLESAMPLE
+ *	  SYSTEM, about GJ_PLAN_SAMPLE rows, as the caller) and counts its pairs
+ *	  exactly.  Blocks are sampled, not rows, so two rows of one block are
+ *	  sampled together with probability f (the block fraction) and rows of
+ *	  two blocks with f^2: pairs = same-block pairs / f + others / f^2 (a
+ *	  Horvitz-Thompson estimate, unbiased however the table is ordered on
+ *	  disk).  Only tables and materialized views are sampled.
+ *	- the kNN joins return k rows per query row: k times the query table's
+ *	  pg_class.reltuples (k capped at the reference rows).
+ * The _sql forms, views and calls with non-constant arguments keep the
+ * functions' ROWS.  Being the support function also makes the planner load
+ * this library while it plans a session's first query with our functions,
+ * so the custom scan's hook is in place for that very query.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "fmgr.h"
+#include "nodes/supportnodes.h"
+#include "utils/lsyscache.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "gpujoin.h"
+
+#define GJ_PLAN_SAMPLE 5000.0	/* rows the planner samples, about */
+
+/* reltuples and relkind of a relation; false if it has none. */
+static bool
+RelationSize(Oid relid, double *reltuples, char *relkind)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	*reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	*relkind = ((Form_pg_class) GETSTRUCT(tup))->relkind;
+	ReleaseSysCache(tup);
+	return true;
+}
+
+/* A constant argument, or NULL. */
+static Const *
+ConstArg(FuncExpr *f, int i)
+{
+	Node	   *n = list_nth(f->args, i);
+
+	return IsA(n, Const) ? (Const *) n : NULL;
+}
+
+/*
+ * Can the planner sample cols of relid without any chance of an error?  A
+ * table or materialized view the user may read whole (the sample reads the
+ * block number, ctid), scalar integer or float coordinate columns (nothing
+ * that can fail to convert).  Anything else: no estimate.
+ */
+static bool
+SafeToSample(Oid relid, ArrayType *cols)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+		ARR_NDIM(cols) != 1 || ARR_ELEMTYPE(cols) != TEXTOID)
+		return false;
+	deconstruct_array(cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n < 1 || n > GJ_MAX_DIMS)
+		return false;
+	for (int i = 0; i < n; i++)
+	{
+		AttrNumber	att;
+		Oid			t;
+
+		if (nulls[i])
+			return false;
+		att = get_attnum(relid, TextDatumGetCString(elems[i]));
+		if (att <= 0)
+			return false;
+		t = getBaseType(get_atttype(relid, att));
+		if (t != INT2OID && t != INT4OID && t != INT8OID &&
+			t != FLOAT4OID && t != FLOAT8OID)
+			return false;
+	}
+	return true;
+}
+
+/* Pairs of eps_selfjoin(tbl, cols, eps) from a block sample of tbl. */
+static bool
+SampleSelfJoin(Oid relid, ArrayType *cols, double eps, double *pairs)
+{
+	double		reltuples;
+	char		relkind;
+	GjInputSpec in;
+	GjResources *res;
+	double		f;
+	int64_t		same,
+				other;
+	gj_status	st;
+
+	if (!RelationSize(relid, &reltuples, &relkind) ||
+		(relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
+		!SafeToSample(relid, cols))
+		return false;
+	if (reltuples < 0)
+	{
+		/* never analyzed: guess from its size, about 100 rows a block */
+		Relation	rel = relation_open(relid, AccessShareLock);
+
+		reltuples = 100.0 * RelationGetNumberOfBlocks(rel);
+		relation_close(rel, AccessShareLock);
+	}
+	f = reltuples > GJ_PLAN_SAMPLE ? GJ_PLAN_SAMPLE / reltuples : 1.0;
+
+	memset(&in, 0, sizeof(in));
+	in.fname = "eps_selfjoin";
+	in.relid = relid;
+	in.cols = cols;
+	in.sample_pct = 100.0 * f;
+	res = GjResourcesCreate(CurrentMemoryContext);
+	GjReadPoints(&in, &res->points, NULL);
+	st = gj_grid_build(&res->grid, &res->points, eps);
+	if (st != GJ_OK)
+	{
+		MemoryContextDelete(res->cxt);
+		return false;
+	}
+	res->have_grid = true;
+	gj_grid_count_pairs(&res->grid, &res->points, &same, &other);
+	MemoryContextDelete(res->cxt);
+	*pairs = (double) same / f + (double) other / (f * f);
+	return true;
+}
+
+/* The rows a call of ours returns, when its arguments say enough. */
+bool
+GjEstimateRows(FuncExpr *fexpr, double *rows)
+{
+	GjFunction	fn = GjLookupFunction(fexpr->funcid);
+	Const	   *c0,
+			   *c1,
+			   *c2,
+			   *c3,
+			   *c4;
+	double		nq,
+				nr;
+	char		kind;
+
+	switch (fn)
+	{
+		case GJ_FN_EPS_SELFJOIN:
+			c0 = ConstArg(fexpr, 0);
+			c1 = ConstArg(fexpr, 1);
+			c2 = ConstArg(fexpr, 2);
+			c4 = ConstArg(fexpr, 4);
+			if (c0 == NULL || c1 == NULL || c2 == NULL || c4 == NULL ||
+				c0->constisnull || c1->constisnull || c2->constisnull || c4->constisnull ||
+				!(DatumGetFloat8(c2->constvalue) > 0) ||
+				!isfinite(DatumGetFloat8(c2->constvalue)) ||
+				!SampleSelfJoin(DatumGetObjectId(c0->constvalue),
+								DatumGetArrayTypeP(c1->constvalue),
+								DatumGetFloat8(c2->constvalue), rows))
+				return false;
+			if (DatumGetBool(c4->constvalue))
+				*rows *= 2;
+			return true;
+		case GJ_FN_KNN_JOIN:
+			c0 = ConstArg(fexpr, 0);
+			c1 = ConstArg(fexpr, 1);
+			c3 = ConstArg(fexpr, 3);
+			if (c0 == NULL || c1 == NULL || c3 == NULL || c0->constisnull ||
+				c1->constisnull || c3->constisnull ||
+				!RelationSize(DatumGetObjectId(c0->constvalue), &nq, &kind) ||
+				!RelationSize(DatumGetObjectId(c1->constvalue), &nr, &kind) ||
+				nq < 0 || nr < 0)
+				return false;
+			*rows = nq * Min((double) DatumGetInt32(c3->constvalue), nr);
+			return true;
+		case GJ_FN_KNN_SELFJOIN:
+			c0 = ConstArg(fexpr, 0);
+			c2 = ConstArg(fexpr, 2);
+			if (c0 == NULL || c2 == NULL || c0->constisnull || c2->constisnull ||
+				!RelationSize(DatumGetObjectId(c0->constvalue), &nr, &kind) || nr < 0)
+				return false;
+			*rows = nr * Min((double) DatumGetInt32(c2->constvalue), Max(nr - 1, 0));
+			return true;
+		default:
+			return false;
+	}
+}
+
+PG_FUNCTION_INFO_V1(gpujoin_support);
+
+/* gpujoin_support(internal): answers SupportRequestRows. */
+Datum
+gpujoin_support(PG_FUNCTION_ARGS)
+{
+	Node	   *req = (Node *) PG_GETARG_POINTER(0);
+
+	if (IsA(req, SupportRequestRows))
+	{
+		SupportRequestRows *r = (SupportRequestRows *) req;
+		double		rows;
+
+		if (r->node != NULL && IsA(r->node, FuncExpr) &&
+			GjEstimateRows((FuncExpr *) r->node, &rows))
+		{
+			r->rows = Max(rows, 1.0);
+			PG_RETURN_POINTER(r);
+		}
+	}
+	PG_RETURN_POINTER(NULL);
+}
