@@ -22,6 +22,26 @@ SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_ba
 -- the backend is healthy afterwards
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM big WHERE id <= 2000', 1e-12);
 
+-- every phase stops within a second: reading (a huge cross join as input),
+-- the restricted join (100000 listed rows, all in one cell), the custom
+-- scan's streaming join under a slow consumer (a sort of 2e10 rows)
+SELECT count(*) AS tasks_before FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') \gset
+CREATE FUNCTION pg_temp.cancel_within(q text, limit_s float8) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    EXECUTE q;
+    RETURN 'not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    RETURN 'cancelled within ' || limit_s || ' s: ' ||
+        (clock_timestamp() - t0 < make_interval(secs => limit_s));
+END $$;
+SET statement_timeout = '300ms';
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_selfjoin_sql('SELECT a.id, a.x, b.x FROM big a, big b', 1)$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_selfjoin('big', '{x,y}', 1.0) WHERE a = ANY (ARRAY(SELECT generate_series(1, 100000)::bigint))$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT a FROM eps_selfjoin('big', '{x,y}', 1.0) ORDER BY dist LIMIT 1$$, 1.3);
+RESET statement_timeout;
+SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
+
 -- the same for a kNN join: brute force over 300000 32-D points, 9e10
 -- distances (seconds even on a large GPU)
 CREATE TABLE big16 AS SELECT i AS id, ARRAY(SELECT ((i::bigint * 7919 + d * 104729) % 1000)::float8 FROM generate_series(1, 32) d) AS v
