@@ -5,9 +5,11 @@
  * The runtime is linked statically (no libcudart at load time); the driver
  * library is opened by the runtime on the first call, so a machine without
  * a driver loads the extension fine and only this probe reports "no GPU".
- * Runtime initialisation may start helper threads: every signal is blocked
- * around it so that PostgreSQL's handlers only ever run on the backend
- * thread.
+ * Runtime initialisation may start helper threads: every asynchronous
+ * signal is blocked around it so that PostgreSQL's handlers only ever run
+ * on the backend thread.  Synchronous ones (SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE) stay unblocked: blocking them cannot stop a fault, only hide
+ * which thread took it.
  */
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -29,15 +31,13 @@ gj_cuda_build_info(void)
 extern "C" gj_status
 gj_cuda_probe(gj_cuda_device_info *info)
 {
-	sigset_t	all,
-				old;
+	sigset_t	old;
 	cudaError_t err;
 	int			count = 0;
 	cudaDeviceProp prop;
 
 	memset(info, 0, sizeof(*info));
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gj_block_async_signals(&old);
 	err = cudaGetDeviceCount(&count);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	cudaRuntimeGetVersion(&info->runtime_version);

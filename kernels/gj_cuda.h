@@ -102,7 +102,9 @@ typedef struct gj_gpu_knn gj_gpu_knn;
 
 typedef struct gj_gpu_knn_stats
 {
-	double		upload_ms;		/* references, grid and queries to the device */
+	double		upload_ms;		/* the whole start: index, buffers, first upload */
+	double		index_ms;		/* of which the index (device, or host sort) */
+	double		alloc_ms;		/* of which the batch buffers */
 	double		search_ms;		/* kernels, all batches */
 	double		download_ms;	/* result lists back to pinned memory */
 	int			partitions;		/* reference partitions */

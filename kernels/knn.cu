@@ -784,8 +784,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 				total_mem,
 				budget;
 	gj_status	st = GJ_OK;
-	sigset_t	all,
-				old;
+	sigset_t	old;
 	double		t0 = gj_now_ms();
 	int64_t		k = gj_knn_effective_k(opt, refs->n);
 
@@ -836,6 +835,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		set_error(j, GJ_ERR_CUDA, "stream", cudaGetLastError());
 		st = j->error;
 	}
+	j->info.index_ms = gj_now_ms();
 	if (st == GJ_OK && j->use_grid)
 	{
 		size_t		per_query = per_query_bytes(j);
@@ -875,10 +875,14 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	}
 	else if (st == GJ_OK)
 		st = alloc_refs(j, NULL, budget);
+	j->info.index_ms = gj_now_ms() - j->info.index_ms;
 	if (st == GJ_OK)
 	{
+		double		t1 = gj_now_ms();
+
 		j->Gh.stop = j->d_stop;
 		st = alloc_batches(j);
+		j->info.alloc_ms = gj_now_ms() - t1;
 	}
 	if (st == GJ_OK && !j->dev_index && j->npart == 1)
 	{
@@ -900,8 +904,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	j->info.upload_ms = gj_now_ms() - t0;
 
 	gj_queue_set_producers(j->q, 1);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gj_block_async_signals(&old);
 	if (pthread_create(&j->thread, NULL, driver_main, j) != 0)
 	{
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -774,8 +774,7 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 {
 	struct gj_gpu_selfjoin *j;
 	gj_status	st;
-	sigset_t	all,
-				old;
+	sigset_t	old;
 
 	*out = NULL;
 	err[0] = '\0';
@@ -801,8 +800,7 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 	if (st == GJ_OK)
 	{
 		gj_queue_set_producers(j->q, 1);
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
+		gj_block_async_signals(&old);
 		if (pthread_create(&j->driver, NULL, driver_main, j) == 0)
 			j->driver_started = 1;
 		else

@@ -377,9 +377,6 @@ StartEngine(GjJob *job, bool allow_gpu)
 		bool		self_subset = job->kopt.exclude_self && job->spec.filter_column == 0;
 		bool		gpu = false;
 
-		if (job->kopt.method == GJ_KNN_AUTO &&
-			(double) nq * (double) res->points.n <= GJ_KNN_BRUTE_MAX)
-			job->kopt.method = GJ_KNN_BRUTE;	/* few queries: no index */
 		if (allow_gpu && !self_subset)
 		{
 			GjEngine	e = GjChooseEngine(Max(res->points.n, job->qs->n));
@@ -387,8 +384,13 @@ StartEngine(GjJob *job, bool allow_gpu)
 			gpu = e == GJ_ENGINE_GPU &&
 				(gj_device_guc == GJ_DEVICE_GPU || nq >= GJ_AUTO_GPU_MIN_QUERIES);
 		}
-		if (!gpu || !StartGpuKnn(job))
-			StartCpuKnn(job);
+		if (gpu && StartGpuKnn(job))
+			return;
+		/* few queries on the CPU: scanning beats building an index */
+		if (job->kopt.method == GJ_KNN_AUTO &&
+			(double) nq * (double) res->points.n <= GJ_KNN_BRUTE_MAX)
+			job->kopt.method = GJ_KNN_BRUTE;
+		StartCpuKnn(job);
 	}
 }
 

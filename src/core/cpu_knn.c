@@ -43,15 +43,6 @@ gj_knn_pick_method(const gj_knn_options *opt, int dims)
 	return dims <= GJ_KNN_GRID_MAX_DIMS ? GJ_KNN_GRID : GJ_KNN_BRUTE;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t		x = *(const int64_t *) a;
-	int64_t		y = *(const int64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Mean number of points sharing a point's cell under grid plan g, estimated
  * from a strided sample: a sampled point sees 1 + f * (c - 1) sampled
@@ -62,15 +53,32 @@ occupancy(const gj_points *p, const gj_grid *g, double *occ)
 {
 	int64_t		s = p->n < GJ_KNN_SAMPLE ? p->n : GJ_KNN_SAMPLE;
 	int64_t    *ids = malloc(sizeof(int64_t) * (s + 1));
+	uint32_t   *rows = malloc(sizeof(uint32_t) * (s + 1));
 	double		seen = 0.0,
 				f = (double) s / (double) p->n;
-	int64_t		run = 0;
+	int64_t		run = 0,
+				maxkey = 0;
+	gj_status	st;
 
-	if (ids == NULL)
+	if (ids == NULL || rows == NULL)
+	{
+		free(ids);
+		free(rows);
 		return GJ_ERR_NOMEM;
+	}
 	for (int64_t i = 0; i < s; i++)
+	{
 		ids[i] = gj_grid_cell_of(g, p->x + (i * (p->n / s)) * p->dims);
-	qsort(ids, s, sizeof(int64_t), cmp_i64);
+		rows[i] = (uint32_t) i;
+		maxkey = ids[i] > maxkey ? ids[i] : maxkey;
+	}
+	st = gj_sort_by_key(ids, rows, s, maxkey);	/* a radix sort: ids only */
+	free(rows);
+	if (st != GJ_OK)
+	{
+		free(ids);
+		return st;
+	}
 	for (int64_t i = 0; i <= s; i++)
 	{
 		if (i > 0 && (i == s || ids[i] != ids[i - 1]))

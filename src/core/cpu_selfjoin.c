@@ -74,16 +74,34 @@ struct gj_cpu_selfjoin
 	gj_status	error;
 };
 
+/*
+ * Block every signal but the synchronous ones, saving the old mask: threads
+ * started meanwhile inherit it, so PostgreSQL's handlers only ever run on
+ * the backend thread, while a fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE) in a
+ * helper thread still reaches a handler instead of killing the process
+ * unannounced.
+ */
+void
+gj_block_async_signals(sigset_t *old)
+{
+	sigset_t	set;
+
+	sigfillset(&set);
+	sigdelset(&set, SIGSEGV);
+	sigdelset(&set, SIGBUS);
+	sigdelset(&set, SIGILL);
+	sigdelset(&set, SIGFPE);
+	pthread_sigmask(SIG_SETMASK, &set, old);
+}
+
 int
 gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *), void *args,
 				 size_t stride)
 {
-	sigset_t	all,
-				old;
+	sigset_t	old;
 	int			started = 0;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gj_block_async_signals(&old);
 	for (int t = 0; t < n; t++)
 	{
 		if (pthread_create(&threads[t], NULL, fn, (char *) args + t * stride) != 0)

@@ -18,6 +18,7 @@
 #define GJ_CORE_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -288,6 +289,7 @@ extern int	gj_cpu_count(void);
  */
 extern int	gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *),
 							 void *args, size_t stride);
+extern void gj_block_async_signals(sigset_t *old);
 
 /*
  * Brute force: every i < j of p, in p's current order, within eps.  Calls
