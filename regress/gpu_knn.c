@@ -184,8 +184,8 @@ do_bench(void)
 		{"unif2d_1m_k20", GJ_GEN_UNIFORM, 1000000, 2, 20, 2003},
 	};
 
-	printf("%-16s %8s %4s | %9s %9s %8s %8s | %9s %9s %8s\n", "case", "refs", "k",
-		   "grid_s", "build_s", "up_ms", "search_ms", "brute_s", "cpu_s", "brute/grid");
+	printf("%-16s %8s %4s | %9s %9s %8s %8s %8s %8s | %9s %9s %8s\n", "case", "refs", "k",
+		   "grid_s", "build_s", "start_ms", "index_ms", "alloc_ms", "search_ms", "brute_s", "cpu_s", "brute/grid");
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		gj_points	refs,
@@ -227,9 +227,9 @@ do_bench(void)
 		t0 = now();
 		gj_knn_run_cpu(&r2, &qs, &opt, 0, NULL);
 		t_cpu = now() - t0;
-		printf("%-16s %8lld %4lld | %9.3f %9.3f %8.1f %8.1f | %9.3f %9.3f %8.0f\n", cases[c].name,
+		printf("%-16s %8lld %4lld | %9.3f %9.3f %8.1f %8.1f %8.1f %8.1f | %9.3f %9.3f %8.0f\n", cases[c].name,
 			   (long long) cases[c].nref, (long long) cases[c].k, t_grid, t_build, info.upload_ms,
-			   info.search_ms, t_brute, t_cpu, t_brute / t_grid);
+			   info.index_ms, info.alloc_ms, info.search_ms, t_brute, t_cpu, t_brute / t_grid);
 		fflush(stdout);
 		gj_knnset_free(&a);
 		gj_knnset_free(&b);

@@ -4,13 +4,15 @@
 #   2. compute-sanitizer (memcheck) on a quick gpu_check
 #   3. regress/bench_gpu: issue 3's benchmark table
 #   4. PostgreSQL: the pg_regress suite with gpujoin.device = gpu, the SQL
-#      GPU checks (regress/gpuhost.sql), concurrent backends, SQL timings
+#      GPU checks (regress/gpuhost.sql), concurrent backends, the SQL
+#      benchmark (regress/gpuhost_bench.sql) and GPU cancel cases
+#      (regress/gpuhost_cancel.sql)
 # Built here beforehand (make, make regress/gpu_check regress/bench_gpu,
 # ../shared/gpuhost/prepare.sh); logs go to $OUT; a summary table prints last.
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,pg,sqlbench,knnsql}
+STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,pg,sqlbench,cancel}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -71,11 +73,23 @@ if has pg; then
 fi
 if has sqlbench; then
 	. .gpuhost/pg-up.sh
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_bench.sql gj_regress 2>&1 | tee "$OUT/sql_bench.txt" | tail -12
+	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_bench.sql gj_regress > "$OUT/sql_bench.txt" 2>&1
+	tail -14 "$OUT/sql_bench.txt"
 fi
-if has knnsql; then
+if has cancel; then
 	. .gpuhost/pg-up.sh
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_knn.sql gj_regress 2>&1 | tee "$OUT/knn_sql.txt" | tail -12
+	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_cancel.sql gj_regress > "$OUT/cancel.txt" 2>&1
+	tail -12 "$OUT/cancel.txt"
+	summary+=("gpu cancel: $(grep -c '| t ' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps)' "$OUT/cancel.txt") within 1 s of the timeout")
+fi
+# the server log, and any crash in it, always come back
+if [ -f /tmp/gj-pg.log ]; then
+	cp /tmp/gj-pg.log "$OUT/server.log"
+	crashes=$(grep -c 'terminated by signal\|exited with exit code [2-9]' /tmp/gj-pg.log)
+	summary+=("server log: $crashes backend crashes")
+	grep -B2 -A6 'terminated by signal\|exited with exit code [2-9]' /tmp/gj-pg.log | head -30
 fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"
