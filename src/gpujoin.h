@@ -201,6 +201,25 @@ extern GjJob *GjJobStart(const GjJobSpec *spec, MemoryContext parent,
 extern bool GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted);
 extern void GjJobEnd(GjJob *job, GjJobStats *stats);
 
+/* Is id one of the n sorted ids? */
+static inline bool
+GjIdListed(const int64 *ids, int n, int64 id)
+{
+	int			lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo] == id;
+}
+
 /* Turns a core status into an ereport(ERROR) (never returns for errors). */
 extern void GjCheckStatus(gj_status st, const char *what);
 

@@ -436,25 +436,6 @@ GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	}
 }
 
-/* Binary search of a sorted id list. */
-static inline bool
-IdListed(const int64 *ids, int n, int64 id)
-{
-	int			lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && ids[lo] == id;
-}
-
 /* The coordinates of an array column into r->row; false when it has a NULL. */
 static bool
 ArrayCoords(GjReceiver *r, Datum value)
@@ -525,7 +506,7 @@ GjReceiveSlot(TupleTableSlot *slot, DestReceiver *self)
 		return true;
 	}
 	id = DatumToId(values[0], r->shape.id_type);
-	if (r->spec->only_ids != NULL && !IdListed(r->spec->only_ids, r->spec->nonly, id))
+	if (r->spec->only_ids != NULL && !GjIdListed(r->spec->only_ids, r->spec->nonly, id))
 	{
 		r->nfiltered++;
 		return true;

@@ -99,25 +99,6 @@ CheckStatus(gj_status st, const char *what)
 	GjCheckStatus(st, what);
 }
 
-/* Is id one of the sorted ids? */
-static inline bool
-Listed(const int64 *ids, int n, int64 id)
-{
-	int			lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && ids[lo] == id;
-}
-
 /* The rows of p (in its current order) whose id is listed, ascending. */
 static uint32 *
 ListedRows(const gj_points *p, const int64 *ids, int nids, int64 *nrows)
@@ -130,7 +111,7 @@ ListedRows(const gj_points *p, const int64 *ids, int nids, int64 *nrows)
 	{
 		if ((i & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (!Listed(ids, nids, p->ids[i]))
+		if (!GjIdListed(ids, nids, p->ids[i]))
 			continue;
 		if (n == cap)
 		{
@@ -182,6 +163,25 @@ ProgressTick(GjJob *job, int64 rows)
 
 /* --- starting the engines ---------------------------------------------- */
 
+/*
+ * The GPU engine did not start (st): a cancel is raised; anything else is a
+ * NOTICE, and false, so that the CPU engine runs the join instead.
+ */
+static bool
+GpuStartFailed(GjJob *job, gj_status st, const char *err)
+{
+	if (st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	if (st == GJ_ERR_CUDA)
+		GjMarkGpuUnusable(err);
+	ereport(NOTICE,
+			(errmsg("%s: the GPU engine could not start, using the CPU engine", job->spec.fname),
+			 errdetail("%s: %s", gj_status_name(st), err),
+			 st == GJ_ERR_DEVICE_OOM ?
+			 errhint("Raise gpujoin.gpu_memory_limit or free GPU memory.") : 0));
+	return false;
+}
+
 static void
 StartCpuSelfJoin(GjJob *job)
 {
@@ -223,19 +223,8 @@ StartGpuSelfJoin(GjJob *job)
 	opt.batch_pairs = gj_gpu_batch_pairs_guc;
 	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps, &opt, &res->gpu,
 							   err, sizeof(err));
-	if (st == GJ_ERR_CANCELED)
-		RaiseCanceled();
 	if (st != GJ_OK)
-	{
-		if (st == GJ_ERR_CUDA)
-			GjMarkGpuUnusable(err);
-		ereport(NOTICE,
-				(errmsg("%s: the GPU engine could not start, using the CPU engine", job->spec.fname),
-				 errdetail("%s: %s", gj_status_name(st), err),
-				 st == GJ_ERR_DEVICE_OOM ?
-				 errhint("Raise gpujoin.gpu_memory_limit or free GPU memory.") : 0));
-		return false;
-	}
+		return GpuStartFailed(job, st, err);
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
 	gj_gpu_selfjoin_stats(res->gpu, &gs);
@@ -330,19 +319,8 @@ StartGpuKnn(GjJob *job)
 	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &res->gpu_knn,
 						  err, sizeof(err));
-	if (st == GJ_ERR_CANCELED)
-		RaiseCanceled();
 	if (st != GJ_OK)
-	{
-		if (st == GJ_ERR_CUDA)
-			GjMarkGpuUnusable(err);
-		ereport(NOTICE,
-				(errmsg("%s: the GPU engine could not start, using the CPU engine", job->spec.fname),
-				 errdetail("%s: %s", gj_status_name(st), err),
-				 st == GJ_ERR_DEVICE_OOM ?
-				 errhint("Raise gpujoin.gpu_memory_limit or free GPU memory.") : 0));
-		return false;
-	}
+		return GpuStartFailed(job, st, err);
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
 	job->stats.engine = "gpu";
