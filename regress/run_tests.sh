@@ -24,7 +24,8 @@ log=$(mktemp -d)
 #    test_core  grid CPU self-join vs the brute-force oracle
 #    test_probe restricted self-join, size estimates, interrupt hook
 #    test_knn   CPU kNN engine vs the sorting oracle
-for t in core probe knn; do
+#    test_density neighbour counts, lists, DBSCAN vs brute-force oracles
+for t in core probe knn density; do
 	prog=regress/test_$t
 	make -s "$prog" >/dev/null && "./$prog" | tee "$log/$t.txt" | grep -E "^(FAIL|$t:)"
 	line=$(grep -E "^$t: [0-9]+ passed, [0-9]+ failed" "$log/$t.txt" | tail -1)

@@ -189,12 +189,24 @@ typedef struct gj_chunk
 	int64_t    *b;
 	double	   *dist;
 	int32_t    *rank;
+
+	/*
+	 * Neighbour lists (eps_neighbors): row i is the row with id a[i] and its
+	 * list is entries [off[i], off[i + 1]) of nb (neighbour ids) and nd
+	 * (distances).  NULL in other chunks.
+	 */
+	int64_t    *off;			/* cap + 1 */
+	int64_t    *nb;
+	double	   *nd;
+	int64_t		ncap;			/* entries nb and nd have room for */
 	struct gj_chunk *next;
 } gj_chunk;
 
 typedef struct gj_pair_queue gj_pair_queue;
 
 extern gj_pair_queue *gj_queue_create(int nchunks, int with_rank);
+extern gj_pair_queue *gj_queue_create_lists(int nchunks);
+extern int	gj_chunk_reserve_list(gj_chunk *c, int64_t entries);
 extern gj_pair_queue *gj_queue_create_external(gj_chunk *pool, int nchunks);
 extern void gj_queue_destroy(gj_pair_queue *q);
 extern gj_chunk *gj_queue_get_free(gj_pair_queue *q);
@@ -280,6 +292,62 @@ extern void gj_cpu_probe_free(gj_cpu_probe *j);
 extern double gj_cpu_probe_done_ms(gj_cpu_probe *j);
 
 extern int	gj_cpu_count(void);
+
+/*
+ * Per-row answers about eps neighbourhoods, in memory O(rows), no pair ever
+ * stored.  Rows are p's rows in its current order (for the CPU functions,
+ * the grid's sorted order); "within eps" is the shared rule, and a row is
+ * always within eps of itself.
+ *
+ * gj_cpu_count_within: counts[i] = rows within eps of row i, itself
+ * included, or min(that, cap) when cap > 0 (the scan of row i stops there).
+ */
+extern gj_status gj_cpu_count_within(const gj_grid *g, const gj_points *p,
+									 int32_t cap, int nthreads, int32_t *counts);
+
+/*
+ * DBSCAN as PostGIS ST_ClusterDBSCAN defines it, made independent of row
+ * order.  A row is core when at least minpts rows (itself included) are
+ * within eps; clusters are the connected components of core rows linked
+ * within eps; a non-core row within eps of a core row is a border row of
+ * that row's cluster, and of the lowest-numbered one when there are
+ * several; every other row is noise.  Clusters are numbered 0, 1, ... in
+ * the order of the smallest id among each cluster's core rows.
+ *
+ * The engines (CPU here, GPU in gj_cuda.h) produce, per row, core[i] and
+ * root[i]: a representative row of the cluster (-1 for noise) where border
+ * rows already picked the cluster whose core rows have the smallest id;
+ * gj_dbscan_number then turns representatives into cluster numbers in
+ * place and returns the number of clusters.
+ */
+extern gj_status gj_cpu_dbscan(const gj_grid *g, const gj_points *p,
+							   int32_t minpts, int nthreads, int32_t *root,
+							   uint8_t *core);
+extern gj_status gj_dbscan_number(const gj_points *p, int32_t *root,
+								  const uint8_t *core, int64_t *nclusters);
+
+/*
+ * Neighbour lists (eps_neighbors), streamed in chunks of lists
+ * (gj_chunk.off/nb/nd): every row once, its neighbours within eps other
+ * than itself ordered by (distance, id).  Same start/next/release/free
+ * contract as gj_cpu_selfjoin.
+ */
+typedef struct gj_cpu_lists gj_cpu_lists;
+
+extern gj_status gj_cpu_lists_start(const gj_grid *g, const gj_points *p,
+									int nthreads, gj_cpu_lists **out);
+extern gj_status gj_cpu_lists_next(gj_cpu_lists *j, int timeout_ms,
+								   gj_chunk **out);
+extern void gj_cpu_lists_release(gj_cpu_lists *j, gj_chunk *c);
+extern void gj_cpu_lists_free(gj_cpu_lists *j);
+extern double gj_cpu_lists_done_ms(gj_cpu_lists *j);
+
+/* Brute-force references for the tests: O(n^2), any order of p. */
+extern void gj_oracle_count_within(const gj_points *p, double eps,
+								   int32_t *counts);
+extern gj_status gj_oracle_dbscan(const gj_points *p, double eps,
+								  int32_t minpts, int32_t *cluster,
+								  uint8_t *core);
 
 /*
  * Start up to n threads running fn, thread t getting (char *) args + t *

@@ -84,3 +84,111 @@ gj_oracle_knn(const gj_points *refs, const gj_points *queries, int64_t k,
 	free(c);
 	return GJ_OK;
 }
+
+/* Rows within eps of each row, itself included, by testing every pair. */
+void
+gj_oracle_count_within(const gj_points *p, double eps, int32_t *counts)
+{
+	double		eps2 = eps * eps;
+
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		int32_t		n = 0;
+
+		for (int64_t j = 0; j < p->n; j++)
+			if (gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims) <= eps2)
+				n++;
+		counts[i] = n;
+	}
+}
+
+/*
+ * DBSCAN by its definition, independent of the engines' union-find: core
+ * rows by brute-force counts, clusters by breadth-first search over core
+ * rows, border rows by the least smallest core id, clusters numbered by
+ * their smallest core id.  cluster[i] = -1 for noise.
+ */
+gj_status
+gj_oracle_dbscan(const gj_points *p, double eps, int32_t minpts,
+				 int32_t *cluster, uint8_t *core)
+{
+	double		eps2 = eps * eps;
+	int64_t		n = p->n;
+	int32_t    *counts = malloc(sizeof(int32_t) * (n + 1));
+	int64_t    *comp = malloc(sizeof(int64_t) * (n + 1));
+	int64_t    *stack = malloc(sizeof(int64_t) * (n + 1));
+	int64_t    *cmin = malloc(sizeof(int64_t) * (n + 1));
+	int64_t    *rank = malloc(sizeof(int64_t) * (n + 1));
+	int64_t		ncomp = 0;
+
+	if (counts == NULL || comp == NULL || stack == NULL || cmin == NULL || rank == NULL)
+	{
+		free(counts);
+		free(comp);
+		free(stack);
+		free(cmin);
+		free(rank);
+		return GJ_ERR_NOMEM;
+	}
+	gj_oracle_count_within(p, eps, counts);
+	for (int64_t i = 0; i < n; i++)
+	{
+		core[i] = counts[i] >= minpts;
+		comp[i] = -1;
+	}
+	for (int64_t s = 0; s < n; s++)
+	{
+		int64_t		top = 0;
+
+		if (!core[s] || comp[s] >= 0)
+			continue;
+		comp[s] = ncomp;
+		cmin[ncomp] = p->ids[s];
+		stack[top++] = s;
+		while (top > 0)
+		{
+			int64_t		u = stack[--top];
+
+			for (int64_t v = 0; v < n; v++)
+				if (core[v] && comp[v] < 0 &&
+					gj_sqdist(p->x + u * p->dims, p->x + v * p->dims, p->dims) <= eps2)
+				{
+					comp[v] = ncomp;
+					if (p->ids[v] < cmin[ncomp])
+						cmin[ncomp] = p->ids[v];
+					stack[top++] = v;
+				}
+		}
+		ncomp++;
+	}
+	/* number of component c: how many components have a smaller minimum */
+	for (int64_t c = 0; c < ncomp; c++)
+	{
+		rank[c] = 0;
+		for (int64_t o = 0; o < ncomp; o++)
+			if (cmin[o] < cmin[c] || (cmin[o] == cmin[c] && o < c))
+				rank[c]++;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		best = -1;
+
+		if (core[i])
+		{
+			cluster[i] = (int32_t) rank[comp[i]];
+			continue;
+		}
+		for (int64_t j = 0; j < n; j++)
+			if (core[j] &&
+				gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims) <= eps2 &&
+				(best < 0 || rank[comp[j]] < best))
+				best = rank[comp[j]];
+		cluster[i] = (int32_t) best;
+	}
+	free(counts);
+	free(comp);
+	free(stack);
+	free(cmin);
+	free(rank);
+	return GJ_OK;
+}

@@ -87,6 +87,63 @@ gj_queue_create(int nchunks, int with_rank)
 }
 
 /*
+ * A queue of nchunks empty chunks of neighbour lists: up to GJ_CHUNK_PAIRS
+ * rows, entries growing as gj_chunk_reserve_list asks; NULL on OOM.
+ */
+gj_pair_queue *
+gj_queue_create_lists(int nchunks)
+{
+	gj_pair_queue *q = queue_alloc(nchunks);
+
+	if (q == NULL)
+		return NULL;
+	for (int i = 0; i < nchunks; i++)
+	{
+		gj_chunk   *c = &q->chunks[i];
+
+		c->cap = GJ_CHUNK_PAIRS;
+		c->a = malloc(sizeof(int64_t) * GJ_CHUNK_PAIRS);
+		c->off = malloc(sizeof(int64_t) * (GJ_CHUNK_PAIRS + 1));
+		c->next = q->free_head;
+		q->free_head = c;
+		if (c->a == NULL || c->off == NULL || !gj_chunk_reserve_list(c, GJ_CHUNK_PAIRS))
+		{
+			gj_queue_destroy(q);
+			return NULL;
+		}
+		c->off[0] = 0;
+	}
+	return q;
+}
+
+/*
+ * Room for at least `entries` list entries in c (its filler owns it);
+ * 0 on OOM, with c unchanged.
+ */
+int
+gj_chunk_reserve_list(gj_chunk *c, int64_t entries)
+{
+	int64_t		cap = c->ncap > 0 ? c->ncap : 1024;
+	int64_t    *nb;
+	double	   *nd;
+
+	if (entries <= c->ncap)
+		return 1;
+	while (cap < entries)
+		cap *= 2;
+	nb = realloc(c->nb, sizeof(int64_t) * cap);
+	if (nb == NULL)
+		return 0;
+	c->nb = nb;
+	nd = realloc(c->nd, sizeof(double) * cap);
+	if (nd == NULL)
+		return 0;
+	c->nd = nd;
+	c->ncap = cap;
+	return 1;
+}
+
+/*
  * A queue over chunks whose arrays the caller owns (the GPU engine's pinned
  * buffers); the pool array is copied, the arrays are not freed by destroy.
  */
@@ -120,6 +177,9 @@ gj_queue_destroy(gj_pair_queue *q)
 		free(q->chunks[i].b);
 		free(q->chunks[i].dist);
 		free(q->chunks[i].rank);
+		free(q->chunks[i].off);
+		free(q->chunks[i].nb);
+		free(q->chunks[i].nd);
 	}
 	free(q->chunks);
 	pthread_mutex_destroy(&q->mu);

@@ -1,0 +1,429 @@
+/*
+ * test_density.c
+ *		Unit tests of the per-row engines (density.c, cpu_lists.c): neighbour
+ *		counts, neighbour lists and DBSCAN against brute-force oracles.
+ *
+ * Counts are compared with the oracle's row by row; neighbour lists with
+ * every oracle pair of the row, sorted by (distance, id), distances bit for
+ * bit; DBSCAN with gj_oracle_dbscan (breadth-first search, no union-find)
+ * exactly: core flags, cluster numbers, border choices and noise.  Ids are
+ * a permutation of 0..n-1 scattered over the grid order, so numbering by
+ * smallest id is tested, not the engines' row order.  Data: random, skewed,
+ * clustered, duplicates, one dense cell, grid-snapped points exactly eps
+ * apart, chains of clusters one eps apart, minpts 1, 2 and more, 1 to 6
+ * threads.  A failure prints the case and seed:
+ *		test_density [seed]
+ * The last line is "density: N passed, N failed".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/core/gj_core.h"
+#include "datagen.h"
+
+static int	passed = 0;
+static int	failed = 0;
+
+static void
+result(int ok, const char *what, const char *name, uint64_t seed, const char *detail)
+{
+	if (ok)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL %s %s seed %llu: %s\n", what, name, (unsigned long long) seed, detail);
+	}
+}
+
+/* Ids become a seeded permutation of 0..n-1. */
+static void
+scramble_ids(gj_points *p, uint64_t seed)
+{
+	uint64_t	s = seed * 2654435761u + 1;
+
+	for (int64_t i = 0; i < p->n; i++)
+		p->ids[i] = i;
+	for (int64_t i = p->n - 1; i > 0; i--)
+	{
+		int64_t		k = (int64_t) (gj_rng_next(&s) % (uint64_t) (i + 1));
+		int64_t		t = p->ids[i];
+
+		p->ids[i] = p->ids[k];
+		p->ids[k] = t;
+	}
+}
+
+/* Row of each id in p (ids are 0..n-1). */
+static int64_t *
+rows_by_id(const gj_points *p)
+{
+	int64_t    *r = malloc(sizeof(int64_t) * (p->n + 1));
+
+	for (int64_t i = 0; i < p->n; i++)
+		r[p->ids[i]] = i;
+	return r;
+}
+
+typedef struct entry
+{
+	double		d;
+	int64_t		id;
+} entry;
+
+static int
+cmp_entry(const void *a, const void *b)
+{
+	const entry *x = a,
+			   *y = b;
+
+	if (x->d != y->d)
+		return x->d < y->d ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Counts and lists of the CPU engines against the oracle on one point set. */
+static void
+check_counts_lists(const char *name, const gj_points *orig, double eps,
+				   int threads, uint64_t seed)
+{
+	gj_points	p;
+	gj_grid		g;
+	int64_t		n = orig->n;
+	int32_t    *want = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *got = malloc(sizeof(int32_t) * (n + 1));
+	int64_t    *orow;
+	gj_cpu_lists *lj;
+	gj_chunk   *c;
+	gj_status	st;
+	int64_t		seen = 0,
+				bad = 0;
+	char		detail[256] = "";
+	uint8_t    *listed = calloc(n + 1, 1);
+	entry	   *ref = malloc(sizeof(entry) * (n + 1));
+
+	gj_oracle_count_within(orig, eps, want);
+	orow = rows_by_id(orig);
+	gj_points_copy(&p, orig, n);
+	if (gj_grid_build(&g, &p, eps) != GJ_OK)
+	{
+		result(0, "grid", name, seed, "build failed");
+		goto done;
+	}
+
+	/* counts, uncapped and capped */
+	for (int cap = 0; cap <= 3; cap += 3)
+	{
+		bad = 0;
+		st = gj_cpu_count_within(&g, &p, cap, threads, got);
+		for (int64_t i = 0; i < n && st == GJ_OK; i++)
+		{
+			int32_t		w = want[orow[p.ids[i]]];
+
+			if (cap > 0 && w > cap)
+				w = cap;
+			if (got[i] != w && bad++ == 0)
+				snprintf(detail, sizeof(detail), "cap %d id %lld: %d, oracle %d", cap,
+						 (long long) p.ids[i], got[i], w);
+		}
+		if (st != GJ_OK)
+			snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+		result(st == GJ_OK && bad == 0, cap ? "capped counts" : "counts", name, seed, detail);
+	}
+
+	/* lists: each row once, every neighbour, (distance, id) order, exact */
+	bad = 0;
+	st = gj_cpu_lists_start(&g, &p, threads, &lj);
+	while (st == GJ_OK)
+	{
+		st = gj_cpu_lists_next(lj, 1000, &c);
+		if (st == GJ_AGAIN)
+		{
+			st = GJ_OK;
+			continue;
+		}
+		if (st != GJ_OK)
+			break;
+		for (int r = 0; r < c->n; r++)
+		{
+			int64_t		id = c->a[r];
+			int64_t		row = orow[id];
+			int64_t		m = 0;
+			int64_t		len = c->off[r + 1] - c->off[r];
+
+			seen++;
+			if (listed[id]++ && bad++ == 0)
+				snprintf(detail, sizeof(detail), "id %lld listed twice", (long long) id);
+			for (int64_t j = 0; j < n; j++)
+			{
+				double		s = gj_sqdist(orig->x + row * orig->dims,
+										  orig->x + j * orig->dims, orig->dims);
+
+				if (j != row && s <= eps * eps)
+				{
+					ref[m].d = sqrt(s);
+					ref[m].id = orig->ids[j];
+					m++;
+				}
+			}
+			qsort(ref, m, sizeof(entry), cmp_entry);
+			if (m != len)
+			{
+				if (bad++ == 0)
+					snprintf(detail, sizeof(detail), "id %lld: %lld neighbours, oracle %lld",
+							 (long long) id, (long long) len, (long long) m);
+				continue;
+			}
+			for (int64_t e = 0; e < m; e++)
+				if (c->nb[c->off[r] + e] != ref[e].id ||
+					memcmp(&c->nd[c->off[r] + e], &ref[e].d, sizeof(double)) != 0)
+				{
+					if (bad++ == 0)
+						snprintf(detail, sizeof(detail), "id %lld entry %lld: (%lld, %.17g), oracle (%lld, %.17g)",
+								 (long long) id, (long long) e,
+								 (long long) c->nb[c->off[r] + e], c->nd[c->off[r] + e],
+								 (long long) ref[e].id, ref[e].d);
+					break;
+				}
+		}
+		gj_cpu_lists_release(lj, c);
+	}
+	if (st == GJ_DONE)
+		st = GJ_OK;
+	else
+		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+	if (st == GJ_OK && seen != n && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld rows listed of %lld", (long long) seen, (long long) n);
+	gj_cpu_lists_free(lj);
+	result(st == GJ_OK && bad == 0, "lists", name, seed, detail);
+	gj_grid_free(&g);
+done:
+	gj_points_free(&p);
+	free(want);
+	free(got);
+	free(orow);
+	free(listed);
+	free(ref);
+}
+
+/* DBSCAN of the CPU engine (and numbering) against the oracle. */
+static void
+check_dbscan(const char *name, const gj_points *orig, double eps, int32_t minpts,
+			 int threads, uint64_t seed)
+{
+	gj_points	p;
+	gj_grid		g;
+	int64_t		n = orig->n;
+	int32_t    *wc = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *wcore = malloc(n + 1);
+	int32_t    *root = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *core = malloc(n + 1);
+	int64_t    *orow = rows_by_id(orig);
+	int64_t		nclusters = 0,
+				bad = 0,
+				wantn = -1;
+	char		detail[256] = "";
+	gj_status	st;
+
+	gj_oracle_dbscan(orig, eps, minpts, wc, wcore);
+	for (int64_t i = 0; i < n; i++)
+		if (wc[i] + 1 > wantn)
+			wantn = wc[i] + 1;
+	gj_points_copy(&p, orig, n);
+	st = gj_grid_build(&g, &p, eps);
+	if (st == GJ_OK)
+		st = gj_cpu_dbscan(&g, &p, minpts, threads, root, core);
+	if (st == GJ_OK)
+		st = gj_dbscan_number(&p, root, core, &nclusters);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+	{
+		int64_t		o = orow[p.ids[i]];
+
+		if ((core[i] != wcore[o] || root[i] != wc[o]) && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: cluster %d core %d, oracle %d core %d",
+					 (long long) p.ids[i], root[i], core[i], wc[o], wcore[o]);
+	}
+	if (st == GJ_OK && nclusters != (wantn < 0 ? 0 : wantn) && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld clusters, oracle %lld",
+				 (long long) nclusters, (long long) wantn);
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "dbscan minpts %d", minpts);
+		result(st == GJ_OK && bad == 0, what, name, seed, detail);
+	}
+	if (st != GJ_ERR_ARG)
+		gj_grid_free(&g);
+	gj_points_free(&p);
+	free(wc);
+	free(wcore);
+	free(root);
+	free(core);
+	free(orow);
+}
+
+/*
+ * Chains: clusters of 6 points each, their centres exactly eps apart on a
+ * line, so neighbouring clusters touch through one pair at exactly eps.
+ */
+static void
+gen_chain(gj_points *p, int nclusters, double eps, uint64_t seed)
+{
+	uint64_t	s = seed;
+
+	gj_points_init(p, 2);
+	gj_points_reserve(p, (int64_t) nclusters * 7);
+	for (int c = 0; c < nclusters; c++)
+	{
+		double		x[2] = {c * 2.0 * eps, 5.0};
+
+		gj_points_push(p, p->n, x);
+		for (int k = 0; k < 5; k++)
+		{
+			double		y[2] = {x[0] + (gj_rng_uniform(&s) - 0.5) * 0.2 * eps,
+			5.0 + (gj_rng_uniform(&s) - 0.5) * 0.2 * eps};
+
+			gj_points_push(p, p->n, y);
+		}
+		/* a lone point exactly eps from the centre: border or a bridge */
+		{
+			double		b[2] = {x[0] + eps, 5.0};
+
+			gj_points_push(p, p->n, b);
+		}
+	}
+}
+
+static int	interrupt_now = 0;
+
+static int
+interrupt_hook(void)
+{
+	return interrupt_now;
+}
+
+/* A pending interrupt stops counting and DBSCAN with GJ_ERR_CANCELED. */
+static void
+check_interrupt(uint64_t seed)
+{
+	gj_points	p;
+	gj_grid		g;
+	int32_t    *a;
+	uint8_t    *core;
+	gj_status	s1,
+				s2;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 200000, 2, seed);
+	gj_grid_build(&g, &p, 0.5);
+	a = malloc(sizeof(int32_t) * p.n);
+	core = malloc(p.n);
+	interrupt_now = 1;
+	gj_set_interrupt_hook(interrupt_hook);
+	s1 = gj_cpu_count_within(&g, &p, 0, 2, a);
+	s2 = gj_cpu_dbscan(&g, &p, 5, 2, a, core);
+	gj_set_interrupt_hook(NULL);
+	interrupt_now = 0;
+	result(s1 == GJ_ERR_CANCELED && s2 == GJ_ERR_CANCELED, "interrupt", "uniform", seed,
+		   "a pending interrupt did not cancel");
+	free(a);
+	free(core);
+	gj_grid_free(&g);
+	gj_points_free(&p);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t	base = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261123;
+	uint64_t	seed = base;
+	static const struct
+	{
+		gj_kind		kind;
+		const char *name;
+	}			kinds[] = {
+		{GJ_GEN_UNIFORM, "uniform"},
+		{GJ_GEN_EXPONENTIAL, "skewed"},
+		{GJ_GEN_CLUSTERS, "clusters"},
+		{GJ_GEN_DUPLICATES, "duplicates"},
+		{GJ_GEN_ONE_CELL, "one-cell"},
+		{GJ_GEN_GRID_SNAPPED, "grid-snapped"},
+	};
+	static const int dim_list[] = {1, 2, 3, 5};
+	static const int32_t minpts_list[] = {1, 2, 4, 12};
+
+	printf("test_density: base seed %llu\n", (unsigned long long) base);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (size_t d = 0; d < sizeof(dim_list) / sizeof(dim_list[0]); d++)
+			for (int nb = 0; nb < 2; nb++, seed++)
+			{
+				gj_points	p;
+				int64_t		n = 700;
+				int			dims = dim_list[d];
+				double		eps = gj_gen_typical_eps(kinds[k].kind, n, dims, nb ? 12.0 : 3.0);
+				char		name[64];
+
+				if (kinds[k].kind == GJ_GEN_GRID_SNAPPED)
+					eps = nb ? 1.0 : 0.5;	/* pairs exactly eps apart */
+				snprintf(name, sizeof(name), "%s-%dd-eps%.3g", kinds[k].name, dims, eps);
+				gj_gen_points(&p, kinds[k].kind, n, dims, seed);
+				scramble_ids(&p, seed);
+				check_counts_lists(name, &p, eps, 1 + (int) (seed % 4), seed);
+				for (size_t m = 0; m < sizeof(minpts_list) / sizeof(minpts_list[0]); m++)
+					check_dbscan(name, &p, eps, minpts_list[m], 1 + (int) ((seed + m) % 6), seed);
+				gj_points_free(&p);
+			}
+	/* huge and tiny eps */
+	{
+		gj_points	p;
+
+		gj_gen_points(&p, GJ_GEN_UNIFORM, 400, 2, seed);
+		scramble_ids(&p, seed);
+		check_counts_lists("uniform-huge-eps", &p, 1e6, 3, seed);
+		check_dbscan("uniform-huge-eps", &p, 1e6, 5, 3, seed);
+		check_counts_lists("uniform-tiny-eps", &p, 1e-300, 3, seed);
+		check_dbscan("uniform-tiny-eps", &p, 1e-300, 1, 3, seed);
+		check_dbscan("uniform-tiny-eps", &p, 1e-300, 2, 3, seed);
+		gj_points_free(&p);
+		seed++;
+	}
+	/* the shared boundary sets: lattices exactly eps apart, 3-4-5 triangles */
+	{
+		gj_points	p;
+		const char *name;
+		double		eps[GJ_GEN_MAX_EPS];
+		int			neps;
+
+		for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
+		{
+			scramble_ids(&p, seed);
+			for (int e = 0; e < neps; e++, seed++)
+			{
+				if (p.n > 3000)
+					continue;	/* the oracles are quadratic */
+				check_counts_lists(name, &p, eps[e], 2, seed);
+				check_dbscan(name, &p, eps[e], 2, 2, seed);
+				check_dbscan(name, &p, eps[e], 5, 3, seed);
+			}
+			gj_points_free(&p);
+		}
+	}
+	/* chains of clusters one eps apart: bridges, borders between clusters */
+	for (int minpts = 2; minpts <= 8; minpts += 3, seed++)
+	{
+		gj_points	p;
+
+		gen_chain(&p, 40, 0.5, seed);
+		scramble_ids(&p, seed);
+		check_dbscan("chain", &p, 0.5, minpts, 4, seed);
+		check_counts_lists("chain", &p, 0.5, 4, seed);
+		gj_points_free(&p);
+	}
+	check_interrupt(seed++);
+
+	printf("density: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}

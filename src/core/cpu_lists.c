@@ -1,0 +1,331 @@
+/*
+ * cpu_lists.c
+ *		Neighbour lists (eps_neighbors) on the CPU: every row with the ids and
+ *		distances of the rows within eps of it, ordered by (distance, id).
+ *
+ * Worker threads take blocks of consecutive grid-sorted rows, gather each
+ * row's neighbours from its cell's 3^n neighbourhood into a private buffer,
+ * sort them, and append the finished list to a chunk of lists; the backend
+ * only copies each list into an array.  A list is never split across
+ * chunks; a chunk is handed over when it holds GJ_CHUNK_PAIRS rows or its
+ * entries pass GJ_LIST_CHUNK_ENTRIES (one long list may exceed that alone).
+ * Memory is bounded by the chunk pool, whatever the number of pairs.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gj_core.h"
+
+#define GJ_LIST_BLOCK 256
+#define GJ_LIST_CHUNK_ENTRIES (256 * 1024)
+
+typedef struct nb_entry
+{
+	double		d;
+	int64_t		id;
+} nb_entry;
+
+struct gj_cpu_lists
+{
+	const gj_grid *g;
+	const gj_points *p;
+	gj_pair_queue *q;
+	int			nthreads;
+	pthread_t  *threads;
+	int64_t		next;			/* atomic: next block's first row */
+	int			stop;			/* atomic */
+	gj_status	error;			/* first worker failure (OOM) */
+};
+
+static inline int
+entry_less(const nb_entry *a, const nb_entry *b)
+{
+	return a->d < b->d || (a->d == b->d && a->id < b->id);
+}
+
+/* Sort by (d, id): insertion sort for short runs, else quicksort. */
+static void
+sort_entries(nb_entry *e, int64_t n)
+{
+	while (n > 16)
+	{
+		nb_entry	pivot,
+					t;
+		int64_t		i = 0,
+					j = n - 1,
+					m = n / 2;
+
+		/* median of three as the pivot */
+		if (entry_less(&e[m], &e[0]))
+		{
+			t = e[m]; e[m] = e[0]; e[0] = t;
+		}
+		if (entry_less(&e[j], &e[0]))
+		{
+			t = e[j]; e[j] = e[0]; e[0] = t;
+		}
+		if (entry_less(&e[j], &e[m]))
+		{
+			t = e[j]; e[j] = e[m]; e[m] = t;
+		}
+		pivot = e[m];
+		for (;;)
+		{
+			while (entry_less(&e[i], &pivot))
+				i++;
+			while (entry_less(&pivot, &e[j]))
+				j--;
+			if (i >= j)
+				break;
+			t = e[i]; e[i] = e[j]; e[j] = t;
+			i++;
+			j--;
+		}
+		/* recurse into the smaller part, loop on the larger */
+		if (j + 1 < n - j - 1)
+		{
+			sort_entries(e, j + 1);
+			e += j + 1;
+			n -= j + 1;
+		}
+		else
+		{
+			sort_entries(e + j + 1, n - j - 1);
+			n = j + 1;
+		}
+	}
+	for (int64_t i = 1; i < n; i++)
+	{
+		nb_entry	x = e[i];
+		int64_t		k = i;
+
+		while (k > 0 && entry_less(&x, &e[k - 1]))
+		{
+			e[k] = e[k - 1];
+			k--;
+		}
+		e[k] = x;
+	}
+}
+
+/* Hand over the chunk and take an empty one; 0 once cancelled. */
+static int
+next_chunk(struct gj_cpu_lists *j, gj_chunk **chp)
+{
+	gj_queue_put_full(j->q, *chp);
+	*chp = gj_queue_get_free(j->q);
+	if (*chp == NULL)
+		return 0;
+	(*chp)->off[0] = 0;
+	return 1;
+}
+
+static void
+fail(struct gj_cpu_lists *j, gj_status st)
+{
+	int			zero = 0;
+
+	__atomic_compare_exchange_n((int *) &j->error, &zero, (int) st, 0,
+								__ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	gj_queue_cancel(j->q);
+}
+
+static void *
+lists_worker(void *arg)
+{
+	struct gj_cpu_lists *j = arg;
+	const gj_grid *g = j->g;
+	const gj_points *p = j->p;
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+	int			nn = 0;
+	int64_t		cell = -1;
+	int64_t		bufcap = 1024;
+	nb_entry   *buf = malloc(sizeof(nb_entry) * bufcap);
+	gj_chunk   *ch = gj_queue_get_free(j->q);
+
+	if (buf == NULL)
+		fail(j, GJ_ERR_NOMEM);
+	if (ch != NULL)
+		ch->off[0] = 0;
+	while (ch != NULL && buf != NULL && !__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+	{
+		int64_t		b0 = __atomic_fetch_add(&j->next, GJ_LIST_BLOCK, __ATOMIC_RELAXED);
+		int64_t		b1 = b0 + GJ_LIST_BLOCK < p->n ? b0 + GJ_LIST_BLOCK : p->n;
+
+		if (b0 >= p->n)
+			break;
+		for (int64_t i = b0; i < b1 && ch != NULL; i++)
+		{
+			const double *xi = p->x + i * p->dims;
+			int64_t		n = 0,
+						at;
+
+			if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+				break;
+			if (cell < 0 || i >= g->cell_start[cell + 1])
+			{
+				int64_t		lo = cell < 0 ? 0 : cell + 1,
+							hi = g->ncells;
+
+				/* the last cell starting at or before i */
+				while (hi - lo > 1)
+				{
+					int64_t		mid = (lo + hi) / 2;
+
+					if (g->cell_start[mid] <= i)
+						lo = mid;
+					else
+						hi = mid;
+				}
+				cell = lo;
+				nn = gj_grid_neighbourhood(g, cell, nbr);
+			}
+			for (int k = 0; k < nn; k++)
+			{
+				int64_t		r1 = g->cell_start[nbr[k] + 1];
+
+				for (int64_t r = g->cell_start[nbr[k]]; r < r1; r++)
+				{
+					double		s;
+
+					if (r == i)
+						continue;
+					s = gj_sqdist(xi, p->x + r * p->dims, p->dims);
+					if (s > g->eps2)
+						continue;
+					if (n == bufcap)
+					{
+						nb_entry   *nbuf = realloc(buf, sizeof(nb_entry) * bufcap * 2);
+
+						if (nbuf == NULL)
+						{
+							fail(j, GJ_ERR_NOMEM);
+							goto out;
+						}
+						buf = nbuf;
+						bufcap *= 2;
+					}
+					buf[n].d = sqrt(s);
+					buf[n].id = p->ids[r];
+					n++;
+				}
+			}
+			sort_entries(buf, n);
+
+			/* the list goes whole into a chunk with room for it */
+			if (ch->n == ch->cap ||
+				(ch->n > 0 && ch->off[ch->n] + n > GJ_LIST_CHUNK_ENTRIES))
+			{
+				if (!next_chunk(j, &ch))
+					goto out;
+			}
+			at = ch->off[ch->n];
+			if (!gj_chunk_reserve_list(ch, at + n))
+			{
+				fail(j, GJ_ERR_NOMEM);
+				goto out;
+			}
+			for (int64_t e = 0; e < n; e++)
+			{
+				ch->nb[at + e] = buf[e].id;
+				ch->nd[at + e] = buf[e].d;
+			}
+			ch->a[ch->n] = p->ids[i];
+			ch->n++;
+			ch->off[ch->n] = at + n;
+		}
+		/* a block's rows are consecutive; the next block may not be */
+		cell = -1;
+	}
+out:
+	if (ch != NULL)
+		gj_queue_put_full(j->q, ch);
+	free(buf);
+	gj_queue_producer_done(j->q);
+	return NULL;
+}
+
+gj_status
+gj_cpu_lists_start(const gj_grid *g, const gj_points *p, int nthreads,
+				   gj_cpu_lists **out)
+{
+	struct gj_cpu_lists *j;
+	int64_t		want = (p->n + GJ_LIST_BLOCK - 1) / GJ_LIST_BLOCK;
+
+	*out = NULL;
+	if (nthreads <= 0)
+		nthreads = gj_cpu_count();
+	if (want < nthreads)
+		nthreads = want < 1 ? 1 : (int) want;
+	j = calloc(1, sizeof(struct gj_cpu_lists));
+	if (j == NULL)
+		return GJ_ERR_NOMEM;
+	j->g = g;
+	j->p = p;
+	j->threads = calloc(nthreads, sizeof(pthread_t));
+	j->q = gj_queue_create_lists(2 * nthreads + 2);
+	if (j->threads == NULL || j->q == NULL)
+	{
+		gj_cpu_lists_free(j);
+		return GJ_ERR_NOMEM;
+	}
+	if (p->n == 0)
+	{
+		gj_queue_set_producers(j->q, 0);
+		*out = j;
+		return GJ_OK;
+	}
+	gj_queue_set_producers(j->q, nthreads);
+	j->nthreads = gj_threads_start(j->threads, nthreads, lists_worker, j, 0);
+	if (j->nthreads < nthreads)
+		gj_queue_set_producers(j->q, j->nthreads);
+	if (j->nthreads == 0)
+	{
+		gj_cpu_lists_free(j);
+		return GJ_ERR_THREAD;
+	}
+	*out = j;
+	return GJ_OK;
+}
+
+gj_status
+gj_cpu_lists_next(gj_cpu_lists *j, int timeout_ms, gj_chunk **out)
+{
+	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
+	gj_status	err = (gj_status) __atomic_load_n((int *) &j->error, __ATOMIC_RELAXED);
+
+	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && err != GJ_OK)
+		return err;
+	return st;
+}
+
+void
+gj_cpu_lists_release(gj_cpu_lists *j, gj_chunk *c)
+{
+	gj_queue_release(j->q, c);
+}
+
+double
+gj_cpu_lists_done_ms(gj_cpu_lists *j)
+{
+	return gj_queue_done_ms(j->q);
+}
+
+/* Stop the workers, wait for them and free everything.  NULL is a no-op. */
+void
+gj_cpu_lists_free(gj_cpu_lists *j)
+{
+	if (j == NULL)
+		return;
+	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
+	if (j->q != NULL)
+		gj_queue_cancel(j->q);
+	for (int t = 0; t < j->nthreads; t++)
+		pthread_join(j->threads[t], NULL);
+	gj_queue_destroy(j->q);
+	free(j->threads);
+	free(j);
+}

@@ -1,0 +1,517 @@
+/*
+ * density.c
+ *		Per-row answers about eps neighbourhoods on the CPU: neighbour counts
+ *		and DBSCAN, with memory O(rows) and no pair ever stored.
+ *
+ * Both work on the grid-sorted points in blocks of consecutive rows taken
+ * from an atomic counter by worker threads (rows of a block mostly share a
+ * cell, so each cell's 3^n neighbourhood is looked up once).  The calling
+ * thread waits for the workers, polling the interrupt hook, so a cancel
+ * stops every phase within a few milliseconds.
+ *
+ * DBSCAN, in the order the fast exact codes use (Wang, Gu and Shun; ArborX):
+ *   1. core flags: each row counts its neighbours and stops at minpts;
+ *   2. core rows within eps are linked in a union-find forest (lock-free:
+ *      a root is only ever linked under a smaller row with compare-and-swap,
+ *      so every root is its component's smallest row and no cycle forms);
+ *      each pair is tried from its lower row only, and a pair already in one
+ *      component costs no distance;
+ *   3. every component's smallest core id is found, and each border row
+ *      picks, among the core rows within eps, the component whose smallest
+ *      id is least, which is the lowest-numbered cluster;
+ *   4. gj_dbscan_number numbers components by that smallest id.
+ * Cells of side eps/sqrt(d) (a cell of minpts rows is all core with no
+ * distance computed) are not used: the eps grid is shared with the joins,
+ * and the capped count already stops after minpts hits in dense cells.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gj_core.h"
+
+#define DENSITY_BLOCK 256		/* rows a worker takes at a time */
+
+/* --- blocks of rows on worker threads ------------------------------------ */
+
+typedef void (*block_fn) (void *arg, int64_t r0, int64_t r1, const int *stop);
+
+typedef struct par_run
+{
+	block_fn	fn;
+	void	   *arg;
+	int64_t		n;
+	int64_t		next;			/* atomic */
+	int			stop;			/* atomic */
+	int			active;			/* atomic: workers still running */
+} par_run;
+
+static void *
+par_worker(void *a)
+{
+	par_run    *r = a;
+
+	for (;;)
+	{
+		int64_t		b0 = __atomic_fetch_add(&r->next, DENSITY_BLOCK, __ATOMIC_RELAXED);
+
+		if (b0 >= r->n || __atomic_load_n(&r->stop, __ATOMIC_RELAXED))
+			break;
+		r->fn(r->arg, b0, b0 + DENSITY_BLOCK < r->n ? b0 + DENSITY_BLOCK : r->n, &r->stop);
+	}
+	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * fn over rows [0, n) in blocks on up to nthreads threads; the calling
+ * thread polls the interrupt hook every millisecond until they finish.
+ */
+static gj_status
+par_for(block_fn fn, void *arg, int64_t n, int nthreads)
+{
+	par_run		r;
+	pthread_t  *threads;
+	int			started;
+	struct timespec ms = {0, 1000000L};
+
+	if (n <= 0)
+		return GJ_OK;
+	if (nthreads <= 0)
+		nthreads = gj_cpu_count();
+	if ((n + DENSITY_BLOCK - 1) / DENSITY_BLOCK < nthreads)
+		nthreads = (int) ((n + DENSITY_BLOCK - 1) / DENSITY_BLOCK);
+	memset(&r, 0, sizeof(r));
+	r.fn = fn;
+	r.arg = arg;
+	r.n = n;
+	r.active = nthreads;
+	threads = calloc(nthreads, sizeof(pthread_t));
+	if (threads == NULL)
+		return GJ_ERR_NOMEM;
+	started = gj_threads_start(threads, nthreads, par_worker, &r, 0);
+	if (started < nthreads)
+		__atomic_fetch_sub(&r.active, nthreads - started, __ATOMIC_RELAXED);
+	if (started == 0)
+	{
+		free(threads);
+		return GJ_ERR_THREAD;
+	}
+	while (__atomic_load_n(&r.active, __ATOMIC_ACQUIRE) > 0)
+	{
+		nanosleep(&ms, NULL);
+		if (gj_interrupted())
+			__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+	}
+	for (int t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	free(threads);
+	return r.stop ? GJ_ERR_CANCELED : GJ_OK;
+}
+
+/* The cell of sorted row i, starting the search from a cached cell. */
+static inline int64_t
+cell_of_row(const gj_grid *g, int64_t i, int64_t cached)
+{
+	int64_t		lo = 0,
+				hi = g->ncells;
+
+	if (cached >= 0 && i >= g->cell_start[cached] && i < g->cell_start[cached + 1])
+		return cached;
+	if (cached >= 0 && cached + 1 < g->ncells && i >= g->cell_start[cached + 1] &&
+		i < g->cell_start[cached + 2])
+		return cached + 1;
+	while (hi - lo > 1)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (g->cell_start[mid] <= i)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A worker's view of its current cell and that cell's neighbourhood. */
+typedef struct nbhd
+{
+	int64_t		cell;
+	int			nn;
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+} nbhd;
+
+static inline void
+nbhd_at(const gj_grid *g, nbhd *h, int64_t i)
+{
+	int64_t		c = cell_of_row(g, i, h->cell);
+
+	if (c != h->cell)
+	{
+		h->cell = c;
+		h->nn = gj_grid_neighbourhood(g, c, h->nbr);
+	}
+}
+
+/* --- counts -------------------------------------------------------------- */
+
+typedef struct count_ctx
+{
+	const gj_grid *g;
+	const gj_points *p;
+	int32_t		cap;			/* INT32_MAX: no cap */
+	int32_t    *counts;
+} count_ctx;
+
+/* Rows within eps of row i, itself included, stopping at cap. */
+static inline int32_t
+count_row(const gj_grid *g, const gj_points *p, const nbhd *h, int64_t i,
+		  int32_t cap)
+{
+	const double *xi = p->x + i * p->dims;
+	int32_t		n = 0;
+
+	for (int k = 0; k < h->nn; k++)
+	{
+		int64_t		r1 = g->cell_start[h->nbr[k] + 1];
+
+		for (int64_t r = g->cell_start[h->nbr[k]]; r < r1; r++)
+			if (gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2 && ++n >= cap)
+				return n;
+	}
+	return n;
+}
+
+static void
+count_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	count_ctx  *c = arg;
+	nbhd		h;
+
+	h.cell = -1;
+	for (int64_t i = r0; i < r1; i++)
+	{
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		nbhd_at(c->g, &h, i);
+		c->counts[i] = count_row(c->g, c->p, &h, i, c->cap);
+	}
+}
+
+gj_status
+gj_cpu_count_within(const gj_grid *g, const gj_points *p, int32_t cap,
+					int nthreads, int32_t *counts)
+{
+	count_ctx	c;
+
+	c.g = g;
+	c.p = p;
+	c.cap = cap > 0 ? cap : INT32_MAX;
+	c.counts = counts;
+	return par_for(count_block, &c, p->n, nthreads);
+}
+
+/* --- DBSCAN -------------------------------------------------------------- */
+
+typedef struct dbscan_ctx
+{
+	const gj_grid *g;
+	const gj_points *p;
+	int32_t		minpts;
+	int32_t    *parent;			/* union-find over rows; root[] at the end */
+	uint8_t    *core;
+	int64_t    *minid;			/* per root: the smallest id of its core rows */
+} dbscan_ctx;
+
+/* The root of x, halving the path on the way (benign races: any ancestor). */
+static inline int32_t
+uf_find(int32_t *parent, int32_t x)
+{
+	for (;;)
+	{
+		int32_t		p = __atomic_load_n(&parent[x], __ATOMIC_RELAXED);
+		int32_t		gp;
+
+		if (p == x)
+			return x;
+		gp = __atomic_load_n(&parent[p], __ATOMIC_RELAXED);
+		if (gp != p)
+			__atomic_compare_exchange_n(&parent[x], &p, gp, 0, __ATOMIC_RELAXED,
+										__ATOMIC_RELAXED);
+		x = gp;
+	}
+}
+
+/* Link the components of a and b: the larger root goes under the smaller. */
+static inline void
+uf_union(int32_t *parent, int32_t a, int32_t b)
+{
+	for (;;)
+	{
+		int32_t		expect;
+
+		a = uf_find(parent, a);
+		b = uf_find(parent, b);
+		if (a == b)
+			return;
+		if (a > b)
+		{
+			int32_t		t = a;
+
+			a = b;
+			b = t;
+		}
+		expect = b;
+		if (__atomic_compare_exchange_n(&parent[b], &expect, a, 0,
+										__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static void
+core_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	dbscan_ctx *c = arg;
+	nbhd		h;
+
+	h.cell = -1;
+	for (int64_t i = r0; i < r1; i++)
+	{
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		nbhd_at(c->g, &h, i);
+		c->core[i] = count_row(c->g, c->p, &h, i, c->minpts) >= c->minpts;
+		c->parent[i] = (int32_t) i;
+	}
+}
+
+/* Core row i with every core row r > i within eps. */
+static void
+link_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	dbscan_ctx *c = arg;
+	const gj_grid *g = c->g;
+	const gj_points *p = c->p;
+	nbhd		h;
+
+	h.cell = -1;
+	for (int64_t i = r0; i < r1; i++)
+	{
+		const double *xi = p->x + i * p->dims;
+
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		if (!c->core[i])
+			continue;
+		nbhd_at(g, &h, i);
+		for (int k = 0; k < h.nn; k++)
+		{
+			int64_t		r1c = g->cell_start[h.nbr[k] + 1];
+			int64_t		r = g->cell_start[h.nbr[k]];
+
+			if (r1c <= i + 1)
+				continue;		/* a cell wholly before i */
+			if (r <= i)
+				r = i + 1;
+			for (; r < r1c; r++)
+			{
+				if (!c->core[r] ||
+					uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) r))
+					continue;
+				if (gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2)
+					uf_union(c->parent, (int32_t) i, (int32_t) r);
+			}
+		}
+	}
+}
+
+/* Final roots of core rows; -1 for the rest until the border pass. */
+static void
+flatten_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	dbscan_ctx *c = arg;
+
+	(void) stop;
+	for (int64_t i = r0; i < r1; i++)
+		if (c->core[i])
+		{
+			int32_t		root = uf_find(c->parent, (int32_t) i);
+			int64_t		id = c->p->ids[i];
+			int64_t		cur = __atomic_load_n(&c->minid[root], __ATOMIC_RELAXED);
+
+			while (id < cur &&
+				   !__atomic_compare_exchange_n(&c->minid[root], &cur, id, 1,
+												__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				;
+		}
+}
+
+/*
+ * Border rows: the cluster (root) with the least smallest id among the core
+ * rows within eps; -1 (noise) when there is none.  Core rows get their root.
+ * Reads the forest only, writes only row i's slot of out.
+ */
+typedef struct border_ctx
+{
+	dbscan_ctx *d;
+	int32_t    *out;
+} border_ctx;
+
+static void
+border_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	border_ctx *b = arg;
+	dbscan_ctx *c = b->d;
+	const gj_grid *g = c->g;
+	const gj_points *p = c->p;
+	nbhd		h;
+
+	h.cell = -1;
+	for (int64_t i = r0; i < r1; i++)
+	{
+		const double *xi = p->x + i * p->dims;
+		int32_t		best = -1;
+
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		if (c->core[i])
+		{
+			b->out[i] = uf_find(c->parent, (int32_t) i);
+			continue;
+		}
+		nbhd_at(g, &h, i);
+		for (int k = 0; k < h.nn; k++)
+		{
+			int64_t		r1c = g->cell_start[h.nbr[k] + 1];
+
+			for (int64_t r = g->cell_start[h.nbr[k]]; r < r1c; r++)
+			{
+				int32_t		root;
+
+				if (!c->core[r] ||
+					gj_sqdist(xi, p->x + r * p->dims, p->dims) > g->eps2)
+					continue;
+				root = uf_find(c->parent, (int32_t) r);
+				if (best < 0 || c->minid[root] < c->minid[best])
+					best = root;
+			}
+		}
+		b->out[i] = best;
+	}
+}
+
+gj_status
+gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
+			  int nthreads, int32_t *root, uint8_t *core)
+{
+	dbscan_ctx	c;
+	border_ctx	b;
+	gj_status	st;
+
+	if (minpts < 1)
+		return GJ_ERR_ARG;
+	if (p->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	memset(&c, 0, sizeof(c));
+	c.g = g;
+	c.p = p;
+	c.minpts = minpts;
+	c.core = core;
+	c.parent = malloc(sizeof(int32_t) * (p->n + 1));
+	c.minid = malloc(sizeof(int64_t) * (p->n + 1));
+	if (c.parent == NULL || c.minid == NULL)
+	{
+		free(c.parent);
+		free(c.minid);
+		return GJ_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < p->n; i++)
+		c.minid[i] = INT64_MAX;
+	b.d = &c;
+	b.out = root;
+	st = par_for(core_block, &c, p->n, nthreads);
+	if (st == GJ_OK)
+		st = par_for(link_block, &c, p->n, nthreads);
+	if (st == GJ_OK)
+		st = par_for(flatten_block, &c, p->n, nthreads);
+	if (st == GJ_OK)
+		st = par_for(border_block, &b, p->n, nthreads);
+	free(c.parent);
+	free(c.minid);
+	return st;
+}
+
+/* --- numbering ----------------------------------------------------------- */
+
+typedef struct root_key
+{
+	int64_t		minid;
+	int32_t		root;
+} root_key;
+
+static int
+cmp_root_key(const void *a, const void *b)
+{
+	const root_key *x = a,
+			   *y = b;
+
+	return x->minid < y->minid ? -1 : x->minid > y->minid;
+}
+
+/*
+ * root[i] (a representative row, or -1) becomes the cluster number: the
+ * rank of the smallest core id of the representative's cluster.
+ */
+gj_status
+gj_dbscan_number(const gj_points *p, int32_t *root, const uint8_t *core,
+				 int64_t *nclusters)
+{
+	int64_t    *minid = malloc(sizeof(int64_t) * (p->n + 1));
+	int32_t    *num;
+	root_key   *keys;
+	int64_t		nk = 0;
+
+	*nclusters = 0;
+	if (minid == NULL)
+		return GJ_ERR_NOMEM;
+	for (int64_t i = 0; i < p->n; i++)
+		minid[i] = INT64_MAX;
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		if (core[i] && p->ids[i] < minid[root[i]])
+			minid[root[i]] = p->ids[i];
+		if (core[i] && root[i] == i)
+			nk++;
+		if ((i & 0xfffff) == 0 && gj_interrupted())
+		{
+			free(minid);
+			return GJ_ERR_CANCELED;
+		}
+	}
+	keys = malloc(sizeof(root_key) * (nk + 1));
+	if (keys == NULL)
+	{
+		free(minid);
+		return GJ_ERR_NOMEM;
+	}
+	nk = 0;
+	for (int64_t i = 0; i < p->n; i++)
+		if (core[i] && root[i] == i)
+		{
+			keys[nk].minid = minid[i];
+			keys[nk].root = (int32_t) i;
+			nk++;
+		}
+	qsort(keys, nk, sizeof(root_key), cmp_root_key);
+	/* reuse minid as the number of each root */
+	num = (int32_t *) minid;
+	for (int64_t k = 0; k < nk; k++)
+		num[keys[k].root] = (int32_t) k;
+	for (int64_t i = 0; i < p->n; i++)
+		if (root[i] >= 0)
+			root[i] = num[root[i]];
+	free(keys);
+	free(minid);
+	*nclusters = nk;
+	return GJ_OK;
+}
