@@ -6,7 +6,7 @@
 #   make demo        build, install and run a sample join on a throwaway cluster
 
 EXTENSION = gpujoin
-EXTVERSION = 0.2
+EXTVERSION = 0.3
 
 MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
@@ -19,12 +19,13 @@ OBJS = src/gpujoin.o src/input.o src/resources.o src/job.o src/functions.o \
 # The install script of this version, built from sql/gpujoin.sql; the
 # upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
-DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql
+DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
+	sql/$(EXTENSION)--0.2--0.3.sql
 EXTRA_CLEAN = regress/test_core regress/test_probe regress/test_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade
+	readonly upgrade clustering clustering_postgis
 REGRESS_OPTS = --inputdir=$(srcdir)
 
 # No FMA contraction anywhere: distances must round identically everywhere.
@@ -40,7 +41,8 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
 	--fmad=false $(CUDA_ARCH)
-OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o
+OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o \
+	kernels/density.o
 SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 OBJS += kernels/nocuda.o
@@ -94,7 +96,7 @@ regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(C
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
 
 # GPU check and GPU benchmark (need nvcc to build, a GPU to run).
-KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o
+KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o kernels/density.o
 GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
 regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \

@@ -124,6 +124,32 @@ extern const char *gj_gpu_knn_error(const gj_gpu_knn *j);
 extern void gj_gpu_knn_free(gj_gpu_knn *j);
 
 /*
+ * Per-row answers on the GPU, synchronous, results in p's order (p is not
+ * reordered): gj_gpu_count_within as gj_cpu_count_within (counts itself
+ * included, capped at cap > 0), gj_gpu_dbscan as gj_cpu_dbscan (core flags
+ * and representatives for gj_dbscan_number).  The calling thread waits,
+ * polling the interrupt hook; a cancel raises the device stop word.
+ * GJ_ERR_DEVICE_OOM: the index does not fit, run the CPU engine.
+ */
+typedef struct gj_gpu_density_info
+{
+	double		upload_ms;		/* points to the device */
+	double		index_ms;		/* upload + grid index on the device */
+	double		kernel_ms;		/* counting, linking, border kernels */
+	double		download_ms;	/* results back */
+	int64_t		launches;
+} gj_gpu_density_info;
+
+extern gj_status gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
+									 const gj_gpu_options *opt, int32_t *counts,
+									 gj_gpu_density_info *info,
+									 char *err, size_t errlen);
+extern gj_status gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
+							   const gj_gpu_options *opt, int32_t *root,
+							   uint8_t *core, gj_gpu_density_info *info,
+							   char *err, size_t errlen);
+
+/*
  * Result buffers (device and pinned host) are kept for the process's next
  * join; this frees them.
  */

@@ -138,3 +138,34 @@ gj_gpu_knn_free(gj_gpu_knn *j)
 {
 	(void) j;
 }
+
+gj_status
+gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
+					const gj_gpu_options *opt, int32_t *counts,
+					gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	(void) p;
+	(void) eps;
+	(void) cap;
+	(void) opt;
+	(void) counts;
+	memset(info, 0, sizeof(*info));
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+gj_status
+gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
+			  const gj_gpu_options *opt, int32_t *root, uint8_t *core,
+			  gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	(void) p;
+	(void) eps;
+	(void) minpts;
+	(void) opt;
+	(void) root;
+	(void) core;
+	memset(info, 0, sizeof(*info));
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}

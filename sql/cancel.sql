@@ -39,6 +39,11 @@ SET statement_timeout = '300ms';
 SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_selfjoin_sql('SELECT a.id, a.x, b.x FROM big a, big b', 1)$$, 1.3);
 SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_selfjoin('big', '{x,y}', 1.0) WHERE a = ANY (ARRAY(SELECT generate_series(1, 100000)::bigint))$$, 1.3);
 SELECT pg_temp.cancel_within($$SELECT a FROM eps_selfjoin('big', '{x,y}', 1.0) ORDER BY dist LIMIT 1$$, 1.3);
+-- per-row functions over the one cell: counting 4e10 distances, linking
+-- DBSCAN's 2e10 pairs of core rows, sorting 200000 lists of 200000
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_neighbor_counts('big', '{x,y}', 1.0)$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM dbscan('big', '{x,y}', 1.0, 5)$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_neighbors('big', '{x,y}', 1.0)$$, 1.3);
 RESET statement_timeout;
 SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
 

@@ -1,5 +1,5 @@
--- 0.1 -> 0.2: ALTER EXTENSION UPDATE adds the support function; the result
--- is the same catalog as a fresh 0.2 install.
+-- 0.1 -> 0.2 -> 0.3: ALTER EXTENSION UPDATE adds the support function, then the
+-- per-row functions; the result is the same catalog as a fresh install.
 CREATE FUNCTION pg_temp.catalog() RETURNS TABLE (proname name, has_support boolean)
 LANGUAGE sql AS $$
     SELECT p.proname, p.prosupport <> 0

@@ -542,6 +542,8 @@ PlannedEngine(GjScanState *st)
 	if (st->filter_expr != NULL &&
 		(st->fn == GJ_FN_EPS_SELFJOIN || st->fn == GJ_FN_EPS_SELFJOIN_SQL))
 		return "cpu (restricted)";
+	if (GjFunctionShape(st->fn) == GJ_SHAPE_LISTS)
+		return "cpu";			/* neighbour lists have no GPU engine yet */
 	if (gj_device_guc == GJ_DEVICE_CPU ||
 		(st->filter_expr != NULL &&
 		 (st->fn == GJ_FN_KNN_SELFJOIN || st->fn == GJ_FN_KNN_SELFJOIN_SQL)))

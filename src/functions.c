@@ -32,15 +32,21 @@ static const struct
 	GjFunction	fn;
 	const char *symbol;
 	int			nargs;
-	bool		is_knn;
+	GjShape		shape;
 }			functions[] =
 {
-	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 5, false},
-	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 3, false},
-	{GJ_FN_KNN_JOIN, "knn_join", 7, true},
-	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 4, true},
-	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 3, true},
-	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 2, true},
+	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 5, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 3, GJ_SHAPE_PAIRS},
+	{GJ_FN_KNN_JOIN, "knn_join", 7, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 4, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 3, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 2, GJ_SHAPE_KNN},
+	{GJ_FN_NEIGHBOR_COUNTS, "eps_neighbor_counts", 4, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 2, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBORS, "eps_neighbors", 4, GJ_SHAPE_LISTS},
+	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 2, GJ_SHAPE_LISTS},
+	{GJ_FN_DBSCAN, "dbscan", 5, GJ_SHAPE_DBSCAN},
+	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 3, GJ_SHAPE_DBSCAN},
 };
 
 /*
@@ -86,12 +92,31 @@ GjLookupFunction(Oid funcid)
 	return fn;
 }
 
-int
-GjOutputColumns(GjFunction fn)
+GjShape
+GjFunctionShape(GjFunction fn)
 {
 	for (int i = 0; i < lengthof(functions); i++)
 		if (functions[i].fn == fn)
-			return functions[i].is_knn ? 4 : 3;
+			return functions[i].shape;
+	return GJ_SHAPE_PAIRS;
+}
+
+int
+GjOutputColumns(GjFunction fn)
+{
+	if (fn == GJ_FN_NONE)
+		return 0;
+	switch (GjFunctionShape(fn))
+	{
+		case GJ_SHAPE_PAIRS:
+		case GJ_SHAPE_LISTS:
+		case GJ_SHAPE_DBSCAN:
+			return 3;
+		case GJ_SHAPE_KNN:
+			return 4;
+		case GJ_SHAPE_COUNTS:
+			return 2;
+	}
 	return 0;
 }
 
@@ -113,7 +138,8 @@ GjFilterableColumn(GjFunction fn, int column)
 		case GJ_FN_KNN_JOIN_SQL:
 		case GJ_FN_KNN_SELFJOIN_SQL:
 			return column == 0;
-		case GJ_FN_NONE:
+		default:
+			/* per-row shapes: a row's answer needs every row */
 			break;
 	}
 	return false;
@@ -135,6 +161,15 @@ CheckEps(double eps)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("eps must be a positive finite number, not %g", eps)));
+}
+
+static inline void
+CheckMinpts(int32 minpts)
+{
+	if (minpts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("minpts must be at least 1, not %d", minpts)));
 }
 
 static inline void
@@ -179,7 +214,8 @@ GjJobSpecFromArgs(GjFunction fn, const Datum *values, const bool *nulls,
 		if (functions[i].fn == fn)
 		{
 			spec->fname = functions[i].symbol;
-			spec->is_knn = functions[i].is_knn;
+			spec->shape = functions[i].shape;
+			spec->is_knn = functions[i].shape == GJ_SHAPE_KNN;
 			if (nargs != functions[i].nargs)
 				elog(ERROR, "%s: expected %d arguments, got %d",
 					 spec->fname, functions[i].nargs, nargs);
@@ -251,6 +287,48 @@ GjJobSpecFromArgs(GjFunction fn, const Datum *values, const bool *nulls,
 			CheckK(spec->k);
 			QueryInput(&spec->input, spec->fname, values[0]);
 			break;
+		case GJ_FN_NEIGHBOR_COUNTS:
+		case GJ_FN_NEIGHBORS:
+			/* (tbl, cols, eps, id_col) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "eps");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 3);
+			break;
+		case GJ_FN_NEIGHBOR_COUNTS_SQL:
+		case GJ_FN_NEIGHBORS_SQL:
+			/* (query, eps) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "eps");
+			spec->eps = DatumGetFloat8(values[1]);
+			CheckEps(spec->eps);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_DBSCAN:
+			/* (tbl, cols, eps, minpts, id_col) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "eps");
+			CheckNotNull(nulls, 3, "minpts");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			spec->minpts = DatumGetInt32(values[3]);
+			CheckMinpts(spec->minpts);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 4);
+			break;
+		case GJ_FN_DBSCAN_SQL:
+			/* (query, eps, minpts) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "eps");
+			CheckNotNull(nulls, 2, "minpts");
+			spec->eps = DatumGetFloat8(values[1]);
+			CheckEps(spec->eps);
+			spec->minpts = DatumGetInt32(values[2]);
+			CheckMinpts(spec->minpts);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
 		case GJ_FN_NONE:
 			break;
 	}
@@ -262,7 +340,7 @@ RunMaterialized(FunctionCallInfo fcinfo, GjFunction fn)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Datum		values[4];
-	bool		nulls[4];
+	bool		nulls[4] = {false, false, false, false};
 	Datum		args[FUNC_MAX_ARGS];
 	bool		argnulls[FUNC_MAX_ARGS];
 	GjJobSpec	spec;
@@ -295,6 +373,12 @@ PG_FUNCTION_INFO_V1(knn_join);
 PG_FUNCTION_INFO_V1(knn_selfjoin);
 PG_FUNCTION_INFO_V1(knn_join_sql);
 PG_FUNCTION_INFO_V1(knn_selfjoin_sql);
+PG_FUNCTION_INFO_V1(eps_neighbor_counts);
+PG_FUNCTION_INFO_V1(eps_neighbor_counts_sql);
+PG_FUNCTION_INFO_V1(eps_neighbors);
+PG_FUNCTION_INFO_V1(eps_neighbors_sql);
+PG_FUNCTION_INFO_V1(dbscan);
+PG_FUNCTION_INFO_V1(dbscan_sql);
 
 /* eps_selfjoin(tbl regclass, cols text[], eps, id_col, symmetric) */
 Datum
@@ -336,4 +420,46 @@ Datum
 knn_selfjoin_sql(PG_FUNCTION_ARGS)
 {
 	return RunMaterialized(fcinfo, GJ_FN_KNN_SELFJOIN_SQL);
+}
+
+/* eps_neighbor_counts(tbl, cols, eps, id_col) */
+Datum
+eps_neighbor_counts(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_NEIGHBOR_COUNTS);
+}
+
+/* eps_neighbor_counts_sql(query, eps) */
+Datum
+eps_neighbor_counts_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_NEIGHBOR_COUNTS_SQL);
+}
+
+/* eps_neighbors(tbl, cols, eps, id_col) */
+Datum
+eps_neighbors(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_NEIGHBORS);
+}
+
+/* eps_neighbors_sql(query, eps) */
+Datum
+eps_neighbors_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_NEIGHBORS_SQL);
+}
+
+/* dbscan(tbl, cols, eps, minpts, id_col) */
+Datum
+dbscan(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_DBSCAN);
+}
+
+/* dbscan_sql(query, eps, minpts) */
+Datum
+dbscan_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_DBSCAN_SQL);
 }

@@ -22,7 +22,7 @@
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.2"
+#define GPUJOIN_VERSION "0.3"
 
 /* gpujoin.device */
 typedef enum GjDevice
@@ -74,6 +74,9 @@ typedef struct GjResources
 	gj_cpu_probe *probe;
 	gj_cpu_knn *cpu_knn;
 	struct gj_gpu_knn *gpu_knn;
+	gj_cpu_lists *lists;
+	int32_t    *rowval;			/* per-row shapes: count or cluster, by row */
+	uint8_t    *rowflag;		/* dbscan: is_core, by row */
 } GjResources;
 
 extern GjResources *GjResourcesCreate(MemoryContext parent);
@@ -123,8 +126,28 @@ typedef enum GjFunction
 	GJ_FN_KNN_JOIN,
 	GJ_FN_KNN_SELFJOIN,
 	GJ_FN_KNN_JOIN_SQL,
-	GJ_FN_KNN_SELFJOIN_SQL
+	GJ_FN_KNN_SELFJOIN_SQL,
+	GJ_FN_NEIGHBOR_COUNTS,
+	GJ_FN_NEIGHBOR_COUNTS_SQL,
+	GJ_FN_NEIGHBORS,
+	GJ_FN_NEIGHBORS_SQL,
+	GJ_FN_DBSCAN,
+	GJ_FN_DBSCAN_SQL
 } GjFunction;
+
+/*
+ * What a function's rows are.  Pairs and kNN entries are rows of a join;
+ * the other shapes are one row per input row, computed without storing a
+ * pair: neighbour counts, neighbour lists (arrays), DBSCAN labels.
+ */
+typedef enum GjShape
+{
+	GJ_SHAPE_PAIRS,				/* (a, b, dist) */
+	GJ_SHAPE_KNN,				/* (q, r, rank, dist) */
+	GJ_SHAPE_COUNTS,			/* (id, n) */
+	GJ_SHAPE_LISTS,				/* (id, neighbors int8[], dists float8[]) */
+	GJ_SHAPE_DBSCAN				/* (id, cluster, is_core) */
+} GjShape;
 
 /* Which gpujoin function funcid is (GJ_FN_NONE for any other). */
 extern GjFunction GjLookupFunction(Oid funcid);
@@ -137,13 +160,15 @@ typedef struct GjJobSpec
 {
 	GjFunction	fn;
 	const char *fname;
-	bool		is_knn;
+	GjShape		shape;
+	bool		is_knn;			/* shape == GJ_SHAPE_KNN */
 	GjInputSpec input;			/* the rows (kNN: the references) */
 	GjInputSpec query;			/* knn_join: the query rows */
 	bool		has_query;
 	double		eps;
 	bool		symmetric;
 	int32		k;
+	int32		minpts;			/* dbscan */
 
 	/*
 	 * Only the output rows whose id column filter_column (0: the first, 1:
@@ -163,7 +188,8 @@ typedef struct GjJobSpec
 extern void GjJobSpecFromArgs(GjFunction fn, const Datum *values,
 							  const bool *nulls, int nargs, GjJobSpec *spec);
 
-/* Columns of the function's output row: 3 for pairs, 4 for kNN. */
+/* The shape of the function's rows, and how many columns they have. */
+extern GjShape GjFunctionShape(GjFunction fn);
 extern int	GjOutputColumns(GjFunction fn);
 
 /* Which output column (0 or 1) can restrict the query side, or -1. */

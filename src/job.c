@@ -34,7 +34,9 @@
 
 #include <math.h>
 
+#include "catalog/pg_type_d.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/memutils.h"
 
 #include "gpujoin.h"
@@ -54,7 +56,9 @@ typedef enum GjRunning
 	RUN_GPU_SELFJOIN,
 	RUN_PROBE,
 	RUN_CPU_KNN,
-	RUN_GPU_KNN
+	RUN_GPU_KNN,
+	RUN_ROWS,					/* per-row answers computed: hand them out */
+	RUN_CPU_LISTS
 } GjRunning;
 
 struct GjJob
@@ -65,6 +69,9 @@ struct GjJob
 	GjRunning	running;
 	const gj_points *qs;		/* kNN: the query points */
 	gj_knn_options kopt;
+
+	MemoryContext rowcxt;		/* arrays of the row last handed out */
+	int64		nclusters;		/* dbscan */
 
 	gj_chunk   *chunk;			/* the chunk being handed out */
 	int			pos;
@@ -328,6 +335,106 @@ StartGpuKnn(GjJob *job)
 	return true;
 }
 
+/*
+ * Per-row shapes.  Counts and DBSCAN compute every row's answer first
+ * (memory O(rows), no pair stored), then hand rows out; neighbour lists
+ * stream from the CPU engine's chunks.
+ */
+static void
+EnsureGrid(GjJob *job)
+{
+	GjResources *res = job->res;
+
+	if (!res->have_grid)
+	{
+		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps),
+					"building the grid index");
+		res->have_grid = true;
+	}
+}
+
+/* The GPU's per-row answers into res->rowval/rowflag; false: use the CPU. */
+static bool
+GpuRows(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_gpu_options opt;
+	gj_gpu_density_info gi;
+	char		err[256];
+	gj_status	st;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	if (job->spec.shape == GJ_SHAPE_COUNTS)
+		st = gj_gpu_count_within(&res->points, job->spec.eps, 0, &opt,
+								 res->rowval, &gi, err, sizeof(err));
+	else
+		st = gj_gpu_dbscan(&res->points, job->spec.eps, job->spec.minpts, &opt,
+						   res->rowval, res->rowflag, &gi, err, sizeof(err));
+	if (st != GJ_OK)
+		return GpuStartFailed(job, st, err);
+	job->stats.index_ms += gi.index_ms;
+	job->stats.batches = gi.launches;
+	job->stats.engine = "gpu";
+	return true;
+}
+
+static void
+StartRows(GjJob *job, bool allow_gpu)
+{
+	GjResources *res = job->res;
+	int64		n = res->points.n;
+	double		t0 = gj_now_ms();
+	bool		done = false;
+
+	if (job->spec.shape == GJ_SHAPE_LISTS)
+	{
+		EnsureGrid(job);
+		job->stats.index_ms += gj_now_ms() - t0;
+		job->t_engine = gj_now_ms();
+		CheckStatus(gj_cpu_lists_start(&res->grid, &res->points, GjCpuThreads(),
+									   &res->lists), job->spec.fname);
+		job->stats.engine = "cpu";
+		job->stats.threads = GjCpuThreads();
+		job->running = RUN_CPU_LISTS;
+		return;
+	}
+
+	if (res->rowval == NULL)
+	{
+		res->rowval = malloc(sizeof(int32_t) * (n + 1));
+		res->rowflag = malloc(n + 1);
+		if (res->rowval == NULL || res->rowflag == NULL)
+			GjCheckStatus(GJ_ERR_NOMEM, job->spec.fname);
+	}
+	job->t_engine = gj_now_ms();
+	if (allow_gpu && GjChooseEngine(n) == GJ_ENGINE_GPU)
+		done = GpuRows(job);
+	if (!done)
+	{
+		EnsureGrid(job);
+		job->stats.index_ms += gj_now_ms() - t0;
+		job->t_engine = gj_now_ms();
+		if (job->spec.shape == GJ_SHAPE_COUNTS)
+			CheckStatus(gj_cpu_count_within(&res->grid, &res->points, 0,
+											GjCpuThreads(), res->rowval),
+						job->spec.fname);
+		else
+			CheckStatus(gj_cpu_dbscan(&res->grid, &res->points, job->spec.minpts,
+									  GjCpuThreads(), res->rowval, res->rowflag),
+						job->spec.fname);
+		job->stats.engine = "cpu";
+		job->stats.threads = GjCpuThreads();
+	}
+	if (job->spec.shape == GJ_SHAPE_DBSCAN)
+		CheckStatus(gj_dbscan_number(&res->points, res->rowval, res->rowflag,
+									 &job->nclusters), job->spec.fname);
+	job->stats.join_ms += gj_now_ms() - job->t_engine;
+	job->t_engine = gj_now_ms();
+	job->pos = 0;
+	job->running = RUN_ROWS;
+}
+
 /* Start whichever engine the spec and the settings call for. */
 static void
 StartEngine(GjJob *job, bool allow_gpu)
@@ -337,6 +444,11 @@ StartEngine(GjJob *job, bool allow_gpu)
 	job->rows_this_run = 0;
 	job->chunk = NULL;
 	job->second = false;
+	if (job->spec.shape != GJ_SHAPE_PAIRS && job->spec.shape != GJ_SHAPE_KNN)
+	{
+		StartRows(job, allow_gpu);
+		return;
+	}
 	if (!job->spec.is_knn)
 	{
 		job->twice = job->spec.symmetric;
@@ -395,7 +507,17 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	job->t_progress = gj_now_ms();
 
 	old = MemoryContextSwitchTo(res->cxt);
+	job->rowcxt = AllocSetContextCreate(res->cxt, "gpujoin row", ALLOCSET_DEFAULT_SIZES);
 	GjReadPoints(&spec->input, &res->points, &job->stats.read);
+	if (spec->shape != GJ_SHAPE_PAIRS && spec->shape != GJ_SHAPE_KNN)
+	{
+		if (res->points.n == 0)
+			job->done = true;
+		else
+			StartEngine(job, true);
+		MemoryContextSwitchTo(old);
+		return job;
+	}
 	if (!spec->is_knn)
 	{
 		if (res->points.n < 2 ||
@@ -459,6 +581,9 @@ EngineNext(GjJob *job, gj_chunk **c)
 			return gj_cpu_knn_next(res->cpu_knn, GJ_WAIT_MS, c);
 		case RUN_GPU_KNN:
 			return gj_gpu_knn_next(res->gpu_knn, GJ_WAIT_MS, c);
+		case RUN_CPU_LISTS:
+			return gj_cpu_lists_next(res->lists, GJ_WAIT_MS, c);
+		case RUN_ROWS:
 		case RUN_NONE:
 			break;
 	}
@@ -487,6 +612,10 @@ EngineRelease(GjJob *job, gj_chunk *c)
 		case RUN_GPU_KNN:
 			gj_gpu_knn_release(res->gpu_knn, c);
 			break;
+		case RUN_CPU_LISTS:
+			gj_cpu_lists_release(res->lists, c);
+			break;
+		case RUN_ROWS:
 		case RUN_NONE:
 			break;
 	}
@@ -522,6 +651,9 @@ EngineDoneMs(GjJob *job)
 				job->stats.batches = gi.batches;
 				return gi.done_ms;
 			}
+		case RUN_CPU_LISTS:
+			return gj_cpu_lists_done_ms(res->lists);
+		case RUN_ROWS:
 		case RUN_NONE:
 			break;
 	}
@@ -605,6 +737,103 @@ NextChunk(GjJob *job, bool *restarted)
 	}
 }
 
+/* A one-dimensional array of n 8-byte values, copied as one block. */
+static Datum
+MakeArray8(const void *data, int64 n, Oid elemtype)
+{
+	Size		nbytes;
+	ArrayType  *a;
+
+	if (n == 0)
+		return PointerGetDatum(construct_empty_array(elemtype));
+	if (n > MaxAllocSize / 8 - 64)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a row has %lld neighbours, more than an array can hold",
+						(long long) n)));
+	nbytes = ARR_OVERHEAD_NONULLS(1) + (Size) n * 8;
+	a = (ArrayType *) palloc(nbytes);
+	SET_VARSIZE(a, nbytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = elemtype;
+	ARR_DIMS(a)[0] = (int) n;
+	ARR_LBOUND(a)[0] = 1;
+	memcpy(ARR_DATA_PTR(a), data, (Size) n * 8);
+	return PointerGetDatum(a);
+}
+
+/* The next row of a per-row shape; false when there are no more. */
+static bool
+NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
+{
+	GjResources *res = job->res;
+
+	if (job->running == RUN_ROWS)
+	{
+		int64		i = job->pos;
+
+		if (i >= res->points.n)
+		{
+			job->done = true;
+			job->stats.emit_ms = gj_now_ms() - job->t_engine;
+			return false;
+		}
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+		values[0] = Int64GetDatum(res->points.ids[i]);
+		nulls[0] = false;
+		if (job->spec.shape == GJ_SHAPE_COUNTS)
+		{
+			values[1] = Int64GetDatum((int64) res->rowval[i] - 1);	/* not itself */
+			nulls[1] = false;
+		}
+		else
+		{
+			values[1] = Int32GetDatum(res->rowval[i]);
+			nulls[1] = res->rowval[i] < 0;	/* noise */
+			values[2] = BoolGetDatum(res->rowflag[i] != 0);
+			nulls[2] = false;
+		}
+		job->pos++;
+		job->stats.rows_out++;
+		return true;
+	}
+
+	/* neighbour lists, chunk by chunk */
+	for (;;)
+	{
+		gj_chunk   *c = job->chunk;
+		MemoryContext old;
+		int			i;
+
+		if (c != NULL && job->pos < c->n)
+		{
+			i = job->pos++;
+			MemoryContextReset(job->rowcxt);
+			old = MemoryContextSwitchTo(job->rowcxt);
+			values[0] = Int64GetDatum(c->a[i]);
+			values[1] = MakeArray8(c->nb + c->off[i], c->off[i + 1] - c->off[i], INT8OID);
+			values[2] = MakeArray8(c->nd + c->off[i], c->off[i + 1] - c->off[i], FLOAT8OID);
+			MemoryContextSwitchTo(old);
+			nulls[0] = nulls[1] = nulls[2] = false;
+			job->stats.rows_out++;
+			return true;
+		}
+		if (c != NULL)
+		{
+			EngineRelease(job, c);
+			job->chunk = NULL;
+		}
+		if (job->done || !NextChunk(job, restarted))
+		{
+			job->done = true;
+			job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
+			return false;
+		}
+	}
+}
+
 /* The next output row into values/nulls; false when there are no more. */
 bool
 GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
@@ -613,6 +842,8 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	int			i;
 
 	*restarted = false;
+	if (job->spec.shape != GJ_SHAPE_PAIRS && job->spec.shape != GJ_SHAPE_KNN)
+		return !job->done && NextShapedRow(job, values, nulls, restarted);
 	for (;;)
 	{
 		c = job->chunk;

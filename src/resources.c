@@ -74,6 +74,11 @@ GjResourcesStopEngines(GjResources *res)
 		gj_cpu_probe_free(res->probe);
 		res->probe = NULL;
 	}
+	if (res->lists != NULL)
+	{
+		gj_cpu_lists_free(res->lists);
+		res->lists = NULL;
+	}
 }
 
 /* Stop the engines and free everything; safe to call more than once. */
@@ -86,6 +91,10 @@ GjResourcesRelease(GjResources *res)
 		gj_grid_free(&res->grid);
 		res->have_grid = false;
 	}
+	free(res->rowval);
+	res->rowval = NULL;
+	free(res->rowflag);
+	res->rowflag = NULL;
 	gj_points_free(&res->points);
 	gj_points_free(&res->queries);
 }

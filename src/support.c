@@ -202,6 +202,16 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 				return false;
 			*rows = nr * Min((double) DatumGetInt32(c2->constvalue), Max(nr - 1, 0));
 			return true;
+		case GJ_FN_NEIGHBOR_COUNTS:
+		case GJ_FN_NEIGHBORS:
+		case GJ_FN_DBSCAN:
+			/* one row per input row (less those skipped for NULLs) */
+			c0 = ConstArg(fexpr, 0);
+			if (c0 == NULL || c0->constisnull ||
+				!RelationSize(DatumGetObjectId(c0->constvalue), &nr, &kind) || nr < 0)
+				return false;
+			*rows = nr;
+			return true;
 		default:
 			return false;
 	}

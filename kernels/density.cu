@@ -1,0 +1,556 @@
+/*
+ * density.cu
+ *		Per-row answers on the GPU: neighbour counts and DBSCAN, over the
+ *		self-join's device grid index, with memory O(rows).
+ *
+ * The same passes as the CPU engine (src/core/density.c), one thread per
+ * point in cell order:
+ *   count:   rows within eps over the point's whole 3^n neighbourhood,
+ *            itself included, stopping at a cap (minpts for DBSCAN);
+ *   link:    each core point with the core points after it in cell order,
+ *            union-find with atomicCAS, a root only ever linked under a
+ *            smaller one (so the forest has no cycle and every root is its
+ *            component's smallest point); pairs already in one component
+ *            cost no distance;
+ *   flatten: every core point's parent becomes its root, and each root's
+ *            smallest core id is found with atomicMin;
+ *   border:  each non-core point takes, among the core points within eps,
+ *            the component with the least smallest id;
+ * then one scatter back to the caller's row order.  Distances follow the
+ * shared rule (gj_dev_sqdist), so counts and core flags equal the CPU
+ * engine's bit for bit, and so do clusters after gj_dbscan_number.
+ * Loops read the stop word every 1024 candidates; the host waits with
+ * gj_gpu_wait, which raises it on an interrupt.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_common.cuh"
+
+#define GJ_DENSITY_BLOCK 256
+
+/* First index of a[0..n) with a >= key. */
+__device__ __forceinline__ int64_t
+lower_bound64(const int64_t *a, int64_t n, int64_t key)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) >> 1;
+
+		if (a[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Call f(cell) for every non-empty cell of cell c's 3^n neighbourhood (c
+ * included): along the last indexed dimension a range of ids around each
+ * prefix, prefixes being zero and every forward prefix with its mirror.
+ * Stops (returning false) when f does.
+ */
+template <typename F>
+__device__ __forceinline__ bool
+for_each_neighbour(const gj_dev_grid &G, const gj_grid_params &P, uint32_t c, F f)
+{
+	int64_t		cc[GJ_MAX_INDEXED_DIMS];
+	int			last = P.nidx - 1;
+	int64_t		id;
+
+	if (P.nidx == 0)
+		return f((int64_t) c);
+	id = G.cell_id[c];
+	{
+		int64_t		rest = id;
+
+		for (int k = last; k >= 0; k--)
+		{
+			cc[k] = rest % P.ncell_dim[k];
+			rest /= P.ncell_dim[k];
+		}
+	}
+	int64_t		has_lo = cc[last] > 0;
+	int64_t		has_hi = cc[last] + 1 < P.ncell_dim[last];
+
+	for (int p = -1; p < P.nprefix; p++)
+		for (int sign = 1; sign >= -1; sign -= 2)
+		{
+			int64_t		base = id;
+
+			if (p < 0 && sign < 0)
+				continue;		/* the zero prefix has no mirror */
+			if (p >= 0)
+			{
+				bool		valid = true;
+
+				for (int k = 0; k < last; k++)
+				{
+					int64_t		ck = cc[k] + sign * P.prefix_vec[p][k];
+
+					if (ck < 0 || ck >= P.ncell_dim[k])
+						valid = false;
+				}
+				if (!valid)
+					continue;
+				base = id + sign * P.prefix_off[p];
+			}
+			for (int64_t k = lower_bound64(G.cell_id, G.ncells, base - has_lo);
+				 k < G.ncells && G.cell_id[k] <= base + has_hi; k++)
+				if (!f(k))
+					return false;
+		}
+	return true;
+}
+
+/* The point's coordinates, in registers when DIMS is known. */
+template <int DIMS>
+struct point_reg
+{
+	double		x[DIMS > 0 ? DIMS : 1];
+	const double *p;
+
+	__device__ __forceinline__ point_reg(const gj_dev_grid &G, int dims, uint32_t i)
+	{
+		if constexpr (DIMS > 0)
+		{
+#pragma unroll
+			for (int d = 0; d < DIMS; d++)
+				x[d] = G.xs[(int64_t) i * DIMS + d];
+			p = x;
+		}
+		else
+			p = G.xs + (int64_t) i * dims;
+	}
+};
+
+/* Rows within eps of sorted point i, itself included, up to cap. */
+template <int DIMS>
+__global__ static void
+count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
+			 uint8_t *core, int32_t *parent, const int *stop)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) G.n)
+		return;
+	uint32_t	i = (uint32_t) t;
+	point_reg<DIMS> xi(G, P.dims, i);
+	int32_t		n = 0;
+	uint32_t	seen = 0;
+
+	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
+		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
+		{
+			if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2 &&
+				++n >= cap)
+				return false;
+			if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+				return false;
+		}
+		return true;
+	});
+	if (count != NULL)
+		count[i] = n;
+	if (core != NULL)
+	{
+		core[i] = n >= cap;
+		parent[i] = (int32_t) i;
+	}
+}
+
+__device__ __forceinline__ int32_t
+uf_find(int32_t *parent, int32_t x)
+{
+	for (;;)
+	{
+		int32_t		p = *(volatile int32_t *) &parent[x];
+		int32_t		gp;
+
+		if (p == x)
+			return x;
+		gp = *(volatile int32_t *) &parent[p];
+		if (gp != p)
+			atomicCAS(&parent[x], p, gp);	/* path halving */
+		x = gp;
+	}
+}
+
+__device__ __forceinline__ void
+uf_union(int32_t *parent, int32_t a, int32_t b)
+{
+	for (;;)
+	{
+		a = uf_find(parent, a);
+		b = uf_find(parent, b);
+		if (a == b)
+			return;
+		if (a > b)
+		{
+			int32_t		t = a;
+
+			a = b;
+			b = t;
+		}
+		if (atomicCAS(&parent[b], b, a) == b)
+			return;
+	}
+}
+
+/* Core point i with every later core point within eps. */
+template <int DIMS>
+__global__ static void
+link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
+			int32_t *parent, const int *stop)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) G.n || !core[t])
+		return;
+	uint32_t	i = (uint32_t) t;
+	point_reg<DIMS> xi(G, P.dims, i);
+	uint32_t	seen = 0;
+
+	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
+		uint32_t	r1 = G.cell_start[k + 1];
+		uint32_t	r = G.cell_start[k];
+
+		if (r1 <= i + 1)
+			return true;		/* the whole cell comes before i */
+		if (r <= i)
+			r = i + 1;
+		for (; r < r1; r++)
+		{
+			if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+				return false;
+			if (!core[r] || uf_find(parent, (int32_t) i) == uf_find(parent, (int32_t) r))
+				continue;
+			if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2)
+				uf_union(parent, (int32_t) i, (int32_t) r);
+		}
+		return true;
+	});
+}
+
+/* Parents become roots; each root's smallest core id. */
+__global__ static void
+flatten_kernel(int64_t n, const uint8_t *core, const int64_t *ids,
+			   int32_t *parent, long long *minid)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) n || !core[t])
+		return;
+	int32_t		root = uf_find(parent, (int32_t) t);
+
+	atomicMin(&minid[root], (long long) ids[t]);
+	parent[t] = root;			/* only ever moves a pointer up its own tree */
+}
+
+/* Each point's representative: its root, its border choice, or -1. */
+template <int DIMS>
+__global__ static void
+border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
+			  const int32_t *parent, const long long *minid, int32_t *rep,
+			  const int *stop)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) G.n)
+		return;
+	uint32_t	i = (uint32_t) t;
+
+	if (core[i])
+	{
+		rep[i] = parent[i];
+		return;
+	}
+	point_reg<DIMS> xi(G, P.dims, i);
+	int32_t		best = -1;
+	uint32_t	seen = 0;
+
+	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
+		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
+		{
+			if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+				return false;
+			if (!core[r] ||
+				gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) > P.eps2)
+				continue;
+			int32_t		root = parent[r];
+
+			if (best < 0 || minid[root] < minid[best])
+				best = root;
+		}
+		return true;
+	});
+	rep[i] = best;
+}
+
+/* Sorted order back to the caller's rows (perm: sorted -> original). */
+__global__ static void
+scatter_kernel(int64_t n, const uint32_t *perm, const int32_t *val,
+			   const uint8_t *flag, bool map_rep, int32_t *val_out,
+			   uint8_t *flag_out)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) n)
+		return;
+	int32_t		v = val[t];
+
+	if (map_rep && v >= 0)
+		v = (int32_t) perm[v];
+	val_out[perm[t]] = v;
+	if (flag != NULL)
+		flag_out[perm[t]] = flag[t];
+}
+
+/* Launch kernel K<DIMS> specialised for the common dimensionalities. */
+#define LAUNCH_DIMS(K, dims, grid, stream, ...) \
+	do { \
+		switch (dims) \
+		{ \
+			case 1: K<1><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
+			case 2: K<2><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
+			case 3: K<3><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
+			case 4: K<4><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
+			default: K<0><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
+		} \
+	} while (0)
+
+/* Everything one call holds on the device. */
+typedef struct density_run
+{
+	cudaStream_t stream;
+	cudaStream_t stop_stream;
+	int		   *d_stop;
+	gj_grid		plan;
+	gj_grid_params P;
+	gj_dev_grid G;
+	int			have_grid;
+	int32_t    *d_val;			/* counts, or representatives */
+	int32_t    *d_parent;
+	uint8_t    *d_core;
+	long long  *d_minid;
+	int32_t    *d_val_out;
+	uint8_t    *d_core_out;
+} density_run;
+
+static void
+run_free(density_run *r)
+{
+	if (r->stream)
+		cudaStreamSynchronize(r->stream);
+	if (r->have_grid)
+		gj_gpu_grid_free(&r->G);
+	cudaFree(r->d_val);
+	cudaFree(r->d_parent);
+	cudaFree(r->d_core);
+	cudaFree(r->d_minid);
+	cudaFree(r->d_val_out);
+	cudaFree(r->d_core_out);
+	if (r->stream)
+		cudaStreamDestroy(r->stream);
+	gj_gpu_stop_free(r->d_stop, r->stop_stream);
+	cudaGetLastError();
+}
+
+/* Budget check, upload, device index; the per-row arrays. */
+static gj_status
+run_prepare(density_run *r, const gj_points *p, double eps,
+			const gj_gpu_options *opt, int dbscan, gj_gpu_density_info *info,
+			char *err, size_t errlen)
+{
+	size_t		free_b = 0,
+				total_b = 0,
+				budget,
+				need;
+	int64_t		n = p->n;
+	double		t0 = gj_now_ms();
+	double	   *dx = NULL;
+	int64_t    *dids = NULL;
+	gj_dim_stats st_dims[GJ_MAX_DIMS];
+	gj_status	st;
+	sigset_t	old;
+	cudaError_t e;
+
+	/* the runtime may start helper threads here: keep signals off them */
+	gj_block_async_signals(&old);
+	e = cudaMemGetInfo(&free_b, &total_b);
+	if (e == cudaSuccess)
+		e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	GJ_CUDA_CHECK(err, errlen, e);
+	budget = (size_t) (free_b * 0.9);
+	if (opt != NULL && opt->memory_limit > 0 && opt->memory_limit < budget)
+		budget = opt->memory_limit;
+	need = gj_gpu_grid_bytes(n, p->dims) + (size_t) n * (4 + 4 + 1 + 8 + 4 + 1);
+	if (need > budget)
+	{
+		snprintf(err, errlen, "the grid index and per-row arrays need about %zu MB of GPU memory, %zu MB are available",
+				 need >> 20, budget >> 20);
+		return GJ_ERR_DEVICE_OOM;
+	}
+	st = gj_gpu_stop_alloc(&r->d_stop, &r->stop_stream, err, errlen);
+	if (st != GJ_OK)
+		return st;
+	st = gj_gpu_upload_stats(p, &dx, st_dims, r->stream, &info->upload_ms, err, errlen);
+	if (st == GJ_OK)
+	{
+		e = cudaMalloc(&dids, sizeof(int64_t) * n);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(dids, p->ids, sizeof(int64_t) * n,
+								cudaMemcpyHostToDevice, r->stream);
+		if (e != cudaSuccess)
+		{
+			snprintf(err, errlen, "id upload: %s", cudaGetErrorName(e));
+			cudaGetLastError();
+			st = gj_cuda_status(e);
+		}
+	}
+	if (st == GJ_OK)
+	{
+		st = gj_grid_plan_from_stats(&r->plan, p->dims, n, eps, st_dims);
+		gj_grid_params_fill(&r->P, &r->plan);
+	}
+	if (st == GJ_OK)
+	{
+		double		index_ms = 0;
+
+		st = gj_gpu_grid_build(dx, dids, n, p->dims, &r->plan, &r->G, r->stream,
+							   &index_ms, err, errlen);
+		r->have_grid = st == GJ_OK;
+	}
+	cudaFree(dx);
+	cudaFree(dids);
+	if (st != GJ_OK)
+		return st;
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_val, sizeof(int32_t) * n));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_val_out, sizeof(int32_t) * n));
+	if (dbscan)
+	{
+		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_parent, sizeof(int32_t) * n));
+		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_core, n));
+		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_core_out, n));
+		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_minid, sizeof(long long) * n));
+		/* 0x7f.. bytes: every minid starts near INT64_MAX */
+		GJ_CUDA_CHECK(err, errlen, cudaMemsetAsync(r->d_minid, 0x7f, sizeof(long long) * n, r->stream));
+	}
+	GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(r->stream));
+	info->index_ms = gj_now_ms() - t0;
+	return GJ_OK;
+}
+
+/* Wait for the stream (cancel-aware), then copy n results back. */
+static gj_status
+run_finish(density_run *r, int64_t n, int32_t *val, uint8_t *core,
+		   gj_gpu_density_info *info, double t0, char *err, size_t errlen)
+{
+	gj_status	st = gj_gpu_wait(r->stream, r->d_stop, r->stop_stream, err, errlen);
+	double		t1 = gj_now_ms();
+
+	if (st != GJ_OK)
+		return st;
+	info->kernel_ms = t1 - t0;
+	GJ_CUDA_CHECK(err, errlen, cudaMemcpy(val, r->d_val_out, sizeof(int32_t) * n,
+										  cudaMemcpyDeviceToHost));
+	if (core != NULL)
+		GJ_CUDA_CHECK(err, errlen, cudaMemcpy(core, r->d_core_out, n, cudaMemcpyDeviceToHost));
+	info->download_ms = gj_now_ms() - t1;
+	return GJ_OK;
+}
+
+extern "C" gj_status
+gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
+					const gj_gpu_options *opt, int32_t *counts,
+					gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	density_run r;
+	gj_status	st;
+	int64_t		n = p->n;
+
+	memset(&r, 0, sizeof(r));
+	memset(info, 0, sizeof(*info));
+	err[0] = '\0';
+	if (n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	if (!(eps > 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+	if (n == 0)
+		return GJ_OK;
+	st = run_prepare(&r, p, eps, opt, 0, info, err, errlen);
+	if (st == GJ_OK)
+	{
+		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+		double		t0 = gj_now_ms();
+
+		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P,
+					cap > 0 ? cap : INT32_MAX, r.d_val, (uint8_t *) NULL,
+					(int32_t *) NULL, r.d_stop);
+		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, NULL,
+																 false, r.d_val_out, NULL);
+		info->launches = 2;
+		if (cudaGetLastError() != cudaSuccess)
+		{
+			snprintf(err, errlen, "count kernel launch failed");
+			st = GJ_ERR_CUDA;
+		}
+		else
+			st = run_finish(&r, n, counts, NULL, info, t0, err, errlen);
+	}
+	run_free(&r);
+	return st;
+}
+
+extern "C" gj_status
+gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
+			  const gj_gpu_options *opt, int32_t *root, uint8_t *core,
+			  gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	density_run r;
+	gj_status	st;
+	int64_t		n = p->n;
+
+	memset(&r, 0, sizeof(r));
+	memset(info, 0, sizeof(*info));
+	err[0] = '\0';
+	if (n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	if (!(eps > 0.0) || minpts < 1 || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+	if (n == 0)
+		return GJ_OK;
+	st = run_prepare(&r, p, eps, opt, 1, info, err, errlen);
+	if (st == GJ_OK)
+	{
+		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+		double		t0 = gj_now_ms();
+
+		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P, minpts,
+					(int32_t *) NULL, r.d_core, r.d_parent, r.d_stop);
+		LAUNCH_DIMS(link_kernel, p->dims, grid, r.stream, r.G, r.P, r.d_core,
+					r.d_parent, r.d_stop);
+		flatten_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.d_core, r.G.ids,
+																 r.d_parent, r.d_minid);
+		LAUNCH_DIMS(border_kernel, p->dims, grid, r.stream, r.G, r.P, r.d_core,
+					r.d_parent, r.d_minid, r.d_val, r.d_stop);
+		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, r.d_core,
+																 true, r.d_val_out, r.d_core_out);
+		info->launches = 5;
+		if (cudaGetLastError() != cudaSuccess)
+		{
+			snprintf(err, errlen, "DBSCAN kernel launch failed");
+			st = GJ_ERR_CUDA;
+		}
+		else
+			st = run_finish(&r, n, root, core, info, t0, err, errlen);
+	}
+	run_free(&r);
+	return st;
+}
