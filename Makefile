@@ -21,7 +21,7 @@ OBJS = src/gpujoin.o src/input.o src/resources.o src/job.o src/functions.o \
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql
-EXTRA_CLEAN = regress/test_core regress/test_probe regress/test_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = regress/test_core regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -104,6 +104,10 @@ regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(COR
 regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
+
+regress/gpu_density: regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
+		regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
 
 # kNN unit tests (CPU engine vs the sorting oracle).
 regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h

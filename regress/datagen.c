@@ -230,3 +230,45 @@ gj_write_csv(const char *dir, const char *name, const gj_points *p)
 	}
 	fclose(f);
 }
+
+void
+gj_scramble_ids(gj_points *p, uint64_t seed)
+{
+	uint64_t	s = seed * 2654435761u + 1;
+
+	for (int64_t i = 0; i < p->n; i++)
+		p->ids[i] = i;
+	for (int64_t i = p->n - 1; i > 0; i--)
+	{
+		int64_t		k = (int64_t) (gj_rng_next(&s) % (uint64_t) (i + 1));
+		int64_t		t = p->ids[i];
+
+		p->ids[i] = p->ids[k];
+		p->ids[k] = t;
+	}
+}
+
+void
+gj_gen_chain(gj_points *p, int nclusters, double eps, uint64_t seed)
+{
+	uint64_t	s = seed;
+
+	gj_points_init(p, 2);
+	if (gj_points_reserve(p, (int64_t) nclusters * 7) != GJ_OK)
+		exit(2);
+	for (int c = 0; c < nclusters; c++)
+	{
+		double		x[2] = {c * 2.0 * eps, 5.0};
+		double		b[2] = {x[0] + eps, 5.0};
+
+		gj_points_push(p, p->n, x);
+		for (int k = 0; k < 5; k++)
+		{
+			double		y[2] = {x[0] + (gj_rng_uniform(&s) - 0.5) * 0.2 * eps,
+			5.0 + (gj_rng_uniform(&s) - 0.5) * 0.2 * eps};
+
+			gj_points_push(p, p->n, y);
+		}
+		gj_points_push(p, p->n, b);
+	}
+}

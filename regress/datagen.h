@@ -39,6 +39,16 @@ extern double gj_gen_typical_eps(gj_kind kind, int64_t n, int dims,
  * and up to GJ_GEN_MAX_EPS eps values; returns 0 past the last case.
  */
 #define GJ_GEN_MAX_EPS 3
+
+/* Ids become a seeded permutation of 0..n-1 (order-independence tests). */
+extern void gj_scramble_ids(gj_points *p, uint64_t seed);
+
+/*
+ * DBSCAN's adversarial chain: nclusters tight groups of 6 points in 2-D,
+ * centres 2 eps apart on a line, each with one more point exactly eps from
+ * its centre, so a lone point lies exactly eps from two clusters.
+ */
+extern void gj_gen_chain(gj_points *p, int nclusters, double eps, uint64_t seed);
 extern int	gj_gen_boundary_case(int k, gj_points *p, const char **name,
 								 double *eps, int *neps);
 

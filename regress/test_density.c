@@ -38,24 +38,6 @@ result(int ok, const char *what, const char *name, uint64_t seed, const char *de
 	}
 }
 
-/* Ids become a seeded permutation of 0..n-1. */
-static void
-scramble_ids(gj_points *p, uint64_t seed)
-{
-	uint64_t	s = seed * 2654435761u + 1;
-
-	for (int64_t i = 0; i < p->n; i++)
-		p->ids[i] = i;
-	for (int64_t i = p->n - 1; i > 0; i--)
-	{
-		int64_t		k = (int64_t) (gj_rng_next(&s) % (uint64_t) (i + 1));
-		int64_t		t = p->ids[i];
-
-		p->ids[i] = p->ids[k];
-		p->ids[k] = t;
-	}
-}
-
 /* Row of each id in p (ids are 0..n-1). */
 static int64_t *
 rows_by_id(const gj_points *p)
@@ -266,38 +248,6 @@ check_dbscan(const char *name, const gj_points *orig, double eps, int32_t minpts
 	free(orow);
 }
 
-/*
- * Chains: clusters of 6 points each, their centres exactly eps apart on a
- * line, so neighbouring clusters touch through one pair at exactly eps.
- */
-static void
-gen_chain(gj_points *p, int nclusters, double eps, uint64_t seed)
-{
-	uint64_t	s = seed;
-
-	gj_points_init(p, 2);
-	gj_points_reserve(p, (int64_t) nclusters * 7);
-	for (int c = 0; c < nclusters; c++)
-	{
-		double		x[2] = {c * 2.0 * eps, 5.0};
-
-		gj_points_push(p, p->n, x);
-		for (int k = 0; k < 5; k++)
-		{
-			double		y[2] = {x[0] + (gj_rng_uniform(&s) - 0.5) * 0.2 * eps,
-			5.0 + (gj_rng_uniform(&s) - 0.5) * 0.2 * eps};
-
-			gj_points_push(p, p->n, y);
-		}
-		/* a lone point exactly eps from the centre: border or a bridge */
-		{
-			double		b[2] = {x[0] + eps, 5.0};
-
-			gj_points_push(p, p->n, b);
-		}
-	}
-}
-
 static int	interrupt_now = 0;
 
 static int
@@ -370,7 +320,7 @@ main(int argc, char **argv)
 					eps = nb ? 1.0 : 0.5;	/* pairs exactly eps apart */
 				snprintf(name, sizeof(name), "%s-%dd-eps%.3g", kinds[k].name, dims, eps);
 				gj_gen_points(&p, kinds[k].kind, n, dims, seed);
-				scramble_ids(&p, seed);
+				gj_scramble_ids(&p, seed);
 				check_counts_lists(name, &p, eps, 1 + (int) (seed % 4), seed);
 				for (size_t m = 0; m < sizeof(minpts_list) / sizeof(minpts_list[0]); m++)
 					check_dbscan(name, &p, eps, minpts_list[m], 1 + (int) ((seed + m) % 6), seed);
@@ -381,7 +331,7 @@ main(int argc, char **argv)
 		gj_points	p;
 
 		gj_gen_points(&p, GJ_GEN_UNIFORM, 400, 2, seed);
-		scramble_ids(&p, seed);
+		gj_scramble_ids(&p, seed);
 		check_counts_lists("uniform-huge-eps", &p, 1e6, 3, seed);
 		check_dbscan("uniform-huge-eps", &p, 1e6, 5, 3, seed);
 		check_counts_lists("uniform-tiny-eps", &p, 1e-300, 3, seed);
@@ -399,7 +349,7 @@ main(int argc, char **argv)
 
 		for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
 		{
-			scramble_ids(&p, seed);
+			gj_scramble_ids(&p, seed);
 			for (int e = 0; e < neps; e++, seed++)
 			{
 				if (p.n > 3000)
@@ -416,8 +366,8 @@ main(int argc, char **argv)
 	{
 		gj_points	p;
 
-		gen_chain(&p, 40, 0.5, seed);
-		scramble_ids(&p, seed);
+		gj_gen_chain(&p, 40, 0.5, seed);
+		gj_scramble_ids(&p, seed);
 		check_dbscan("chain", &p, 0.5, minpts, 4, seed);
 		check_counts_lists("chain", &p, 0.5, 4, seed);
 		gj_points_free(&p);

@@ -1,0 +1,422 @@
+/*
+ * gpu_density.c
+ *		GPU check and benchmark of the per-row engines: neighbour counts and
+ *		DBSCAN on the GPU (kernels/density.cu) against the CPU engine
+ *		(src/core/density.c) and, on small sets, the brute-force oracles.
+ *
+ *		gpu_density check [seed]   GPU == CPU (== oracle) on random and
+ *		                           adversarial data; last line
+ *		                           "gpu_density: N passed, N failed"
+ *		gpu_density bench          2M and 10M points, 2-D and 3-D, uniform
+ *		                           and clustered, ~30 and ~300 neighbours:
+ *		                           GPU vs CPU engine (all cores), one table
+ *
+ * Results are compared row by row through the ids (the CPU engine sorts
+ * its copy of the points, the GPU keeps the caller's order), counts and
+ * core flags exactly, clusters exactly after gj_dbscan_number (ids are a
+ * permutation, so numbering by smallest id is one answer).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/gj_cuda.h"
+#include "datagen.h"
+
+static int	passed = 0;
+static int	failed = 0;
+
+static void
+result(int ok, const char *what, const char *name, uint64_t seed, const char *detail)
+{
+	if (ok)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL %s %s seed %llu: %s\n", what, name, (unsigned long long) seed, detail);
+	}
+}
+
+/* The CPU engine's answers, mapped back to the rows of p by id. */
+typedef struct cpu_answers
+{
+	int32_t    *counts;
+	int32_t    *cluster;
+	uint8_t    *core;
+	double		count_ms;
+	double		dbscan_ms;
+	double		index_ms;
+	int64_t		nclusters;
+} cpu_answers;
+
+static gj_status
+cpu_run(const gj_points *p, double eps, int32_t minpts, int threads, cpu_answers *a)
+{
+	gj_points	s;
+	gj_grid		g;
+	int64_t		n = p->n;
+	int64_t    *row = malloc(sizeof(int64_t) * (n + 1));
+	int32_t    *c = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *r = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *k = malloc(n + 1);
+	gj_status	st;
+	double		t0;
+
+	a->counts = malloc(sizeof(int32_t) * (n + 1));
+	a->cluster = malloc(sizeof(int32_t) * (n + 1));
+	a->core = malloc(n + 1);
+	for (int64_t i = 0; i < n; i++)
+		row[p->ids[i]] = i;		/* ids are 0..n-1 */
+	gj_points_copy(&s, p, n);
+	t0 = gj_now_ms();
+	st = gj_grid_build(&g, &s, eps);
+	a->index_ms = gj_now_ms() - t0;
+	if (st == GJ_OK)
+	{
+		t0 = gj_now_ms();
+		st = gj_cpu_count_within(&g, &s, 0, threads, c);
+		a->count_ms = gj_now_ms() - t0;
+	}
+	if (st == GJ_OK)
+	{
+		t0 = gj_now_ms();
+		st = gj_cpu_dbscan(&g, &s, minpts, threads, r, k);
+		if (st == GJ_OK)
+			st = gj_dbscan_number(&s, r, k, &a->nclusters);
+		a->dbscan_ms = gj_now_ms() - t0;
+	}
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+	{
+		int64_t		o = row[s.ids[i]];
+
+		a->counts[o] = c[i];
+		a->cluster[o] = r[i];
+		a->core[o] = k[i];
+	}
+	if (st == GJ_OK)
+		gj_grid_free(&g);
+	gj_points_free(&s);
+	free(row);
+	free(c);
+	free(r);
+	free(k);
+	return st;
+}
+
+static void
+cpu_free(cpu_answers *a)
+{
+	free(a->counts);
+	free(a->cluster);
+	free(a->core);
+}
+
+/* GPU counts and DBSCAN of p against the CPU engine (and the oracle). */
+static void
+check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
+		   uint64_t seed, int with_oracle)
+{
+	int64_t		n = p->n;
+	cpu_answers a;
+	int32_t    *gc = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *gr = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *gk = malloc(n + 1);
+	gj_gpu_density_info info;
+	char		err[256],
+				detail[512] = "";
+	gj_status	st;
+	int64_t		bad = 0,
+				ncl = 0;
+
+	if (cpu_run(p, eps, minpts, 0, &a) != GJ_OK)
+	{
+		result(0, "cpu", name, seed, "CPU engine failed");
+		goto out;
+	}
+	if (with_oracle)
+	{
+		int32_t    *oc = malloc(sizeof(int32_t) * (n + 1));
+		int32_t    *ocl = malloc(sizeof(int32_t) * (n + 1));
+		uint8_t    *ok = malloc(n + 1);
+
+		gj_oracle_count_within(p, eps, oc);
+		gj_oracle_dbscan(p, eps, minpts, ocl, ok);
+		for (int64_t i = 0; i < n; i++)
+			if ((oc[i] != a.counts[i] || ocl[i] != a.cluster[i] || ok[i] != a.core[i]) &&
+				bad++ == 0)
+				snprintf(detail, sizeof(detail), "row %lld: CPU (%d, %d, %d), oracle (%d, %d, %d)",
+						 (long long) i, a.counts[i], a.cluster[i], a.core[i], oc[i], ocl[i], ok[i]);
+		result(bad == 0, "cpu vs oracle", name, seed, detail);
+		free(oc);
+		free(ocl);
+		free(ok);
+	}
+
+	bad = 0;
+	st = gj_gpu_count_within(p, eps, 0, NULL, gc, &info, err, sizeof(err));
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+		if (gc[i] != a.counts[i] && bad++ == 0)
+			snprintf(detail, sizeof(detail), "row %lld: GPU count %d, CPU %d", (long long) i,
+					 gc[i], a.counts[i]);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), err);
+	result(st == GJ_OK && bad == 0, "gpu counts", name, seed, detail);
+
+	bad = 0;
+	st = gj_gpu_dbscan(p, eps, minpts, NULL, gr, gk, &info, err, sizeof(err));
+	if (st == GJ_OK)
+		st = gj_dbscan_number(p, gr, gk, &ncl);
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+		if ((gr[i] != a.cluster[i] || gk[i] != a.core[i]) && bad++ == 0)
+			snprintf(detail, sizeof(detail), "row %lld: GPU (%d, core %d), CPU (%d, core %d)",
+					 (long long) i, gr[i], gk[i], a.cluster[i], a.core[i]);
+	if (st == GJ_OK && ncl != a.nclusters && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld clusters, CPU %lld", (long long) ncl,
+				 (long long) a.nclusters);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), err);
+	{
+		char		what[64];
+
+		snprintf(what, sizeof(what), "gpu dbscan minpts %d", minpts);
+		result(st == GJ_OK && bad == 0, what, name, seed, detail);
+	}
+	if (getenv("GJ_VERBOSE"))
+		printf("ok? %s n %lld eps %.3g minpts %d: %lld clusters\n", name, (long long) n, eps,
+			   minpts, (long long) a.nclusters);
+	cpu_free(&a);
+out:
+	free(gc);
+	free(gr);
+	free(gk);
+}
+
+/* Cancel: the interrupt hook fires 100 ms in; the GPU must stop within 1 s. */
+static double hook_at;
+
+static int
+hook(void)
+{
+	return gj_now_ms() >= hook_at;
+}
+
+static void
+check_cancel(uint64_t seed)
+{
+	gj_points	p;
+	int32_t    *v;
+	uint8_t    *k;
+	gj_gpu_density_info info;
+	char		err[256],
+				detail[128];
+	double		t0;
+	gj_status	st;
+
+	/* 400000 rows in one cell: 1.6e11 distances to count */
+	gj_gen_points(&p, GJ_GEN_ONE_CELL, 400000, 2, seed);
+	v = malloc(sizeof(int32_t) * p.n);
+	k = malloc(p.n);
+	for (int what = 0; what < 2; what++)
+	{
+		t0 = gj_now_ms();
+		hook_at = t0 + 100;
+		gj_set_interrupt_hook(hook);
+		st = what == 0 ? gj_gpu_count_within(&p, 1.0, 0, NULL, v, &info, err, sizeof(err)) :
+			gj_gpu_dbscan(&p, 1.0, 5, NULL, v, k, &info, err, sizeof(err));
+		gj_set_interrupt_hook(NULL);
+		snprintf(detail, sizeof(detail), "%s after %.0f ms", gj_status_name(st),
+				 gj_now_ms() - t0);
+		printf("cancel %s: %s\n", what == 0 ? "counts" : "dbscan", detail);
+		result(st == GJ_ERR_CANCELED && gj_now_ms() - t0 < 1100, what == 0 ? "cancel counts" : "cancel dbscan",
+			   "one-cell-400k", seed, detail);
+	}
+	free(v);
+	free(k);
+	gj_points_free(&p);
+}
+
+static int
+run_check(uint64_t seed)
+{
+	static const struct
+	{
+		gj_kind		kind;
+		const char *name;
+	}			kinds[] = {
+		{GJ_GEN_UNIFORM, "uniform"},
+		{GJ_GEN_EXPONENTIAL, "skewed"},
+		{GJ_GEN_CLUSTERS, "clusters"},
+		{GJ_GEN_DUPLICATES, "duplicates"},
+		{GJ_GEN_ONE_CELL, "one-cell"},
+		{GJ_GEN_GRID_SNAPPED, "grid-snapped"},
+	};
+	static const int dim_list[] = {1, 2, 3, 4, 6, 9};
+	static const int32_t minpts_list[] = {1, 2, 5, 20};
+	/* GJ_GPU_CHECK_QUICK: every 4th case, nothing large (compute-sanitizer) */
+	int			quick = getenv("GJ_GPU_CHECK_QUICK") != NULL;
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (size_t d = 0; d < sizeof(dim_list) / sizeof(dim_list[0]); d++)
+			for (int s = 0; s < 3; s++, seed++)
+			{
+				gj_points	p;
+				int64_t		n = 1500 + (int64_t) (seed % 1000);
+				int			dims = dim_list[d];
+				double		nb = s == 0 ? 3.0 : (s == 1 ? 12.0 : 60.0);
+				double		eps = gj_gen_typical_eps(kinds[k].kind, n, dims, nb);
+				char		name[96];
+
+				if (quick && seed % 4 != 0)
+					continue;
+				if (kinds[k].kind == GJ_GEN_GRID_SNAPPED)
+					eps = 0.5 * (s + 1);	/* pairs exactly eps apart */
+				snprintf(name, sizeof(name), "%s-%dd-%lld-eps%.3g", kinds[k].name, dims,
+						 (long long) n, eps);
+				gj_gen_points(&p, kinds[k].kind, n, dims, seed);
+				gj_scramble_ids(&p, seed);
+				check_case(name, &p, eps, minpts_list[(k + d + s) % 4], seed, s == 1);
+				gj_points_free(&p);
+			}
+	/* the shared boundary sets: exactly eps apart, subnormal eps, overflow */
+	{
+		gj_points	p;
+		const char *name;
+		double		eps[GJ_GEN_MAX_EPS];
+		int			neps;
+
+		for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
+		{
+			gj_scramble_ids(&p, seed);
+			for (int e = 0; e < neps; e++, seed++)
+				check_case(name, &p, eps[e], 1 + (int32_t) (seed % 5), seed, p.n <= 3000);
+			gj_points_free(&p);
+		}
+	}
+	if (quick)
+	{
+		printf("gpu_density: %d passed, %d failed\n", passed, failed);
+		return failed == 0 ? 0 : 1;
+	}
+	/* chains of clusters exactly eps apart; huge and tiny eps */
+	for (int32_t minpts = 2; minpts <= 8; minpts += 3, seed++)
+	{
+		gj_points	p;
+
+		gj_gen_chain(&p, 2000, 0.5, seed);
+		gj_scramble_ids(&p, seed);
+		check_case("chain-2000", &p, 0.5, minpts, seed, 0);
+		gj_points_free(&p);
+	}
+	{
+		gj_points	p;
+
+		gj_gen_points(&p, GJ_GEN_UNIFORM, 3000, 2, seed);
+		gj_scramble_ids(&p, seed);
+		check_case("uniform-huge-eps", &p, 1e6, 5, seed, 1);
+		check_case("uniform-tiny-eps", &p, 1e-300, 2, seed, 1);
+		gj_points_free(&p);
+		seed++;
+	}
+	/* large: many blocks, skew, one dense cell */
+	{
+		gj_points	p;
+
+		gj_gen_points(&p, GJ_GEN_UNIFORM, 300000, 2, seed);
+		gj_scramble_ids(&p, seed);
+		check_case("uniform-300k", &p, gj_gen_typical_eps(GJ_GEN_UNIFORM, 300000, 2, 30.0), 5, seed, 0);
+		gj_points_free(&p);
+		gj_gen_points(&p, GJ_GEN_CLUSTERS, 300000, 3, ++seed);
+		gj_scramble_ids(&p, seed);
+		check_case("clusters-3d-300k", &p, gj_gen_typical_eps(GJ_GEN_CLUSTERS, 300000, 3, 30.0), 10, seed, 0);
+		gj_points_free(&p);
+		gj_gen_points(&p, GJ_GEN_ONE_CELL, 20000, 2, ++seed);
+		gj_scramble_ids(&p, seed);
+		check_case("one-cell-20k", &p, 1.0, 5, seed, 0);
+		gj_points_free(&p);
+	}
+	check_cancel(++seed);
+	printf("gpu_density: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
+
+/* Best of two: GPU and CPU engine, counts and DBSCAN (minpts 5). */
+static void
+run_bench(void)
+{
+	static const int64_t sizes[] = {2000000, 10000000};
+	static const int dim_list[] = {2, 3};
+	static const gj_kind kinds[] = {GJ_GEN_UNIFORM, GJ_GEN_CLUSTERS};
+	static const double nbs[] = {30.0, 300.0};
+
+	printf("| n | dims | data | neighbours | eps | clusters | GPU counts ms | GPU dbscan ms | "
+		   "CPU counts ms | CPU dbscan ms | CPU index ms | counts CPU/GPU | dbscan CPU/GPU |\n");
+	printf("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (size_t s = 0; s < 2; s++)
+		for (size_t d = 0; d < 2; d++)
+			for (size_t k = 0; k < 2; k++)
+				for (size_t b = 0; b < 2; b++)
+				{
+					gj_points	p;
+					int64_t		n = sizes[s];
+					double		eps = gj_gen_typical_eps(kinds[k], n, dim_list[d], nbs[b]);
+					int32_t    *v = malloc(sizeof(int32_t) * n);
+					uint8_t    *c = malloc(n);
+					gj_gpu_density_info info;
+					char		err[256];
+					double		gcount = 1e30,
+								gdb = 1e30,
+								t0;
+					cpu_answers a;
+
+					gj_gen_points(&p, kinds[k], n, dim_list[d], 20261123 + s * 7 + d * 3 + k + b);
+					gj_scramble_ids(&p, 1 + s);
+					for (int rep = 0; rep < 2; rep++)
+					{
+						int64_t		ncl;
+
+						t0 = gj_now_ms();
+						if (gj_gpu_count_within(&p, eps, 0, NULL, v, &info, err, sizeof(err)) != GJ_OK)
+							printf("GPU counts failed: %s\n", err);
+						gcount = fmin(gcount, gj_now_ms() - t0);
+						t0 = gj_now_ms();
+						if (gj_gpu_dbscan(&p, eps, 5, NULL, v, c, &info, err, sizeof(err)) != GJ_OK ||
+							gj_dbscan_number(&p, v, c, &ncl) != GJ_OK)
+							printf("GPU dbscan failed: %s\n", err);
+						gdb = fmin(gdb, gj_now_ms() - t0);
+					}
+					cpu_run(&p, eps, 5, 0, &a);
+					printf("| %lld | %d | %s | %.0f | %.4g | %lld | %.1f | %.1f | %.1f | %.1f | %.1f | %.1fx | %.1fx |\n",
+						   (long long) n, dim_list[d], kinds[k] == GJ_GEN_UNIFORM ? "uniform" : "clusters",
+						   nbs[b], eps, (long long) a.nclusters, gcount, gdb, a.count_ms + a.index_ms,
+						   a.dbscan_ms + a.index_ms, a.index_ms,
+						   (a.count_ms + a.index_ms) / gcount, (a.dbscan_ms + a.index_ms) / gdb);
+					cpu_free(&a);
+					free(v);
+					free(c);
+					gj_points_free(&p);
+				}
+}
+
+int
+main(int argc, char **argv)
+{
+	gj_cuda_device_info info;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (gj_cuda_probe(&info) != GJ_OK)
+	{
+		printf("gpu_density: no usable GPU: %s\n", info.error);
+		printf("gpu_density: 0 passed, 1 failed\n");
+		return 1;
+	}
+	if (argc > 1 && strcmp(argv[1], "bench") == 0)
+	{
+		printf("gpu_density bench: %s, %d CPU threads\n", info.name, gj_cpu_count());
+		run_bench();
+		return 0;
+	}
+	printf("gpu_density check: %s\n", info.name);
+	return run_check(argc > 2 ? strtoull(argv[2], NULL, 10) : 20261123);
+}
