@@ -145,3 +145,24 @@ SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION dbscan_sql(text, float8, integer) IS
 'dbscan over the rows of a read-only SELECT (id, coordinates)';
+
+-- The parallel read: gpujoin's functions read large tables with
+-- SELECT gpujoin_pack(token, id, coordinates...) FROM tbl, so that parallel
+-- workers convert rows into point buffers (internal; calling it directly
+-- only counts rows).
+CREATE FUNCTION gpujoin_pack_trans(internal, bigint, VARIADIC "any") RETURNS internal
+AS 'MODULE_PATHNAME', 'gpujoin_pack_trans' LANGUAGE C PARALLEL SAFE;
+CREATE FUNCTION gpujoin_pack_combine(internal, internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'gpujoin_pack_combine' LANGUAGE C PARALLEL SAFE;
+CREATE FUNCTION gpujoin_pack_serial(internal) RETURNS bytea
+AS 'MODULE_PATHNAME', 'gpujoin_pack_serial' LANGUAGE C STRICT PARALLEL SAFE;
+CREATE FUNCTION gpujoin_pack_deserial(bytea, internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'gpujoin_pack_deserial' LANGUAGE C STRICT PARALLEL SAFE;
+CREATE FUNCTION gpujoin_pack_final(internal) RETURNS bigint
+AS 'MODULE_PATHNAME', 'gpujoin_pack_final' LANGUAGE C PARALLEL SAFE;
+CREATE AGGREGATE gpujoin_pack(bigint, VARIADIC "any") (
+    SFUNC = gpujoin_pack_trans, STYPE = internal,
+    COMBINEFUNC = gpujoin_pack_combine,
+    SERIALFUNC = gpujoin_pack_serial, DESERIALFUNC = gpujoin_pack_deserial,
+    FINALFUNC = gpujoin_pack_final,
+    PARALLEL = SAFE);

@@ -443,7 +443,7 @@ StartJob(GjScanState *st)
 		i++;
 	}
 	MemoryContextSwitchTo(st->spec_cxt);
-	GjJobSpecFromArgs(st->fn, values, nulls, nargs, &spec);
+	GjJobSpecFromArgs(st->fn, st->fexpr->funcid, values, nulls, nargs, &spec);
 	if (st->filter_state != NULL)
 		EvalFilter(st, econtext, &spec);
 	MemoryContextSwitchTo(old);
@@ -467,6 +467,7 @@ EndJob(GjScanState *st)
 	st->stats.read.rows += js.read.rows;
 	st->stats.read.skipped += js.read.skipped;
 	st->stats.read.ms += js.read.ms;
+	st->stats.read.workers = Max(st->stats.read.workers, js.read.workers);
 	st->stats.engine = js.engine;
 	st->stats.threads = js.threads;
 	st->stats.index_ms += js.index_ms;
@@ -595,6 +596,8 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Read", NULL, js->read.rows, es);
 	if (js->read.skipped > 0)
 		ExplainPropertyInteger("Rows Skipped", NULL, js->read.skipped, es);
+	if (js->read.workers > 0)
+		ExplainPropertyInteger("Read Workers", NULL, js->read.workers, es);
 	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);
 	if (strncmp(js->engine, "gpu", 3) == 0 || es->verbose)
 		ExplainPropertyInteger("Batches", NULL, js->batches, es);

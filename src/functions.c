@@ -21,6 +21,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
@@ -204,8 +205,8 @@ QueryInput(GjInputSpec *in, const char *fname, Datum query)
 }
 
 void
-GjJobSpecFromArgs(GjFunction fn, const Datum *values, const bool *nulls,
-				  int nargs, GjJobSpec *spec)
+GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
+				  const bool *nulls, int nargs, GjJobSpec *spec)
 {
 	memset(spec, 0, sizeof(*spec));
 	spec->fn = fn;
@@ -332,6 +333,8 @@ GjJobSpecFromArgs(GjFunction fn, const Datum *values, const bool *nulls,
 		case GJ_FN_NONE:
 			break;
 	}
+	/* the parallel read calls our aggregate by this schema, not search_path */
+	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 }
 
 /* Outside the custom scan: run the job and store every row. */
@@ -352,7 +355,7 @@ RunMaterialized(FunctionCallInfo fcinfo, GjFunction fn)
 		args[i] = fcinfo->args[i].value;
 		argnulls[i] = fcinfo->args[i].isnull;
 	}
-	GjJobSpecFromArgs(fn, args, argnulls, PG_NARGS(), &spec);
+	GjJobSpecFromArgs(fn, fcinfo->flinfo->fn_oid, args, argnulls, PG_NARGS(), &spec);
 	InitMaterializedSRF(fcinfo, 0);
 	job = GjJobStart(&spec, CurrentMemoryContext, true);
 	while (GjJobNext(job, values, nulls, &restarted))

@@ -25,6 +25,7 @@ PG_MODULE_MAGIC;
 
 int			gj_device_guc = GJ_DEVICE_AUTO;
 int			gj_cpu_threads_guc = 0;
+int			gj_parallel_read_min_rows_guc = 100000;
 int			gj_gpu_memory_limit_guc = 0;
 int			gj_gpu_batch_pairs_guc = 0;
 bool		gj_progress_guc = false;
@@ -91,6 +92,15 @@ _PG_init(void)
 							NULL,
 							&gj_cpu_threads_guc,
 							0, 0, 1024,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpujoin.parallel_read_min_rows",
+							"Tables of at least this many rows are read by parallel workers (-1 = never).",
+							"The planner still decides how many workers (max_parallel_workers_per_gather).",
+							&gj_parallel_read_min_rows_guc,
+							100000, -1, INT_MAX,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);

@@ -34,6 +34,7 @@ typedef enum GjDevice
 
 extern int	gj_device_guc;
 extern int	gj_cpu_threads_guc;
+extern int	gj_parallel_read_min_rows_guc;
 extern int	gj_gpu_memory_limit_guc;	/* MB, 0 = automatic */
 extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */
 extern bool gj_progress_guc;
@@ -88,6 +89,7 @@ typedef struct GjInputSpec
 {
 	const char *fname;			/* SQL function name, for messages */
 	bool		is_query;		/* the _sql form */
+	Oid			nsp;			/* schema of gpujoin's functions */
 	/* relation form */
 	Oid			relid;
 	ArrayType  *cols;			/* coordinate column names */
@@ -110,6 +112,7 @@ typedef struct GjReadStats
 {
 	int64		rows;			/* rows the query returned */
 	int64		skipped;		/* of which NULL, NaN or infinite */
+	int			workers;		/* parallel workers' buffers combined */
 	double		ms;
 } GjReadStats;
 
@@ -185,7 +188,7 @@ typedef struct GjJobSpec
  * filled in) and fill spec; ERRORs as the functions raise them.  Strings
  * and arrays are copied into the current memory context.
  */
-extern void GjJobSpecFromArgs(GjFunction fn, const Datum *values,
+extern void GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 							  const bool *nulls, int nargs, GjJobSpec *spec);
 
 /* The shape of the function's rows, and how many columns they have. */

@@ -41,6 +41,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/params.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -51,35 +52,7 @@
 #include "utils/syscache.h"
 
 #include "gpujoin.h"
-
-/* How the coordinates of a result row are laid out. */
-typedef struct RowShape
-{
-	Oid			id_type;
-	bool		is_array;		/* one float4[]/float8[] column */
-	int			ncoord;			/* scalar coordinate columns */
-	Oid		   *coord_types;	/* their base types */
-	Oid			elem_type;		/* array element type */
-} RowShape;
-
-static inline bool
-IsIdType(Oid t)
-{
-	return t == INT2OID || t == INT4OID || t == INT8OID;
-}
-
-static inline bool
-IsCoordType(Oid t)
-{
-	return t == INT2OID || t == INT4OID || t == INT8OID ||
-		t == FLOAT4OID || t == FLOAT8OID || t == NUMERICOID;
-}
-
-static inline bool
-IsCoordArrayType(Oid t)
-{
-	return t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID;
-}
+#include "reader.h"
 
 static inline void
 CheckDims(const char *fname, int dims)
@@ -148,7 +121,7 @@ PrimaryKeyColumn(Oid relid, const char *fname)
  * identifiers taken from the catalog and quoted.
  */
 static char *
-BuildRelationQuery(const GjInputSpec *spec)
+BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 {
 	Oid			relid = spec->relid;
 	char		relkind = get_rel_relkind(relid);
@@ -205,8 +178,14 @@ BuildRelationQuery(const GjInputSpec *spec)
 							get_attname(relid, id_att, false),
 							format_type_be(get_atttype(relid, id_att))),
 					 errdetail("The id column must be smallint, integer or bigint.")));
-		appendStringInfo(&sql, "SELECT %s",
-						 quote_identifier(get_attname(relid, id_att, false)));
+		if (pack_token > 0)
+			appendStringInfo(&sql, "SELECT %s($1, %s",
+							 quote_qualified_identifier(get_namespace_name(spec->nsp),
+														"gpujoin_pack"),
+							 quote_identifier(get_attname(relid, id_att, false)));
+		else
+			appendStringInfo(&sql, "SELECT %s",
+							 quote_identifier(get_attname(relid, id_att, false)));
 	}
 	for (int i = 0; i < ncols; i++)
 	{
@@ -238,6 +217,8 @@ BuildRelationQuery(const GjInputSpec *spec)
 		appendStringInfo(&sql, ", %s",
 						 quote_identifier(get_attname(relid, att, false)));
 	}
+	if (pack_token > 0)
+		appendStringInfoChar(&sql, ')');
 	appendStringInfo(&sql, " FROM %s",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 												get_rel_name(relid)));
@@ -304,8 +285,8 @@ CheckRowShape(const char *fname, TupleDesc td, RowShape *shape)
 	}
 }
 
-/* A scalar coordinate as float64. */
-static inline double
+/* A scalar coordinate as float64 (reader.h). */
+double
 DatumToFloat8(Datum d, Oid type)
 {
 	switch (type)
@@ -325,7 +306,7 @@ DatumToFloat8(Datum d, Oid type)
 	}
 }
 
-static inline int64
+int64
 DatumToId(Datum d, Oid type)
 {
 	if (type == INT2OID)
@@ -409,13 +390,9 @@ typedef struct GjReceiver
 	DestReceiver pub;
 	const GjInputSpec *spec;
 	gj_points  *pts;
-	RowShape	shape;
-	bool		all_float8;		/* scalar float8 coordinates: no conversion */
-	int64		nrows;
-	int64		nnull;
-	int64		nnonfinite;
-	int64		nfiltered;
-	double		row[GJ_MAX_DIMS];
+	bool		packed;			/* the parallel read: one row, the count */
+	ParamListInfo params;		/* its token */
+	GjRowReader rd;
 } GjReceiver;
 
 static void
@@ -423,27 +400,42 @@ GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
 	GjReceiver *r = (GjReceiver *) self;
 
-	CheckRowShape(r->spec->fname, typeinfo, &r->shape);
-	r->all_float8 = !r->shape.is_array;
-	for (int d = 0; d < r->shape.ncoord; d++)
-		if (r->shape.coord_types[d] != FLOAT8OID)
-			r->all_float8 = false;
-	if (!r->shape.is_array)
+	if (r->packed)
+		return;
+	CheckRowShape(r->spec->fname, typeinfo, &r->rd.shape);
+	GjRowReaderInit(&r->rd, r->spec->fname, r->spec->only_ids, r->spec->nonly);
+	if (!r->rd.shape.is_array)
 	{
-		r->pts->dims = r->shape.ncoord;
+		r->pts->dims = r->rd.shape.ncoord;
 		if (!r->spec->is_query && r->spec->only_ids == NULL)
 			ReserveFromStats(r->spec->relid, r->pts);
 	}
 }
 
-/* The coordinates of an array column into r->row; false when it has a NULL. */
-static bool
-ArrayCoords(GjReceiver *r, Datum value)
+void
+GjRowReaderInit(GjRowReader *rd, const char *fname, const int64 *only_ids,
+				int nonly)
 {
-	const char *fname = r->spec->fname;
+	rd->fname = fname;
+	rd->only_ids = only_ids;
+	rd->nonly = nonly;
+	rd->all_float8 = !rd->shape.is_array;
+	for (int d = 0; d < rd->shape.ncoord; d++)
+		if (rd->shape.coord_types[d] != FLOAT8OID)
+			rd->all_float8 = false;
+	rd->dims = rd->shape.is_array ? 0 : rd->shape.ncoord;
+}
+
+/*
+ * The coordinates of an array column into rd->row; false when it has a
+ * NULL.  The first array fixes the dimensions.
+ */
+static bool
+ArrayCoords(GjRowReader *rd, Datum value)
+{
+	const char *fname = rd->fname;
 	ArrayType  *arr = DatumGetArrayTypeP(value);
 	int			len = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-	gj_points  *pts = r->pts;
 
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
@@ -453,32 +445,96 @@ ArrayCoords(GjReceiver *r, Datum value)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s: coordinate arrays must not be empty", fname)));
-	if (pts->dims == 0)
+	if (rd->dims == 0)
 	{
 		CheckDims(fname, len);
-		pts->dims = len;
-		if (!r->spec->is_query && r->spec->only_ids == NULL)
-			ReserveFromStats(r->spec->relid, pts);
+		rd->dims = len;
 	}
-	else if (len != pts->dims)
+	else if (len != rd->dims)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s: coordinate arrays have different lengths (%d and %d)",
-						fname, pts->dims, len),
+						fname, rd->dims, len),
 				 errdetail("Every array must have the same number of elements.")));
 	if (ARR_HASNULL(arr))
 		return false;
-	if (r->shape.elem_type == FLOAT8OID)
-		memcpy(r->row, ARR_DATA_PTR(arr), sizeof(double) * len);
+	if (rd->shape.elem_type == FLOAT8OID)
+		memcpy(rd->row, ARR_DATA_PTR(arr), sizeof(double) * len);
 	else
 	{
 		float4	   *f = (float4 *) ARR_DATA_PTR(arr);
 
 		for (int d = 0; d < len; d++)
-			r->row[d] = f[d];
+			rd->row[d] = f[d];
 	}
 	if ((Pointer) arr != DatumGetPointer(value))
 		pfree(arr);
+	return true;
+}
+
+/*
+ * One row (values[0] the id, then the coordinates): true with *id and
+ * rd->row set when it is usable, else false with the reason counted.
+ */
+bool
+GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
+{
+	int			dims = rd->shape.is_array ? 0 : rd->shape.ncoord;
+
+	rd->nrows++;
+	if (nulls[0])
+	{
+		if (rd->only_ids != NULL)
+			rd->nfiltered++;	/* no id: not one of the listed ones */
+		else
+			rd->nnull++;
+		return false;
+	}
+	*id = DatumToId(values[0], rd->shape.id_type);
+	if (rd->only_ids != NULL && !GjIdListed(rd->only_ids, rd->nonly, *id))
+	{
+		rd->nfiltered++;
+		return false;
+	}
+	if (rd->shape.is_array)
+	{
+		if (nulls[1] || !ArrayCoords(rd, values[1]))
+		{
+			rd->nnull++;
+			return false;
+		}
+		dims = rd->dims;
+	}
+	else if (rd->all_float8)
+	{
+		for (int d = 0; d < dims; d++)
+		{
+			if (nulls[d + 1])
+			{
+				rd->nnull++;
+				return false;
+			}
+			rd->row[d] = DatumGetFloat8(values[d + 1]);
+		}
+	}
+	else
+	{
+		for (int d = 0; d < dims; d++)
+		{
+			if (nulls[d + 1])
+			{
+				rd->nnull++;
+				return false;
+			}
+			rd->row[d] = DatumToFloat8(values[d + 1], rd->shape.coord_types[d]);
+		}
+	}
+	for (int d = 0; d < dims; d++)
+		if (!isfinite(rd->row[d]))
+		{
+			rd->nnonfinite++;
+			return false;
+		}
 	return true;
 }
 
@@ -487,70 +543,22 @@ static bool
 GjReceiveSlot(TupleTableSlot *slot, DestReceiver *self)
 {
 	GjReceiver *r = (GjReceiver *) self;
-	int			dims = r->shape.is_array ? 0 : r->shape.ncoord;
-	Datum	   *values;
-	bool	   *nulls;
 	int64		id;
 	gj_status	st;
 
+	if (r->packed)
+		return true;
 	slot_getallattrs(slot);
-	values = slot->tts_values;
-	nulls = slot->tts_isnull;
-	r->nrows++;
-	if (nulls[0])
-	{
-		if (r->spec->only_ids != NULL)
-			r->nfiltered++;		/* no id: not one of the listed ones */
-		else
-			r->nnull++;
+	if (!GjConvertRow(&r->rd, slot->tts_values, slot->tts_isnull, &id))
 		return true;
-	}
-	id = DatumToId(values[0], r->shape.id_type);
-	if (r->spec->only_ids != NULL && !GjIdListed(r->spec->only_ids, r->spec->nonly, id))
+	if (r->pts->dims == 0)
 	{
-		r->nfiltered++;
-		return true;
+		/* the first array row fixed the dimensions */
+		r->pts->dims = r->rd.dims;
+		if (!r->spec->is_query && r->spec->only_ids == NULL)
+			ReserveFromStats(r->spec->relid, r->pts);
 	}
-	if (r->shape.is_array)
-	{
-		if (nulls[1] || !ArrayCoords(r, values[1]))
-		{
-			r->nnull++;
-			return true;
-		}
-		dims = r->pts->dims;
-	}
-	else if (r->all_float8)
-	{
-		for (int d = 0; d < dims; d++)
-		{
-			if (nulls[d + 1])
-			{
-				r->nnull++;
-				return true;
-			}
-			r->row[d] = DatumGetFloat8(values[d + 1]);
-		}
-	}
-	else
-	{
-		for (int d = 0; d < dims; d++)
-		{
-			if (nulls[d + 1])
-			{
-				r->nnull++;
-				return true;
-			}
-			r->row[d] = DatumToFloat8(values[d + 1], r->shape.coord_types[d]);
-		}
-	}
-	for (int d = 0; d < dims; d++)
-		if (!isfinite(r->row[d]))
-		{
-			r->nnonfinite++;
-			return true;
-		}
-	st = gj_points_push(r->pts, id, r->row);
+	st = gj_points_push(r->pts, id, r->rd.row);
 	if (st != GJ_OK)
 		GjCheckStatus(st, "reading input rows");
 	return true;
@@ -582,6 +590,7 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 	memset(&opt, 0, sizeof(opt));
 	opt.read_only = true;
 	opt.dest = &r->pub;
+	opt.params = r->params;
 	if (r->spec->sample_pct > 0)
 	{
 		/* the planner's sample: our own SELECT of a plain table */
@@ -612,6 +621,54 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 }
 
 /*
+ * Whether the relation form reads through parallel workers (the packing
+ * aggregate of input_parallel.c): a plain table of scalar coordinate
+ * columns with at least gpujoin.parallel_read_min_rows rows by its
+ * statistics, small enough that each worker's buffer passes as one bytea.
+ * Anything unusual (never analyzed, an array column, a column that does not
+ * exist: BuildRelationQuery reports it) reads serially.
+ */
+static bool
+ParallelReadWanted(const GjInputSpec *spec)
+{
+	HeapTuple	tup;
+	float4		reltuples;
+	char		relkind;
+	int			ncols;
+
+	if (spec->is_query || spec->sample_pct > 0 || spec->only_ids != NULL ||
+		gj_parallel_read_min_rows_guc < 0 || !OidIsValid(spec->nsp) ||
+		ARR_NDIM(spec->cols) != 1 || ARR_HASNULL(spec->cols))
+		return false;
+	ncols = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
+	if (ncols < 1 || ncols > GJ_MAX_DIMS)
+		return false;
+	if (ncols == 1)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		AttrNumber	att;
+
+		deconstruct_array(spec->cols, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		att = get_attnum(spec->relid, TextDatumGetCString(elems[0]));
+		if (att == InvalidAttrNumber ||
+			!IsCoordType(getBaseType(get_atttype(spec->relid, att))))
+			return false;
+	}
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(spec->relid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	relkind = ((Form_pg_class) GETSTRUCT(tup))->relkind;
+	ReleaseSysCache(tup);
+	return (relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW) &&
+		reltuples >= 0 && reltuples >= gj_parallel_read_min_rows_guc &&
+		(double) reltuples * (8.0 + 8.0 * ncols) < 900.0 * 1024 * 1024;
+}
+
+/*
  * Read every usable row described by spec into pts (empty, owned by a
  * GjResources); counts go to stats when it is not NULL.
  */
@@ -622,6 +679,9 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjReceiver	r;
 	SPIPlanPtr	plan;
 	double		t0 = gj_now_ms();
+	GjPackTarget pack;
+	int64		token = 0;
+	GjRowReader *counts = &r.rd;
 
 	memset(&r, 0, sizeof(r));
 	r.pub.receiveSlot = GjReceiveSlot;
@@ -638,32 +698,83 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		plan = PrepareQuery(spec->query, spec->fname);
 	else
 	{
-		char	   *sql = BuildRelationQuery(spec);
+		char	   *sql;
 		SPIPrepareOptions opt;
+
+		if (ParallelReadWanted(spec))
+		{
+			memset(&pack, 0, sizeof(pack));
+			pack.pts = pts;
+			token = GjPackBegin(&pack);
+			r.packed = true;
+		}
+		PG_TRY();
+		{
+			sql = BuildRelationQuery(spec, token);
+		}
+		PG_CATCH();
+		{
+			GjPackEnd();
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 
 		memset(&opt, 0, sizeof(opt));
 		opt.parseMode = RAW_PARSE_DEFAULT;
 		opt.cursorOptions = CURSOR_OPT_PARALLEL_OK;
-		plan = SPI_prepare_extended(sql, &opt);
+		if (token > 0)
+		{
+			/* the token travels as $1: the statement text stays the same */
+			Oid			int8type = INT8OID;
+
+			plan = SPI_prepare_cursor(sql, 1, &int8type, CURSOR_OPT_PARALLEL_OK);
+			r.params = makeParamList(1);
+			r.params->params[0].value = Int64GetDatum(token);
+			r.params->params[0].isnull = false;
+			r.params->params[0].pflags = PARAM_FLAG_CONST;
+			r.params->params[0].ptype = INT8OID;
+		}
+		else
+			plan = SPI_prepare_extended(sql, &opt);
 		if (plan == NULL)
 			elog(ERROR, "%s: SPI_prepare_extended failed: %s", spec->fname,
 				 SPI_result_code_string(SPI_result));
 	}
-	ExecuteReadOnly(plan, &r);
+	PG_TRY();
+	{
+		ExecuteReadOnly(plan, &r);
+	}
+	PG_FINALLY();
+	{
+		GjPackEnd();
+	}
+	PG_END_TRY();
 	SPI_finish();
 	MemoryContextSwitchTo(caller_cxt);
+	if (token > 0)
+	{
+		/* the workers' counters, and the shape the buffers came in */
+		counts = &pack.rd_counts;
+		counts->nrows = pack.nrows;
+		counts->nnull = pack.nnull;
+		counts->nnonfinite = pack.nnonfinite;
+		if (pts->dims == 0)
+			pts->dims = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
+		if (stats != NULL)
+			stats->workers = Max(stats->workers, pack.partials);
+	}
 
-	if (r.nnull + r.nnonfinite > 0 && spec->sample_pct <= 0)
+	if (counts->nnull + counts->nnonfinite > 0 && spec->sample_pct <= 0)
 		ereport(NOTICE,
 				(errmsg("%s: skipped %lld of %lld input rows",
-						spec->fname, (long long) (r.nnull + r.nnonfinite),
-						(long long) (r.nrows - r.nfiltered)),
+						spec->fname, (long long) (counts->nnull + counts->nnonfinite),
+						(long long) (counts->nrows - counts->nfiltered)),
 				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
-						   (long long) r.nnull, (long long) r.nnonfinite)));
+						   (long long) counts->nnull, (long long) counts->nnonfinite)));
 	if (stats != NULL)
 	{
-		stats->rows += r.nrows - r.nfiltered;
-		stats->skipped += r.nnull + r.nnonfinite;
+		stats->rows += counts->nrows - counts->nfiltered;
+		stats->skipped += counts->nnull + counts->nnonfinite;
 		stats->ms += gj_now_ms() - t0;
 	}
 }

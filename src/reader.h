@@ -1,0 +1,90 @@
+/*
+ * reader.h
+ *		Row conversion shared by the two ways input.c reads rows: the
+ *		DestReceiver of the serial read and the packing aggregate of the
+ *		parallel read (input_parallel.c).
+ */
+#ifndef GJ_READER_H
+#define GJ_READER_H
+
+#include "gpujoin.h"
+#include "catalog/pg_type_d.h"
+
+/* How the coordinates of a result row are laid out. */
+typedef struct RowShape
+{
+	Oid			id_type;
+	bool		is_array;		/* one float4[]/float8[] column */
+	int			ncoord;			/* scalar coordinate columns */
+	Oid		   *coord_types;	/* their base types */
+	Oid			elem_type;		/* array element type */
+} RowShape;
+
+static inline bool
+IsIdType(Oid t)
+{
+	return t == INT2OID || t == INT4OID || t == INT8OID;
+}
+
+static inline bool
+IsCoordType(Oid t)
+{
+	return t == INT2OID || t == INT4OID || t == INT8OID ||
+		t == FLOAT4OID || t == FLOAT8OID || t == NUMERICOID;
+}
+
+static inline bool
+IsCoordArrayType(Oid t)
+{
+	return t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID;
+}
+
+/*
+ * Converting rows of one shape: counters of why rows were skipped, the
+ * current row's coordinates, and the dimensions (fixed by the first array
+ * for an array column).
+ */
+typedef struct GjRowReader
+{
+	const char *fname;
+	RowShape	shape;
+	bool		all_float8;		/* scalar float8 coordinates: no conversion */
+	int			dims;
+	const int64 *only_ids;		/* only these ids (sorted), or NULL */
+	int			nonly;
+	int64		nrows;
+	int64		nnull;
+	int64		nnonfinite;
+	int64		nfiltered;
+	double		row[GJ_MAX_DIMS];
+} GjRowReader;
+
+/* After rd->shape is set. */
+extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
+							const int64 *only_ids, int nonly);
+extern bool GjConvertRow(GjRowReader *rd, const Datum *values,
+						 const bool *nulls, int64 *id);
+extern double DatumToFloat8(Datum d, Oid type);
+extern int64 DatumToId(Datum d, Oid type);
+
+/*
+ * The parallel read (input_parallel.c): the final function of
+ * gpujoin_pack moves the rows of the query that passed the token returned
+ * by GjPackBegin into *pts, with the counters; GjPackEnd after the query,
+ * also on error.
+ */
+typedef struct GjPackTarget
+{
+	gj_points  *pts;
+	bool		done;
+	int64		nrows;
+	int64		nnull;
+	int64		nnonfinite;
+	int			partials;
+	GjRowReader rd_counts;		/* the counters above, for the reader */
+} GjPackTarget;
+
+extern int64 GjPackBegin(GjPackTarget *t);
+extern void GjPackEnd(void);
+
+#endif							/* GJ_READER_H */
