@@ -58,8 +58,10 @@ void		_PG_init(void);
 static void
 ReleaseGpuCache(int code, Datum arg)
 {
+	GjFaultTraceNote("exit: releasing the GPU cache");
 	if (gpu_probed && gpu_status == GJ_OK)
 		gj_gpu_release_cache();
+	GjFaultTraceNote("exit: GPU cache released");
 }
 
 /*
@@ -76,6 +78,7 @@ GjInterrupted(void)
 void
 _PG_init(void)
 {
+	GjFaultTraceInit();
 	DefineCustomEnumVariable("gpujoin.device",
 							 "Engine for gpujoin joins: auto, cpu or gpu.",
 							 "auto uses a usable GPU and the CPU engine otherwise; "
@@ -167,6 +170,8 @@ ProbeGpu(void)
 		return;
 	gpu_probed = true;
 	gpu_status = gj_cuda_probe(&gpu_info);
+	if (gpu_status == GJ_OK)
+		GjFaultTraceNote("gpu initialised");
 }
 
 /* Threads the CPU engine will use. */

@@ -255,6 +255,10 @@ extern void GjCheckStatus(gj_status st, const char *what);
 /* How long the backend waits on an engine between interrupt checks. */
 #define GJ_WAIT_MS 50
 
+/* The exit-fault diagnostic (fault_trace.c), off unless GJ_FAULT_TRACE is set. */
+extern void GjFaultTraceInit(void);
+extern void GjFaultTraceNote(const char *what);
+
 /* The custom scan (custom_scan.c). */
 extern void GjCustomScanInit(void);
 

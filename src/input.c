@@ -360,6 +360,23 @@ PrepareQuery(const char *query, const char *fname)
 	return plan;
 }
 
+/* The rows the statistics promise a relation (a little more), or 0. */
+static int64
+ExpectedRows(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	float4		reltuples = -1;
+
+	if (HeapTupleIsValid(tup))
+	{
+		reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+		ReleaseSysCache(tup);
+	}
+	if (reltuples <= 0)
+		return 0;
+	return (int64) Min((double) reltuples * 1.02 + 16, (double) GJ_MAX_ROWS);
+}
+
 /* Reserve room for the rows the planner expects of a relation. */
 static void
 ReserveFromStats(Oid relid, gj_points *pts)
@@ -705,6 +722,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		{
 			memset(&pack, 0, sizeof(pack));
 			pack.pts = pts;
+			pack.expect = ExpectedRows(spec->relid);
 			token = GjPackBegin(&pack);
 			r.packed = true;
 		}

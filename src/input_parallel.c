@@ -16,9 +16,13 @@
  * the planner chooses the workers (max_parallel_workers_per_gather), and
  * with none the same aggregate runs serially.
  *
- * Buffers are malloc'd (they become the job's gj_points) and freed by a
- * callback on the aggregate's memory context unless handed over; the
- * hand-over target is only set while the reader's query runs.
+ * Copies are what a parallel read can lose its gain to, so the leader
+ * copies each worker's rows once: its deserialize function appends them
+ * straight into the reader's buffer (reserved for the table's row count),
+ * and the combine step only adds counters.  Buffers are malloc'd (they
+ * become the job's gj_points) and freed by a callback on the aggregate's
+ * memory context unless handed over; the hand-over target is only set in
+ * the reader's process while its query runs (workers never see it).
  */
 #include "postgres.h"
 
@@ -42,6 +46,44 @@ typedef struct PackState
 /* The reader waiting for its rows, while its query runs. */
 static GjPackTarget *pack_target = NULL;
 static int64 pack_token = 0;
+
+/* The waiting reader, when token is its own. */
+static inline GjPackTarget *
+TargetFor(int64 token)
+{
+	GjPackTarget *t = pack_target;
+
+	return t != NULL && token == pack_token && !t->done ? t : NULL;
+}
+
+/* Append n rows (ids, then coordinates) of dims to pts, growing it once. */
+static void
+AppendRows(gj_points *pts, int64 expect, const int64 *ids, const double *x,
+		   int64 n, int dims)
+{
+	gj_status	s;
+
+	if (n == 0)
+		return;
+	if (pts->dims == 0)
+		pts->dims = dims;
+	if (dims != pts->dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("coordinate arrays have different lengths (%d and %d)",
+						pts->dims, dims)));
+	if (pts->n + n > pts->cap)
+	{
+		s = gj_points_reserve(pts, Max(expect, pts->n + n + (pts->n + n) / 2));
+		if (s != GJ_OK)
+			s = gj_points_reserve(pts, pts->n + n);
+		if (s != GJ_OK)
+			GjCheckStatus(s, "packing input rows");
+	}
+	memcpy(pts->ids + pts->n, ids, sizeof(int64) * n);
+	memcpy(pts->x + pts->n * dims, x, sizeof(double) * n * dims);
+	pts->n += n;
+}
 
 static void
 PackStateFree(void *arg)
@@ -156,10 +198,9 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 Datum
 gpujoin_pack_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = AggContext(fcinfo, "gpujoin_pack_combine");
+	AggContext(fcinfo, "gpujoin_pack_combine");
 	PackState  *a = PG_ARGISNULL(0) ? NULL : (PackState *) PG_GETARG_POINTER(0);
 	PackState  *b = PG_ARGISNULL(1) ? NULL : (PackState *) PG_GETARG_POINTER(1);
-	gj_status	s;
 
 	if (b == NULL)
 	{
@@ -168,27 +209,8 @@ gpujoin_pack_combine(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(a);
 	}
 	if (a == NULL)
-	{
-		a = PackStateNew(aggcxt, b->token);
-		a->pts.dims = b->pts.dims;
-	}
-	if (a->pts.dims == 0)
-		a->pts.dims = b->pts.dims;
-	if (b->pts.n > 0 && b->pts.dims != a->pts.dims)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("coordinate arrays have different lengths (%d and %d)",
-						a->pts.dims, b->pts.dims)));
-	if (b->pts.n > 0)
-	{
-		s = gj_points_reserve(&a->pts, a->pts.n + b->pts.n);
-		if (s != GJ_OK)
-			GjCheckStatus(s, "packing input rows");
-		memcpy(a->pts.ids + a->pts.n, b->pts.ids, sizeof(int64) * b->pts.n);
-		memcpy(a->pts.x + a->pts.n * a->pts.dims, b->pts.x,
-			   sizeof(double) * b->pts.n * b->pts.dims);
-		a->pts.n += b->pts.n;
-	}
+		PG_RETURN_POINTER(b);	/* b lives in the aggregate's context too */
+	AppendRows(&a->pts, 0, b->pts.ids, b->pts.x, b->pts.n, b->pts.dims);
 	a->rd.nrows += b->rd.nrows;
 	a->rd.nnull += b->rd.nnull;
 	a->rd.nnonfinite += b->rd.nnonfinite;
@@ -253,7 +275,7 @@ gpujoin_pack_deserial(PG_FUNCTION_ARGS)
 	const char *p = VARDATA_ANY(in);
 	PackHeader	h;
 	PackState  *st;
-	gj_status	s;
+	GjPackTarget *t;
 
 	if (VARSIZE_ANY_EXHDR(in) < sizeof(PackHeader))
 		elog(ERROR, "gpujoin_pack: truncated state");
@@ -264,14 +286,11 @@ gpujoin_pack_deserial(PG_FUNCTION_ARGS)
 		(Size) h.n * (sizeof(int64) + sizeof(double) * h.dims))
 		elog(ERROR, "gpujoin_pack: malformed state");
 	st = PackStateNew(aggcxt, h.token);
-	st->pts.dims = h.dims;
-	s = gj_points_reserve(&st->pts, h.n);
-	if (s != GJ_OK)
-		GjCheckStatus(s, "packing input rows");
-	memcpy(st->pts.ids, p, sizeof(int64) * h.n);
-	p += sizeof(int64) * h.n;
-	memcpy(st->pts.x, p, sizeof(double) * h.n * h.dims);
-	st->pts.n = h.n;
+	t = TargetFor(h.token);
+	/* the reader's own query: the rows go where they end up, in one copy */
+	AppendRows(t != NULL ? t->pts : &st->pts, t != NULL ? t->expect : 0,
+			   (const int64 *) p, (const double *) (p + sizeof(int64) * h.n),
+			   h.n, h.dims);
 	st->rd.nrows = h.nrows;
 	st->rd.nnull = h.nnull;
 	st->rd.nnonfinite = h.nnonfinite;
@@ -287,17 +306,26 @@ Datum
 gpujoin_pack_final(PG_FUNCTION_ARGS)
 {
 	PackState  *st = PG_ARGISNULL(0) ? NULL : (PackState *) PG_GETARG_POINTER(0);
-	GjPackTarget *t = pack_target;
+	GjPackTarget *t;
 	int64		n;
 
 	if (st == NULL)
 		PG_RETURN_INT64(0);
 	n = st->pts.n;
-	if (t != NULL && st->token == pack_token && !t->done)
+	t = TargetFor(st->token);
+	if (t != NULL)
 	{
-		gj_points_free(t->pts);
-		*t->pts = st->pts;		/* the buffers change owner */
-		gj_points_init(&st->pts, 0);
+		if (t->pts->n == 0 && t->pts->cap == 0)
+		{
+			/* a serial run: the buffers change owner */
+			gj_points_free(t->pts);
+			*t->pts = st->pts;
+			gj_points_init(&st->pts, 0);
+		}
+		else
+			AppendRows(t->pts, t->expect, st->pts.ids, st->pts.x, st->pts.n,
+					   st->pts.dims);
+		n = t->pts->n;
 		t->nrows = st->rd.nrows;
 		t->nnull = st->rd.nnull;
 		t->nnonfinite = st->rd.nnonfinite;

@@ -76,6 +76,7 @@ extern int64 DatumToId(Datum d, Oid type);
 typedef struct GjPackTarget
 {
 	gj_points  *pts;
+	int64		expect;			/* rows to reserve room for */
 	bool		done;
 	int64		nrows;
 	int64		nnull;
