@@ -34,6 +34,18 @@ SELECT k, s = pg_temp.summary(q) AS same FROM pr_serial JOIN (VALUES
   (4, $$SELECT * FROM eps_neighbor_counts('pr_pts', '{x,y}', 0.1)$$),
   (5, $$SELECT * FROM knn_join('pr_pts', 'pr_pts', '{x,y}', 2)$$)) v(k, q) USING (k)
 ORDER BY k;
+-- statistics that promise too few rows: the shared segment fills up and
+-- the rest travels from the workers as bytea (checked against the serial
+-- read of the _sql form)
+CREATE TABLE pr_grow (id int PRIMARY KEY, x float8, y float8) WITH (autovacuum_enabled = false);
+INSERT INTO pr_grow SELECT i, (i * 7919 % 3001) / 300.0, (i * 104729 % 2999) / 300.0 FROM generate_series(1, 1000) i;
+ANALYZE pr_grow;
+INSERT INTO pr_grow SELECT i, (i::bigint * 7919 % 3001) / 300.0, (i::bigint * 104729 % 2999) / 300.0 FROM generate_series(1001, 40000) i;
+SELECT pg_temp.summary($$SELECT * FROM eps_neighbor_counts('pr_grow', '{x,y}', 0.1)$$) =
+       pg_temp.summary($$SELECT id, count(b) FILTER (WHERE b IS NOT NULL)
+                        FROM pr_grow LEFT JOIN eps_selfjoin_sql('SELECT id, x, y FROM pr_grow', 0.1, true) ON a = id
+                        GROUP BY id$$) AS same;
+SELECT count(*) FROM eps_neighbor_counts('pr_grow', '{x,y}', 0.1);
 -- workers did the reading (the leader's part counts as one); skipped rows
 -- are reported as in the serial read
 CREATE FUNCTION pg_temp.read_workers(q text) RETURNS int LANGUAGE plpgsql AS $$

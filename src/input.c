@@ -723,7 +723,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			memset(&pack, 0, sizeof(pack));
 			pack.pts = pts;
 			pack.expect = ExpectedRows(spec->relid);
-			token = GjPackBegin(&pack);
+			token = GjPackBegin(&pack, ArrayGetNItems(ARR_NDIM(spec->cols),
+													   ARR_DIMS(spec->cols)));
 			r.packed = true;
 		}
 		PG_TRY();

@@ -78,6 +78,8 @@ typedef struct GjPackTarget
 	gj_points  *pts;
 	int64		expect;			/* rows to reserve room for */
 	bool		done;
+	struct dsm_segment *seg;	/* the shared segment rows go through */
+	struct PackShared *shared;
 	int64		nrows;
 	int64		nnull;
 	int64		nnonfinite;
@@ -85,7 +87,7 @@ typedef struct GjPackTarget
 	GjRowReader rd_counts;		/* the counters above, for the reader */
 } GjPackTarget;
 
-extern int64 GjPackBegin(GjPackTarget *t);
+extern int64 GjPackBegin(GjPackTarget *t, int dims);
 extern void GjPackEnd(void);
 
 #endif							/* GJ_READER_H */
