@@ -696,7 +696,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjReceiver	r;
 	SPIPlanPtr	plan;
 	double		t0 = gj_now_ms();
-	GjPackTarget pack;
+	GjPackTarget *pack = NULL;
 	int64		token = 0;
 	GjRowReader *counts = &r.rd;
 
@@ -720,23 +720,15 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 
 		if (ParallelReadWanted(spec))
 		{
-			memset(&pack, 0, sizeof(pack));
-			pack.pts = pts;
-			pack.expect = ExpectedRows(spec->relid);
-			token = GjPackBegin(&pack, ArrayGetNItems(ARR_NDIM(spec->cols),
+			/* in the caller's context: its reset ends the wait on error */
+			pack = MemoryContextAllocZero(caller_cxt, sizeof(GjPackTarget));
+			pack->pts = pts;
+			pack->expect = ExpectedRows(spec->relid);
+			token = GjPackBegin(pack, caller_cxt, ArrayGetNItems(ARR_NDIM(spec->cols),
 													   ARR_DIMS(spec->cols)));
 			r.packed = true;
 		}
-		PG_TRY();
-		{
-			sql = BuildRelationQuery(spec, token);
-		}
-		PG_CATCH();
-		{
-			GjPackEnd();
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		sql = BuildRelationQuery(spec, token);
 
 		memset(&opt, 0, sizeof(opt));
 		opt.parseMode = RAW_PARSE_DEFAULT;
@@ -759,28 +751,22 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			elog(ERROR, "%s: SPI_prepare_extended failed: %s", spec->fname,
 				 SPI_result_code_string(SPI_result));
 	}
-	PG_TRY();
-	{
-		ExecuteReadOnly(plan, &r);
-	}
-	PG_FINALLY();
-	{
-		GjPackEnd();
-	}
-	PG_END_TRY();
+	ExecuteReadOnly(plan, &r);
+	if (token > 0)
+		GjPackEnd(pack);
 	SPI_finish();
 	MemoryContextSwitchTo(caller_cxt);
 	if (token > 0)
 	{
 		/* the workers' counters, and the shape the buffers came in */
-		counts = &pack.rd_counts;
-		counts->nrows = pack.nrows;
-		counts->nnull = pack.nnull;
-		counts->nnonfinite = pack.nnonfinite;
+		counts = &pack->rd_counts;
+		counts->nrows = pack->nrows;
+		counts->nnull = pack->nnull;
+		counts->nnonfinite = pack->nnonfinite;
 		if (pts->dims == 0)
 			pts->dims = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
 		if (stats != NULL)
-			stats->workers = Max(stats->workers, pack.partials);
+			stats->workers = Max(stats->workers, pack->partials);
 	}
 
 	if (counts->nnull + counts->nnonfinite > 0 && spec->sample_pct <= 0)

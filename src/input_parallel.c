@@ -528,16 +528,25 @@ CreateShared(int64 rows, int dims)
 	return dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 }
 
+/* t's context is going away (an error): stop waiting, touch nothing else. */
+static void
+PackAbandon(void *arg)
+{
+	if (pack_target == (GjPackTarget *) arg)
+		pack_target = NULL;
+}
+
 /*
- * Wait for rows of dims coordinates into t->pts; returns the token the
- * query must pass.  With t->expect rows expected, they come through a
- * shared segment when one can be had.
+ * Wait for rows of dims coordinates into t->pts (t allocated in cxt);
+ * returns the token the query must pass.  With t->expect rows expected,
+ * they come through a shared segment when one can be had.
  */
 int64
-GjPackBegin(GjPackTarget *t, int dims)
+GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
 {
 	static int64 counter = 0;
 	dsm_handle	h = DSM_HANDLE_INVALID;
+	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
 
 	t->done = false;
 	t->seg = CreateShared(t->expect, dims);
@@ -558,18 +567,21 @@ GjPackBegin(GjPackTarget *t, int dims)
 		memset(SharedFill(sh), 0, sizeof(uint32) * sh->nblocks);
 		t->shared = sh;
 	}
+	cb->func = PackAbandon;
+	cb->arg = t;
+	MemoryContextRegisterResetCallback(cxt, cb);
 	pack_target = t;
 	pack_token = ((int64) h << 31) | counter;
 	return pack_token;
 }
 
+/* After the query: stop waiting, and drop the segment. */
 void
-GjPackEnd(void)
+GjPackEnd(GjPackTarget *t)
 {
-	GjPackTarget *t = pack_target;
-
-	pack_target = NULL;
-	if (t != NULL && t->seg != NULL)
+	if (pack_target == t)
+		pack_target = NULL;
+	if (t->seg != NULL)
 	{
 		dsm_detach(t->seg);		/* the last mapping: the segment goes */
 		t->seg = NULL;

@@ -70,8 +70,9 @@ extern int64 DatumToId(Datum d, Oid type);
 /*
  * The parallel read (input_parallel.c): the final function of
  * gpujoin_pack moves the rows of the query that passed the token returned
- * by GjPackBegin into *pts, with the counters; GjPackEnd after the query,
- * also on error.
+ * by GjPackBegin into *pts, with the counters; GjPackEnd after the query.
+ * On error, the reset of the context t lives in ends the wait (the
+ * resource owner detaches the segment).
  */
 typedef struct GjPackTarget
 {
@@ -87,7 +88,7 @@ typedef struct GjPackTarget
 	GjRowReader rd_counts;		/* the counters above, for the reader */
 } GjPackTarget;
 
-extern int64 GjPackBegin(GjPackTarget *t, int dims);
-extern void GjPackEnd(void);
+extern int64 GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims);
+extern void GjPackEnd(GjPackTarget *t);
 
 #endif							/* GJ_READER_H */
