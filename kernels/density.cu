@@ -16,7 +16,9 @@
  *            smallest core id is found with atomicMin;
  *   border:  each non-core point takes, among the core points within eps,
  *            the component with the least smallest id;
- * then one scatter back to the caller's row order.  Distances follow the
+ * then one scatter back to the caller's row order.  Compact cells (all
+ * points within eps of each other, by their bounding box's diagonal) count
+ * whole and link as one, as in the CPU engine (src/core/density.c).  Distances follow the
  * shared rule (gj_dev_sqdist), so counts and core flags equal the CPU
  * engine's bit for bit, and so do clusters after gj_dbscan_number.
  * Loops read the stop word every 1024 candidates; the host waits with
@@ -129,11 +131,46 @@ struct point_reg
 	}
 };
 
+/*
+ * Is every pair of cell c's points within eps?  One thread a cell: the
+ * corners of the bounding box by the shared rule (rounding is monotonic,
+ * so no pair inside can compute a larger distance).
+ */
+__global__ static void
+compact_kernel(gj_dev_grid G, gj_grid_params P, uint8_t *compact, const int *stop)
+{
+	uint64_t	c = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+	double		lo[GJ_MAX_DIMS],
+				hi[GJ_MAX_DIMS];
+	int			dims = P.dims;
+
+	if (c >= (uint64_t) G.ncells)
+		return;
+	uint32_t	r0 = G.cell_start[c],
+				r1 = G.cell_start[c + 1];
+
+	for (int d = 0; d < dims; d++)
+		lo[d] = hi[d] = G.xs[(int64_t) r0 * dims + d];
+	for (uint32_t r = r0 + 1; r < r1; r++)
+	{
+		if (((r - r0) & 1023) == 0 && gj_dev_stopped(stop))
+			return;
+		for (int d = 0; d < dims; d++)
+		{
+			double		v = G.xs[(int64_t) r * dims + d];
+
+			lo[d] = fmin(lo[d], v);
+			hi[d] = fmax(hi[d], v);
+		}
+	}
+	compact[c] = gj_dev_sqdist<0>(lo, hi, dims, P.eps2) <= P.eps2;
+}
+
 /* Rows within eps of sorted point i, itself included, up to cap. */
 template <int DIMS>
 __global__ static void
 count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
-			 uint8_t *core, int32_t *parent, const int *stop)
+			 uint8_t *core, int32_t *parent, const uint8_t *compact, const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
@@ -143,8 +180,18 @@ count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
 	point_reg<DIMS> xi(G, P.dims, i);
 	int32_t		n = 0;
 	uint32_t	seen = 0;
+	uint32_t	own = G.pcell[i];
 
-	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
+	if (compact[own])
+	{
+		uint32_t	size = G.cell_start[own + 1] - G.cell_start[own];
+
+		n = size < (uint32_t) cap ? (int32_t) size : cap;
+	}
+	if (n < cap)
+		for_each_neighbour(G, P, own, [&](int64_t k) {
+		if (k == (int64_t) own && compact[own])
+			return true;		/* counted whole */
 		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
 		{
 			if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2 &&
@@ -202,11 +249,51 @@ uf_union(int32_t *parent, int32_t a, int32_t b)
 	}
 }
 
-/* Core point i with every later core point within eps. */
+/* Each compact cell's first core point (or -1). */
+__global__ static void
+first_core_kernel(gj_dev_grid G, const uint8_t *core, const uint8_t *compact,
+				  int32_t *first_core)
+{
+	uint64_t	c = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+	int32_t		first = -1;
+
+	if (c >= (uint64_t) G.ncells)
+		return;
+	if (compact[c])
+		for (uint32_t r = G.cell_start[c]; r < G.cell_start[c + 1]; r++)
+			if (core[r])
+			{
+				first = (int32_t) r;
+				break;
+			}
+	first_core[c] = first;
+}
+
+/* A compact cell's core points under its first: one cluster, no distance. */
+__global__ static void
+join_compact_kernel(int64_t n, const uint32_t *pcell, const uint8_t *core,
+					const int32_t *first_core, int32_t *parent)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) n || !core[t])
+		return;
+	int32_t		fc = first_core[pcell[t]];
+
+	if (fc >= 0 && fc != (int32_t) t)
+		parent[t] = fc;			/* t is still a root; fc < t */
+}
+
+/*
+ * Core point i with every later core point within eps; a compact cell as a
+ * whole: nothing when already in i's cluster, else its first core point
+ * within eps.
+ */
 template <int DIMS>
 __global__ static void
 link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
-			int32_t *parent, const int *stop)
+			int32_t *parent, const uint8_t *compact, const int32_t *first_core,
+			const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
@@ -219,6 +306,26 @@ link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
 		uint32_t	r1 = G.cell_start[k + 1];
 		uint32_t	r = G.cell_start[k];
+
+		if (compact[k])
+		{
+			int32_t		fc = first_core[k];
+
+			if (fc < 0 || uf_find(parent, (int32_t) i) == uf_find(parent, fc))
+				return true;
+			for (; r < r1; r++)
+			{
+				if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+					return false;
+				if (core[r] &&
+					gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2)
+				{
+					uf_union(parent, (int32_t) i, (int32_t) r);
+					break;
+				}
+			}
+			return true;
+		}
 
 		if (r1 <= i + 1)
 			return true;		/* the whole cell comes before i */
@@ -257,7 +364,7 @@ template <int DIMS>
 __global__ static void
 border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 			  const int32_t *parent, const long long *minid, int32_t *rep,
-			  const int *stop)
+			  const uint8_t *compact, const int32_t *first_core, const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
@@ -275,6 +382,8 @@ border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 	uint32_t	seen = 0;
 
 	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
+		if (compact[k] && first_core[k] < 0)
+			return true;		/* no core point there */
 		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
 		{
 			if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
@@ -286,6 +395,8 @@ border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 
 			if (best < 0 || minid[root] < minid[best])
 				best = root;
+			if (compact[k])
+				break;			/* its core points are one cluster */
 		}
 		return true;
 	});
@@ -338,6 +449,8 @@ typedef struct density_run
 	int32_t    *d_parent;
 	uint8_t    *d_core;
 	long long  *d_minid;
+	uint8_t    *d_compact;		/* per cell */
+	int32_t    *d_first_core;	/* per cell */
 	int32_t    *d_val_out;
 	uint8_t    *d_core_out;
 } density_run;
@@ -353,6 +466,8 @@ run_free(density_run *r)
 	cudaFree(r->d_parent);
 	cudaFree(r->d_core);
 	cudaFree(r->d_minid);
+	cudaFree(r->d_compact);
+	cudaFree(r->d_first_core);
 	cudaFree(r->d_val_out);
 	cudaFree(r->d_core_out);
 	if (r->stream)
@@ -390,7 +505,7 @@ run_prepare(density_run *r, const gj_points *p, double eps,
 	budget = (size_t) (free_b * 0.9);
 	if (opt != NULL && opt->memory_limit > 0 && opt->memory_limit < budget)
 		budget = opt->memory_limit;
-	need = gj_gpu_grid_bytes(n, p->dims) + (size_t) n * (4 + 4 + 1 + 8 + 4 + 1);
+	need = gj_gpu_grid_bytes(n, p->dims) + (size_t) n * (4 + 4 + 1 + 8 + 4 + 1 + 1 + 4);
 	if (need > budget)
 	{
 		snprintf(err, errlen, "the grid index and per-row arrays need about %zu MB of GPU memory, %zu MB are available",
@@ -433,6 +548,13 @@ run_prepare(density_run *r, const gj_points *p, double eps,
 		return st;
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_val, sizeof(int32_t) * n));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_val_out, sizeof(int32_t) * n));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_compact, r->G.ncells + 1));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_first_core, sizeof(int32_t) * (r->G.ncells + 1)));
+	{
+		unsigned	cgrid = (unsigned) ((r->G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+
+		compact_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->P, r->d_compact, r->d_stop);
+	}
 	if (dbscan)
 	{
 		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_parent, sizeof(int32_t) * n));
@@ -492,10 +614,10 @@ gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
 
 		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P,
 					cap > 0 ? cap : INT32_MAX, r.d_val, (uint8_t *) NULL,
-					(int32_t *) NULL, r.d_stop);
+					(int32_t *) NULL, (const uint8_t *) r.d_compact, r.d_stop);
 		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, NULL,
 																 false, r.d_val_out, NULL);
-		info->launches = 2;
+		info->launches = 3;
 		if (cudaGetLastError() != cudaSuccess)
 		{
 			snprintf(err, errlen, "count kernel launch failed");
@@ -532,17 +654,26 @@ gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 		double		t0 = gj_now_ms();
 
+		unsigned	cgrid = (unsigned) ((r.G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+
 		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P, minpts,
-					(int32_t *) NULL, r.d_core, r.d_parent, r.d_stop);
+					(int32_t *) NULL, r.d_core, r.d_parent, (const uint8_t *) r.d_compact,
+					r.d_stop);
+		first_core_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r.stream>>>(r.G, r.d_core, r.d_compact,
+																	 r.d_first_core);
+		join_compact_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.pcell, r.d_core,
+																	  r.d_first_core, r.d_parent);
 		LAUNCH_DIMS(link_kernel, p->dims, grid, r.stream, r.G, r.P, r.d_core,
-					r.d_parent, r.d_stop);
+					r.d_parent, (const uint8_t *) r.d_compact,
+					(const int32_t *) r.d_first_core, r.d_stop);
 		flatten_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.d_core, r.G.ids,
 																 r.d_parent, r.d_minid);
 		LAUNCH_DIMS(border_kernel, p->dims, grid, r.stream, r.G, r.P, r.d_core,
-					r.d_parent, r.d_minid, r.d_val, r.d_stop);
+					r.d_parent, r.d_minid, r.d_val, (const uint8_t *) r.d_compact,
+					(const int32_t *) r.d_first_core, r.d_stop);
 		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, r.d_core,
 																 true, r.d_val_out, r.d_core_out);
-		info->launches = 5;
+		info->launches = 8;
 		if (cudaGetLastError() != cudaSuccess)
 		{
 			snprintf(err, errlen, "DBSCAN kernel launch failed");

@@ -20,9 +20,17 @@
  *      picks, among the core rows within eps, the component whose smallest
  *      id is least, which is the lowest-numbered cluster;
  *   4. gj_dbscan_number numbers components by that smallest id.
- * Cells of side eps/sqrt(d) (a cell of minpts rows is all core with no
- * distance computed) are not used: the eps grid is shared with the joins,
- * and the capped count already stops after minpts hits in dense cells.
+ * Compact cells.  A cell whose points' bounding box has a diagonal within
+ * eps (by the shared rule: IEEE rounding is monotonic, so no pair inside
+ * the box can compute a larger distance than its corners) holds points all
+ * within eps of each other: its size counts without distances, its core
+ * rows are one cluster at once, and another row needs only one core row
+ * of it within eps to reach that cluster.  This is the dense-box idea of
+ * the fast DBSCAN codes (cells of side eps/sqrt(d)) applied to the cells
+ * the grid already has: it turns duplicates and tight clumps (all points
+ * in one cell, in the worst case) from quadratic to linear.  Cells of
+ * side eps/sqrt(d) for every cell are not used: the eps grid is shared
+ * with the joins, and the capped count stops early in dense cells anyway.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +161,64 @@ nbhd_at(const gj_grid *g, nbhd *h, int64_t i)
 	}
 }
 
+/* --- compact cells ------------------------------------------------------- */
+
+typedef struct compact_ctx
+{
+	const gj_grid *g;
+	const gj_points *p;
+	uint8_t    *compact;
+} compact_ctx;
+
+static void
+compact_block(void *arg, int64_t c0, int64_t c1, const int *stop)
+{
+	compact_ctx *c = arg;
+	const gj_points *p = c->p;
+	int			dims = p->dims;
+	double		lo[GJ_MAX_DIMS],
+				hi[GJ_MAX_DIMS];
+
+	for (int64_t cell = c0; cell < c1; cell++)
+	{
+		int64_t		r0 = c->g->cell_start[cell],
+					r1 = c->g->cell_start[cell + 1];
+
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		memcpy(lo, p->x + r0 * dims, sizeof(double) * dims);
+		memcpy(hi, lo, sizeof(double) * dims);
+		for (int64_t r = r0 + 1; r < r1; r++)
+			for (int d = 0; d < dims; d++)
+			{
+				double		v = p->x[r * dims + d];
+
+				lo[d] = v < lo[d] ? v : lo[d];
+				hi[d] = v > hi[d] ? v : hi[d];
+			}
+		/* the corners' distance by the shared rule bounds every pair's */
+		c->compact[cell] = gj_sqdist(lo, hi, dims) <= c->g->eps2;
+	}
+}
+
+/* Per cell: are all its points within eps of each other?  NULL on OOM. */
+static uint8_t *
+compact_cells(const gj_grid *g, const gj_points *p, int nthreads, gj_status *st)
+{
+	compact_ctx c;
+
+	c.g = g;
+	c.p = p;
+	c.compact = malloc(g->ncells + 1);
+	if (c.compact == NULL)
+	{
+		*st = GJ_ERR_NOMEM;
+		return NULL;
+	}
+	*st = par_for(compact_block, &c, g->ncells, nthreads);
+	return c.compact;
+}
+
 /* --- counts -------------------------------------------------------------- */
 
 typedef struct count_ctx
@@ -161,20 +227,35 @@ typedef struct count_ctx
 	const gj_points *p;
 	int32_t		cap;			/* INT32_MAX: no cap */
 	int32_t    *counts;
+	const uint8_t *compact;
 } count_ctx;
 
-/* Rows within eps of row i, itself included, stopping at cap. */
+/*
+ * Rows within eps of row i, itself included, stopping at cap; a compact
+ * own cell counts whole.
+ */
 static inline int32_t
 count_row(const gj_grid *g, const gj_points *p, const nbhd *h, int64_t i,
-		  int32_t cap)
+		  int32_t cap, const uint8_t *compact)
 {
 	const double *xi = p->x + i * p->dims;
 	int32_t		n = 0;
+	int64_t		own = compact[h->cell] ? h->cell : -1;
 
+	if (own >= 0)
+	{
+		int64_t		size = g->cell_start[own + 1] - g->cell_start[own];
+
+		n = size < cap ? (int32_t) size : cap;
+		if (n >= cap)
+			return n;
+	}
 	for (int k = 0; k < h->nn; k++)
 	{
 		int64_t		r1 = g->cell_start[h->nbr[k] + 1];
 
+		if (h->nbr[k] == own)
+			continue;
 		for (int64_t r = g->cell_start[h->nbr[k]]; r < r1; r++)
 			if (gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2 && ++n >= cap)
 				return n;
@@ -194,7 +275,7 @@ count_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
 		nbhd_at(c->g, &h, i);
-		c->counts[i] = count_row(c->g, c->p, &h, i, c->cap);
+		c->counts[i] = count_row(c->g, c->p, &h, i, c->cap, c->compact);
 	}
 }
 
@@ -203,12 +284,25 @@ gj_cpu_count_within(const gj_grid *g, const gj_points *p, int32_t cap,
 					int nthreads, int32_t *counts)
 {
 	count_ctx	c;
+	gj_status	st;
+	uint8_t    *compact;
 
+	if (p->n == 0)
+		return GJ_OK;
+	compact = compact_cells(g, p, nthreads, &st);
+	if (st != GJ_OK)
+	{
+		free(compact);
+		return st;
+	}
 	c.g = g;
 	c.p = p;
 	c.cap = cap > 0 ? cap : INT32_MAX;
 	c.counts = counts;
-	return par_for(count_block, &c, p->n, nthreads);
+	c.compact = compact;
+	st = par_for(count_block, &c, p->n, nthreads);
+	free(compact);
+	return st;
 }
 
 /* --- DBSCAN -------------------------------------------------------------- */
@@ -221,6 +315,8 @@ typedef struct dbscan_ctx
 	int32_t    *parent;			/* union-find over rows; root[] at the end */
 	uint8_t    *core;
 	int64_t    *minid;			/* per root: the smallest id of its core rows */
+	const uint8_t *compact;		/* per cell */
+	int64_t    *first_core;		/* per compact cell: its first core row, or -1 */
 } dbscan_ctx;
 
 /* The root of x, halving the path on the way (benign races: any ancestor). */
@@ -280,12 +376,41 @@ core_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
 		nbhd_at(c->g, &h, i);
-		c->core[i] = count_row(c->g, c->p, &h, i, c->minpts) >= c->minpts;
+		c->core[i] = count_row(c->g, c->p, &h, i, c->minpts, c->compact) >= c->minpts;
 		c->parent[i] = (int32_t) i;
 	}
 }
 
-/* Core row i with every core row r > i within eps. */
+/* Compact cells: their first core row, and every core row joined to it. */
+static void
+first_core_block(void *arg, int64_t c0, int64_t c1, const int *stop)
+{
+	dbscan_ctx *c = arg;
+
+	for (int64_t cell = c0; cell < c1; cell++)
+	{
+		int64_t		first = -1;
+
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		if (c->compact[cell])
+			for (int64_t r = c->g->cell_start[cell]; r < c->g->cell_start[cell + 1]; r++)
+				if (c->core[r])
+				{
+					if (first < 0)
+						first = r;
+					else
+						uf_union(c->parent, (int32_t) first, (int32_t) r);
+				}
+		c->first_core[cell] = first;
+	}
+}
+
+/*
+ * Core row i with every core row r > i within eps; a compact cell as a
+ * whole: nothing when it is already in i's cluster, else its first core
+ * row within eps, from either side.
+ */
 static void
 link_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 {
@@ -306,8 +431,25 @@ link_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		nbhd_at(g, &h, i);
 		for (int k = 0; k < h.nn; k++)
 		{
-			int64_t		r1c = g->cell_start[h.nbr[k] + 1];
-			int64_t		r = g->cell_start[h.nbr[k]];
+			int64_t		cell = h.nbr[k];
+			int64_t		r1c = g->cell_start[cell + 1];
+			int64_t		r = g->cell_start[cell];
+
+			if (c->compact[cell])
+			{
+				int64_t		fc = c->first_core[cell];
+
+				if (fc < 0 || uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) fc))
+					continue;
+				for (; r < r1c; r++)
+					if (c->core[r] &&
+						gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2)
+					{
+						uf_union(c->parent, (int32_t) i, (int32_t) r);
+						break;
+					}
+				continue;
+			}
 
 			if (r1c <= i + 1)
 				continue;		/* a cell wholly before i */
@@ -382,9 +524,12 @@ border_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		nbhd_at(g, &h, i);
 		for (int k = 0; k < h.nn; k++)
 		{
-			int64_t		r1c = g->cell_start[h.nbr[k] + 1];
+			int64_t		cell = h.nbr[k];
+			int64_t		r1c = g->cell_start[cell + 1];
 
-			for (int64_t r = g->cell_start[h.nbr[k]]; r < r1c; r++)
+			if (c->compact[cell] && c->first_core[cell] < 0)
+				continue;		/* no core row there */
+			for (int64_t r = g->cell_start[cell]; r < r1c; r++)
 			{
 				int32_t		root;
 
@@ -394,6 +539,8 @@ border_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 				root = uf_find(c->parent, (int32_t) r);
 				if (best < 0 || c->minid[root] < c->minid[best])
 					best = root;
+				if (c->compact[cell])
+					break;		/* its core rows are one cluster */
 			}
 		}
 		b->out[i] = best;
@@ -419,17 +566,30 @@ gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
 	c.core = core;
 	c.parent = malloc(sizeof(int32_t) * (p->n + 1));
 	c.minid = malloc(sizeof(int64_t) * (p->n + 1));
-	if (c.parent == NULL || c.minid == NULL)
+	c.first_core = malloc(sizeof(int64_t) * (g->ncells + 1));
+	if (c.parent == NULL || c.minid == NULL || c.first_core == NULL)
 	{
 		free(c.parent);
 		free(c.minid);
+		free(c.first_core);
 		return GJ_ERR_NOMEM;
+	}
+	c.compact = compact_cells(g, p, nthreads, &st);
+	if (st != GJ_OK)
+	{
+		free(c.parent);
+		free(c.minid);
+		free(c.first_core);
+		free((void *) c.compact);
+		return st;
 	}
 	for (int64_t i = 0; i < p->n; i++)
 		c.minid[i] = INT64_MAX;
 	b.d = &c;
 	b.out = root;
 	st = par_for(core_block, &c, p->n, nthreads);
+	if (st == GJ_OK)
+		st = par_for(first_core_block, &c, g->ncells, nthreads);
 	if (st == GJ_OK)
 		st = par_for(link_block, &c, p->n, nthreads);
 	if (st == GJ_OK)
@@ -438,6 +598,8 @@ gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
 		st = par_for(border_block, &b, p->n, nthreads);
 	free(c.parent);
 	free(c.minid);
+	free(c.first_core);
+	free((void *) c.compact);
 	return st;
 }
 
