@@ -7,6 +7,7 @@
  *		gpu_density check [seed]   GPU == CPU (== oracle) on random and
  *		                           adversarial data; last line
  *		                           "gpu_density: N passed, N failed"
+ *		gpu_density cancel         the cancel cases alone
  *		gpu_density bench          2M and 10M points, 2-D and 3-D, uniform
  *		                           and clustered, ~30 and ~300 neighbours:
  *		                           GPU vs CPU engine (all cores), one table
@@ -214,8 +215,12 @@ check_cancel(uint64_t seed)
 	double		t0;
 	gj_status	st;
 
-	/* 400000 rows in one cell: 1.6e11 distances to count */
-	gj_gen_points(&p, GJ_GEN_ONE_CELL, 400000, 2, seed);
+	/*
+	 * 1M rows in one cell wider than eps (not compact: a compact cell
+	 * counts and links without distances): 1e12 distances to count, 5e11
+	 * pairs of core rows to link
+	 */
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 1000000, 2, seed);
 	v = malloc(sizeof(int32_t) * p.n);
 	k = malloc(p.n);
 	for (int what = 0; what < 2; what++)
@@ -223,14 +228,14 @@ check_cancel(uint64_t seed)
 		t0 = gj_now_ms();
 		hook_at = t0 + 100;
 		gj_set_interrupt_hook(hook);
-		st = what == 0 ? gj_gpu_count_within(&p, 1.0, 0, NULL, v, &info, err, sizeof(err)) :
-			gj_gpu_dbscan(&p, 1.0, 5, NULL, v, k, &info, err, sizeof(err));
+		st = what == 0 ? gj_gpu_count_within(&p, 110.0, 0, NULL, v, &info, err, sizeof(err)) :
+			gj_gpu_dbscan(&p, 110.0, 5, NULL, v, k, &info, err, sizeof(err));
 		gj_set_interrupt_hook(NULL);
 		snprintf(detail, sizeof(detail), "%s after %.0f ms", gj_status_name(st),
 				 gj_now_ms() - t0);
 		printf("cancel %s: %s\n", what == 0 ? "counts" : "dbscan", detail);
 		result(st == GJ_ERR_CANCELED && gj_now_ms() - t0 < 1100, what == 0 ? "cancel counts" : "cancel dbscan",
-			   "one-cell-400k", seed, detail);
+			   "one-wide-cell-1m", seed, detail);
 	}
 	free(v);
 	free(k);
@@ -410,6 +415,12 @@ main(int argc, char **argv)
 		printf("gpu_density: no usable GPU: %s\n", info.error);
 		printf("gpu_density: 0 passed, 1 failed\n");
 		return 1;
+	}
+	if (argc > 1 && strcmp(argv[1], "cancel") == 0)
+	{
+		check_cancel(1);
+		printf("gpu_density: %d passed, %d failed\n", passed, failed);
+		return failed == 0 ? 0 : 1;
 	}
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
 	{
