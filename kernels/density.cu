@@ -132,38 +132,53 @@ struct point_reg
 };
 
 /*
- * Is every pair of cell c's points within eps?  One thread a cell: the
- * corners of the bounding box by the shared rule (rounding is monotonic,
- * so no pair inside can compute a larger distance).
+ * Is every pair of cell c's points within eps?  One warp a cell (a cell may
+ * hold every point): the bounding box by a strided scan and shuffles, then
+ * its corners by the shared rule (rounding is monotonic, so no pair inside
+ * can compute a larger distance).  Linear in the points, so it reads no
+ * stop word (the shuffles need every lane).
  */
 __global__ static void
-compact_kernel(gj_dev_grid G, gj_grid_params P, uint8_t *compact, const int *stop)
+compact_kernel(gj_dev_grid G, gj_grid_params P, uint8_t *compact)
 {
-	uint64_t	c = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
-	double		lo[GJ_MAX_DIMS],
-				hi[GJ_MAX_DIMS];
+	uint64_t	c = (blockIdx.x * (uint64_t) blockDim.x + threadIdx.x) / 32;
+	int			lane = threadIdx.x & 31;
 	int			dims = P.dims;
+	bool		ok = true;
+	double		lo,
+				hi;
+	double		s = 0.0;
 
 	if (c >= (uint64_t) G.ncells)
 		return;
 	uint32_t	r0 = G.cell_start[c],
 				r1 = G.cell_start[c + 1];
 
-	for (int d = 0; d < dims; d++)
-		lo[d] = hi[d] = G.xs[(int64_t) r0 * dims + d];
-	for (uint32_t r = r0 + 1; r < r1; r++)
+	/* one dimension at a time, summed in order like gj_dev_sqdist */
+	for (int d = 0; d < dims && ok; d++)
 	{
-		if (((r - r0) & 1023) == 0 && gj_dev_stopped(stop))
-			return;
-		for (int d = 0; d < dims; d++)
+		lo = hi = G.xs[(int64_t) r0 * dims + d];
+		for (uint32_t r = r0 + lane; r < r1; r += 32)
 		{
 			double		v = G.xs[(int64_t) r * dims + d];
 
-			lo[d] = fmin(lo[d], v);
-			hi[d] = fmax(hi[d], v);
+			lo = fmin(lo, v);
+			hi = fmax(hi, v);
+		}
+		for (int off = 16; off > 0; off >>= 1)
+		{
+			lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+			hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+		}
+		{
+			double		t = __dsub_rn(hi, lo);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+			ok = s <= P.eps2;
 		}
 	}
-	compact[c] = gj_dev_sqdist<0>(lo, hi, dims, P.eps2) <= P.eps2;
+	if (lane == 0)
+		compact[c] = ok;
 }
 
 /* Rows within eps of sorted point i, itself included, up to cap. */
@@ -229,10 +244,12 @@ uf_find(int32_t *parent, int32_t x)
 }
 
 __device__ __forceinline__ void
-uf_union(int32_t *parent, int32_t a, int32_t b)
+uf_union(int32_t *parent, int32_t a, int32_t b, const int *stop)
 {
-	for (;;)
+	for (unsigned tries = 1;; tries++)
 	{
+		if ((tries & 63) == 0 && gj_dev_stopped(stop))
+			return;				/* contended for long: the results go anyway */
 		a = uf_find(parent, a);
 		b = uf_find(parent, b);
 		if (a == b)
@@ -320,7 +337,7 @@ link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 				if (core[r] &&
 					gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2)
 				{
-					uf_union(parent, (int32_t) i, (int32_t) r);
+					uf_union(parent, (int32_t) i, (int32_t) r, stop);
 					break;
 				}
 			}
@@ -338,7 +355,7 @@ link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 			if (!core[r] || uf_find(parent, (int32_t) i) == uf_find(parent, (int32_t) r))
 				continue;
 			if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2)
-				uf_union(parent, (int32_t) i, (int32_t) r);
+				uf_union(parent, (int32_t) i, (int32_t) r, stop);
 		}
 		return true;
 	});
@@ -550,11 +567,6 @@ run_prepare(density_run *r, const gj_points *p, double eps,
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_val_out, sizeof(int32_t) * n));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_compact, r->G.ncells + 1));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_first_core, sizeof(int32_t) * (r->G.ncells + 1)));
-	{
-		unsigned	cgrid = (unsigned) ((r->G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
-
-		compact_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->P, r->d_compact, r->d_stop);
-	}
 	if (dbscan)
 	{
 		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&r->d_parent, sizeof(int32_t) * n));
@@ -567,6 +579,15 @@ run_prepare(density_run *r, const gj_points *p, double eps,
 	GJ_CUDA_CHECK(err, errlen, cudaStreamSynchronize(r->stream));
 	info->index_ms = gj_now_ms() - t0;
 	return GJ_OK;
+}
+
+/* Compact cells, first of the launches that gj_gpu_wait oversees. */
+static void
+launch_compact(density_run *r)
+{
+	unsigned	wgrid = (unsigned) ((r->G.ncells * 32 + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+
+	compact_kernel<<<wgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->P, r->d_compact);
 }
 
 /* Wait for the stream (cancel-aware), then copy n results back. */
@@ -612,6 +633,7 @@ gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 		double		t0 = gj_now_ms();
 
+		launch_compact(&r);
 		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P,
 					cap > 0 ? cap : INT32_MAX, r.d_val, (uint8_t *) NULL,
 					(int32_t *) NULL, (const uint8_t *) r.d_compact, r.d_stop);
@@ -656,6 +678,7 @@ gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
 
 		unsigned	cgrid = (unsigned) ((r.G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 
+		launch_compact(&r);
 		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P, minpts,
 					(int32_t *) NULL, r.d_core, r.d_parent, (const uint8_t *) r.d_compact,
 					r.d_stop);
