@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gj_cuda.h"
@@ -37,6 +38,15 @@ gj_cuda_probe(gj_cuda_device_info *info)
 	cudaDeviceProp prop;
 
 	memset(info, 0, sizeof(*info));
+
+	/*
+	 * Load every kernel when the context is made.  With CUDA's default lazy
+	 * loading, the first launch of a kernel waits for the kernels already
+	 * running, so in a fresh backend the host thread sat in a launch while a
+	 * long kernel ran and could not raise the stop word (a DBSCAN cancel took
+	 * 23 s).  The caller's own setting wins.
+	 */
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 	gj_block_async_signals(&old);
 	err = cudaGetDeviceCount(&count);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
