@@ -32,25 +32,6 @@
 
 #define GJ_DENSITY_BLOCK 256
 
-/* First index of a[0..n) with a >= key. */
-__device__ __forceinline__ int64_t
-lower_bound64(const int64_t *a, int64_t n, int64_t key)
-{
-	int64_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int64_t		mid = (lo + hi) >> 1;
-
-		if (a[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /*
  * Call f(cell) for every non-empty cell of cell c's 3^n neighbourhood (c
  * included): along the last indexed dimension a range of ids around each
@@ -102,7 +83,7 @@ for_each_neighbour(const gj_dev_grid &G, const gj_grid_params &P, uint32_t c, F 
 					continue;
 				base = id + sign * P.prefix_off[p];
 			}
-			for (int64_t k = lower_bound64(G.cell_id, G.ncells, base - has_lo);
+			for (int64_t k = gj_dev_lower_bound(G.cell_id, G.ncells, base - has_lo);
 				 k < G.ncells && G.cell_id[k] <= base + has_hi; k++)
 				if (!f(k))
 					return false;

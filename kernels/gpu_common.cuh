@@ -120,6 +120,25 @@ gj_dev_sqdist(const double *a, const double *b, int dims, double eps2)
 	return s;
 }
 
+/* First index in cell_id[0..n) with cell_id >= key. */
+__device__ __forceinline__ int64_t
+gj_dev_lower_bound(const int64_t *a, int64_t n, int64_t key)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) >> 1;
+
+		if (a[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * Cancel reaches running kernels through a device word that the host sets
  * with a copy on its own stream (the copy engine runs beside the kernels):

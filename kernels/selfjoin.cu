@@ -60,25 +60,6 @@ typedef struct gj_out
 	unsigned long long skip;	/* slots before this are counted, not written */
 } gj_out;
 
-/* First index in cell_id[0..n) with cell_id >= key. */
-__device__ __forceinline__ int64_t
-dev_lower_bound(const int64_t *a, int64_t n, int64_t key)
-{
-	int64_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int64_t		mid = (lo + hi) >> 1;
-
-		if (a[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Take a result slot; one atomic per group of threads that hit together. */
 __device__ __forceinline__ void
 emit(const gj_out &O, int64_t a, int64_t b, double s)
@@ -197,7 +178,7 @@ selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
 		int64_t		lo = base - has_lo;
 		int64_t		hi = base + has_hi;
 
-		for (int64_t k = dev_lower_bound(G.cell_id, G.ncells, lo);
+		for (int64_t k = gj_dev_lower_bound(G.cell_id, G.ncells, lo);
 			 k < G.ncells && G.cell_id[k] <= hi; k++)
 			if (!scan_range<DIMS>(G, dims, P.eps2, xi, idi, G.cell_start[k],
 								  G.cell_start[k + 1], O, stop))

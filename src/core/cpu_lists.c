@@ -167,20 +167,7 @@ lists_worker(void *arg)
 				break;
 			if (cell < 0 || i >= g->cell_start[cell + 1])
 			{
-				int64_t		lo = cell < 0 ? 0 : cell + 1,
-							hi = g->ncells;
-
-				/* the last cell starting at or before i */
-				while (hi - lo > 1)
-				{
-					int64_t		mid = (lo + hi) / 2;
-
-					if (g->cell_start[mid] <= i)
-						lo = mid;
-					else
-						hi = mid;
-				}
-				cell = lo;
+				cell = gj_grid_cell_of_row(g, i, cell);
 				nn = gj_grid_neighbourhood(g, cell, nbr);
 			}
 			for (int k = 0; k < nn; k++)

@@ -144,19 +144,7 @@ probe_worker(void *arg)
 			if (cur_cell < 0 || q < g->cell_start[cur_cell] ||
 				q >= g->cell_start[cur_cell + 1])
 			{
-				int64_t		lo = 0,
-							hi = g->ncells;
-
-				while (hi - lo > 1)
-				{
-					int64_t		mid = (lo + hi) / 2;
-
-					if (g->cell_start[mid] <= q)
-						lo = mid;
-					else
-						hi = mid;
-				}
-				cur_cell = lo;
+				cur_cell = gj_grid_cell_of_row(g, q, cur_cell);
 				nn = gj_grid_neighbourhood(g, cur_cell, nbr);
 			}
 			for (int k = 0; k < nn && ok; k++)

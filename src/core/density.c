@@ -117,30 +117,6 @@ par_for(block_fn fn, void *arg, int64_t n, int nthreads)
 	return r.stop ? GJ_ERR_CANCELED : GJ_OK;
 }
 
-/* The cell of sorted row i, starting the search from a cached cell. */
-static inline int64_t
-cell_of_row(const gj_grid *g, int64_t i, int64_t cached)
-{
-	int64_t		lo = 0,
-				hi = g->ncells;
-
-	if (cached >= 0 && i >= g->cell_start[cached] && i < g->cell_start[cached + 1])
-		return cached;
-	if (cached >= 0 && cached + 1 < g->ncells && i >= g->cell_start[cached + 1] &&
-		i < g->cell_start[cached + 2])
-		return cached + 1;
-	while (hi - lo > 1)
-	{
-		int64_t		mid = (lo + hi) / 2;
-
-		if (g->cell_start[mid] <= i)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* A worker's view of its current cell and that cell's neighbourhood. */
 typedef struct nbhd
 {
@@ -152,7 +128,7 @@ typedef struct nbhd
 static inline void
 nbhd_at(const gj_grid *g, nbhd *h, int64_t i)
 {
-	int64_t		c = cell_of_row(g, i, h->cell);
+	int64_t		c = gj_grid_cell_of_row(g, i, h->cell);
 
 	if (c != h->cell)
 	{

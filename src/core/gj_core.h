@@ -159,6 +159,9 @@ extern int	gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out);
 #define GJ_MAX_ALL_NEIGHBOURS 729	/* 3^GJ_MAX_INDEXED_DIMS */
 extern int	gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out);
 
+/* The cell holding sorted row `row`; hint (a cell, or -1) is tried first. */
+extern int64_t gj_grid_cell_of_row(const gj_grid *g, int64_t row, int64_t hint);
+
 /*
  * Sampled estimate of the pairs within the grid's eps (unordered, a row
  * never with itself) of the grid-sorted points p: nsample rows probe their

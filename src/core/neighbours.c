@@ -233,3 +233,33 @@ gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out)
 	}
 	return n;
 }
+
+/*
+ * The cell holding sorted row `row`: the hint or the cell after it when a
+ * caller walks rows in order, else the last cell starting at or before it.
+ */
+int64_t
+gj_grid_cell_of_row(const gj_grid *g, int64_t row, int64_t hint)
+{
+	int64_t		lo = 0,
+				hi = g->ncells;
+
+	if (hint >= 0 && hint < g->ncells)
+	{
+		if (row >= g->cell_start[hint] && row < g->cell_start[hint + 1])
+			return hint;
+		if (hint + 1 < g->ncells && row >= g->cell_start[hint + 1] &&
+			row < g->cell_start[hint + 2])
+			return hint + 1;
+	}
+	while (hi - lo > 1)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (g->cell_start[mid] <= row)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
