@@ -92,6 +92,25 @@ SELECT count(*) FROM dbscan('c_rand', '{x,y}', 0.2, 5) d
   JOIN eps_neighbor_counts('c_rand', '{x,y}', 0.2) c USING (id)
   WHERE d.is_core <> (c.n + 1 >= 5);
 
+-- WHERE id = / = ANY restricts counts and lists to those rows (the rest of
+-- the table is only probed), with the same answers as the full call
+CREATE TEMP TABLE full_counts AS SELECT * FROM eps_neighbor_counts('c_rand', '{x,y}', 0.2);
+CREATE TEMP TABLE full_lists AS SELECT * FROM eps_neighbors('c_rand', '{x,y}', 0.2);
+SELECT count(*) AS rows, count(*) FILTER (WHERE r.n IS DISTINCT FROM f.n) AS differ
+FROM eps_neighbor_counts('c_rand', '{x,y}', 0.2) r JOIN full_counts f USING (id)
+WHERE r.id = ANY ('{1,7,14,500,2999,3000,5000}');
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE r.neighbors IS DISTINCT FROM f.neighbors OR r.dists IS DISTINCT FROM f.dists) AS differ
+FROM eps_neighbors('c_rand', '{x,y}', 0.2) r JOIN full_lists f USING (id)
+WHERE r.id IN (1, 7, 14, 500, 2999, 3000, 5000);
+SELECT id, n FROM eps_neighbor_counts_sql('SELECT id, x, y FROM c_rand', 0.2) WHERE id = 7;
+SELECT count(*) FROM eps_neighbors('c_rand', '{x,y}', 0.2) WHERE id = ANY ('{}');
+EXPLAIN (COSTS OFF) SELECT * FROM eps_neighbors('c_rand', '{x,y}', 0.2) WHERE id = 42;
+SET gpujoin.device = cpu;		-- EXPLAIN names the engine
+-- dbscan cannot be restricted: a row's cluster depends on every row
+EXPLAIN (COSTS OFF) SELECT * FROM dbscan('c_rand', '{x,y}', 0.2, 5) WHERE id = 42;
+RESET gpujoin.device;
+
 -- streaming: LIMIT and a cursor closed early
 SELECT count(*) FROM (SELECT * FROM eps_neighbors('c_rand', '{x,y}', 5) LIMIT 10) s;
 BEGIN;

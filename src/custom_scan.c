@@ -543,6 +543,10 @@ PlannedEngine(GjScanState *st)
 	if (st->filter_expr != NULL &&
 		(st->fn == GJ_FN_EPS_SELFJOIN || st->fn == GJ_FN_EPS_SELFJOIN_SQL))
 		return "cpu (restricted)";
+	if (st->filter_expr != NULL &&
+		(GjFunctionShape(st->fn) == GJ_SHAPE_COUNTS ||
+		 GjFunctionShape(st->fn) == GJ_SHAPE_LISTS))
+		return "cpu (restricted)";
 	if (GjFunctionShape(st->fn) == GJ_SHAPE_LISTS)
 		return "cpu";			/* neighbour lists have no GPU engine yet */
 	if (gj_device_guc == GJ_DEVICE_CPU ||
@@ -561,6 +565,8 @@ OutputColumnName(GjFunction fn, int column)
 {
 	if (column == 1)
 		return "b";
+	if (GjFunctionShape(fn) != GJ_SHAPE_PAIRS && GjFunctionShape(fn) != GJ_SHAPE_KNN)
+		return "id";
 	return fn == GJ_FN_KNN_JOIN || fn == GJ_FN_KNN_JOIN_SQL ? "q" : "a";
 }
 

@@ -139,8 +139,13 @@ GjFilterableColumn(GjFunction fn, int column)
 		case GJ_FN_KNN_JOIN_SQL:
 		case GJ_FN_KNN_SELFJOIN_SQL:
 			return column == 0;
+		case GJ_FN_NEIGHBOR_COUNTS:
+		case GJ_FN_NEIGHBOR_COUNTS_SQL:
+		case GJ_FN_NEIGHBORS:
+		case GJ_FN_NEIGHBORS_SQL:
+			return column == 0;	/* a row's count or list needs that row's probe */
 		default:
-			/* per-row shapes: a row's answer needs every row */
+			/* dbscan: a row's cluster depends on every row */
 			break;
 	}
 	return false;

@@ -72,6 +72,8 @@ struct GjJob
 
 	MemoryContext rowcxt;		/* arrays of the row last handed out */
 	int64		nclusters;		/* dbscan */
+	uint32	   *subset;			/* restricted counts: the rows counted */
+	int64		nsubset;
 
 	gj_chunk   *chunk;			/* the chunk being handed out */
 	int			pos;
@@ -387,16 +389,46 @@ StartRows(GjJob *job, bool allow_gpu)
 	double		t0 = gj_now_ms();
 	bool		done = false;
 
+	bool		restricted = job->spec.filter_column == 0;	/* WHERE id = ... */
+	uint32	   *rows = NULL;
+	int64		nrows = n;
+
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
 		EnsureGrid(job);
+		if (restricted)
+			rows = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter, &nrows);
 		job->stats.index_ms += gj_now_ms() - t0;
 		job->t_engine = gj_now_ms();
-		CheckStatus(gj_cpu_lists_start(&res->grid, &res->points, GjCpuThreads(),
-									   &res->lists), job->spec.fname);
-		job->stats.engine = "cpu";
+		CheckStatus(gj_cpu_lists_start(&res->grid, &res->points, rows, nrows,
+									   GjCpuThreads(), &res->lists), job->spec.fname);
+		if (rows != NULL)
+			pfree(rows);		/* the engine keeps a copy */
+		job->stats.engine = restricted ? "cpu (restricted)" : "cpu";
 		job->stats.threads = GjCpuThreads();
 		job->running = RUN_CPU_LISTS;
+		return;
+	}
+	if (restricted)
+	{
+		/* counts of the listed rows only, on the CPU */
+		EnsureGrid(job);
+		job->subset = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter,
+								 &job->nsubset);
+		res->rowval = malloc(sizeof(int32_t) * (job->nsubset + 1));
+		if (res->rowval == NULL)
+			GjCheckStatus(GJ_ERR_NOMEM, job->spec.fname);
+		job->stats.index_ms += gj_now_ms() - t0;
+		job->t_engine = gj_now_ms();
+		CheckStatus(gj_cpu_count_rows(&res->grid, &res->points, job->subset, job->nsubset,
+									  0, GjCpuThreads(), res->rowval),
+					job->spec.fname);
+		job->stats.engine = "cpu (restricted)";
+		job->stats.threads = GjCpuThreads();
+		job->stats.join_ms += gj_now_ms() - job->t_engine;
+		job->t_engine = gj_now_ms();
+		job->pos = 0;
+		job->running = RUN_ROWS;
 		return;
 	}
 
@@ -511,7 +543,8 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	GjReadPoints(&spec->input, &res->points, &job->stats.read);
 	if (spec->shape != GJ_SHAPE_PAIRS && spec->shape != GJ_SHAPE_KNN)
 	{
-		if (res->points.n == 0)
+		if (res->points.n == 0 ||
+			(spec->filter_column != GJ_FILTER_NONE && spec->nfilter == 0))
 			job->done = true;
 		else
 			StartEngine(job, true);
@@ -771,9 +804,10 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 
 	if (job->running == RUN_ROWS)
 	{
-		int64		i = job->pos;
+		int64		i = job->pos;	/* into rowval; the row is subset[i] */
+		int64		row = job->subset != NULL ? job->subset[i] : i;
 
-		if (i >= res->points.n)
+		if (i >= (job->subset != NULL ? job->nsubset : res->points.n))
 		{
 			job->done = true;
 			job->stats.emit_ms = gj_now_ms() - job->t_engine;
@@ -781,7 +815,7 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		}
 		if ((i & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
-		values[0] = Int64GetDatum(res->points.ids[i]);
+		values[0] = Int64GetDatum(res->points.ids[row]);
 		nulls[0] = false;
 		if (job->spec.shape == GJ_SHAPE_COUNTS)
 		{

@@ -31,6 +31,8 @@ struct gj_cpu_lists
 {
 	const gj_grid *g;
 	const gj_points *p;
+	uint32_t   *rows;			/* the rows to list (a copy), or NULL: all */
+	int64_t		nrows;
 	gj_pair_queue *q;
 	int			nthreads;
 	pthread_t  *threads;
@@ -153,12 +155,13 @@ lists_worker(void *arg)
 	while (ch != NULL && buf != NULL && !__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 	{
 		int64_t		b0 = __atomic_fetch_add(&j->next, GJ_LIST_BLOCK, __ATOMIC_RELAXED);
-		int64_t		b1 = b0 + GJ_LIST_BLOCK < p->n ? b0 + GJ_LIST_BLOCK : p->n;
+		int64_t		b1 = b0 + GJ_LIST_BLOCK < j->nrows ? b0 + GJ_LIST_BLOCK : j->nrows;
 
-		if (b0 >= p->n)
+		if (b0 >= j->nrows)
 			break;
-		for (int64_t i = b0; i < b1 && ch != NULL; i++)
+		for (int64_t k = b0; k < b1 && ch != NULL; k++)
 		{
+			int64_t		i = j->rows != NULL ? j->rows[k] : k;
 			const double *xi = p->x + i * p->dims;
 			int64_t		n = 0,
 						at;
@@ -236,11 +239,15 @@ out:
 }
 
 gj_status
-gj_cpu_lists_start(const gj_grid *g, const gj_points *p, int nthreads,
-				   gj_cpu_lists **out)
+gj_cpu_lists_start(const gj_grid *g, const gj_points *p, const uint32_t *rows,
+				   int64_t nrows, int nthreads, gj_cpu_lists **out)
 {
 	struct gj_cpu_lists *j;
-	int64_t		want = (p->n + GJ_LIST_BLOCK - 1) / GJ_LIST_BLOCK;
+	int64_t		want;
+
+	if (rows == NULL)
+		nrows = p->n;
+	want = (nrows + GJ_LIST_BLOCK - 1) / GJ_LIST_BLOCK;
 
 	*out = NULL;
 	if (nthreads <= 0)
@@ -252,14 +259,21 @@ gj_cpu_lists_start(const gj_grid *g, const gj_points *p, int nthreads,
 		return GJ_ERR_NOMEM;
 	j->g = g;
 	j->p = p;
+	j->nrows = nrows;
 	j->threads = calloc(nthreads, sizeof(pthread_t));
 	j->q = gj_queue_create_lists(2 * nthreads + 2);
-	if (j->threads == NULL || j->q == NULL)
+	if (rows != NULL)
+	{
+		j->rows = malloc(sizeof(uint32_t) * (nrows + 1));
+		if (j->rows != NULL)
+			memcpy(j->rows, rows, sizeof(uint32_t) * nrows);
+	}
+	if (j->threads == NULL || j->q == NULL || (rows != NULL && j->rows == NULL))
 	{
 		gj_cpu_lists_free(j);
 		return GJ_ERR_NOMEM;
 	}
-	if (p->n == 0)
+	if (nrows == 0)
 	{
 		gj_queue_set_producers(j->q, 0);
 		*out = j;
@@ -314,5 +328,6 @@ gj_cpu_lists_free(gj_cpu_lists *j)
 		pthread_join(j->threads[t], NULL);
 	gj_queue_destroy(j->q);
 	free(j->threads);
+	free(j->rows);
 	free(j);
 }

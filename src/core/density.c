@@ -204,6 +204,7 @@ typedef struct count_ctx
 	int32_t		cap;			/* INT32_MAX: no cap */
 	int32_t    *counts;
 	const uint8_t *compact;
+	const uint32_t *rows;		/* NULL: every row */
 } count_ctx;
 
 /*
@@ -246,12 +247,14 @@ count_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 	nbhd		h;
 
 	h.cell = -1;
-	for (int64_t i = r0; i < r1; i++)
+	for (int64_t k = r0; k < r1; k++)
 	{
+		int64_t		i = c->rows != NULL ? c->rows[k] : k;
+
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
 		nbhd_at(c->g, &h, i);
-		c->counts[i] = count_row(c->g, c->p, &h, i, c->cap, c->compact);
+		c->counts[k] = count_row(c->g, c->p, &h, i, c->cap, c->compact);
 	}
 }
 
@@ -259,11 +262,18 @@ gj_status
 gj_cpu_count_within(const gj_grid *g, const gj_points *p, int32_t cap,
 					int nthreads, int32_t *counts)
 {
+	return gj_cpu_count_rows(g, p, NULL, p->n, cap, nthreads, counts);
+}
+
+gj_status
+gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
+				  int64_t nrows, int32_t cap, int nthreads, int32_t *counts)
+{
 	count_ctx	c;
 	gj_status	st;
 	uint8_t    *compact;
 
-	if (p->n == 0)
+	if (p->n == 0 || nrows == 0)
 		return GJ_OK;
 	compact = compact_cells(g, p, nthreads, &st);
 	if (st != GJ_OK)
@@ -276,7 +286,8 @@ gj_cpu_count_within(const gj_grid *g, const gj_points *p, int32_t cap,
 	c.cap = cap > 0 ? cap : INT32_MAX;
 	c.counts = counts;
 	c.compact = compact;
-	st = par_for(count_block, &c, p->n, nthreads);
+	c.rows = rows;
+	st = par_for(count_block, &c, nrows, nthreads);
 	free(compact);
 	return st;
 }

@@ -308,6 +308,11 @@ extern int	gj_cpu_count(void);
 extern gj_status gj_cpu_count_within(const gj_grid *g, const gj_points *p,
 									 int32_t cap, int nthreads, int32_t *counts);
 
+/* The same for the rows rows[0..nrows) only: counts[k] is rows[k]'s. */
+extern gj_status gj_cpu_count_rows(const gj_grid *g, const gj_points *p,
+								   const uint32_t *rows, int64_t nrows,
+								   int32_t cap, int nthreads, int32_t *counts);
+
 /*
  * DBSCAN as PostGIS ST_ClusterDBSCAN defines it, made independent of row
  * order.  A row is core when at least minpts rows (itself included) are
@@ -331,13 +336,15 @@ extern gj_status gj_dbscan_number(const gj_points *p, int32_t *root,
 
 /*
  * Neighbour lists (eps_neighbors), streamed in chunks of lists
- * (gj_chunk.off/nb/nd): every row once, its neighbours within eps other
- * than itself ordered by (distance, id).  Same start/next/release/free
- * contract as gj_cpu_selfjoin.
+ * (gj_chunk.off/nb/nd): every row once (or the rows rows[0..nrows) of p,
+ * when rows is not NULL), its neighbours within eps other than itself
+ * ordered by (distance, id).  Same start/next/release/free contract as
+ * gj_cpu_selfjoin.
  */
 typedef struct gj_cpu_lists gj_cpu_lists;
 
 extern gj_status gj_cpu_lists_start(const gj_grid *g, const gj_points *p,
+									const uint32_t *rows, int64_t nrows,
 									int nthreads, gj_cpu_lists **out);
 extern gj_status gj_cpu_lists_next(gj_cpu_lists *j, int timeout_ms,
 								   gj_chunk **out);
