@@ -54,8 +54,9 @@ extern const char *gj_status_name(gj_status st);
 
 /*
  * Point set: n rows of dims float64 coordinates, row-major, and one int64 id
- * per row.  The grid build permutes both arrays in place, so there is only
- * ever one copy of the coordinates.
+ * per row.  The grid build reorders both arrays: into fresh arrays that
+ * replace them (a second copy for a moment), or in place when that memory
+ * is not there.
  */
 typedef struct gj_points
 {

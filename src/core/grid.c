@@ -31,6 +31,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -338,6 +339,87 @@ gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey)
 }
 
 /*
+ * Reorder the points by perm into fresh arrays, on a few threads: reads
+ * are random, writes sequential (measured: 4M 2-D points took 0.6 s with
+ * the in-place cycle walk below, most of the grid build).  Needs a second
+ * copy of the points for a moment; false, with p unchanged, when that
+ * memory is not there.
+ */
+typedef struct gather_arg
+{
+	const gj_points *p;
+	const uint32_t *perm;
+	double	   *x;
+	int64_t    *ids;
+	int64_t		r0;
+	int64_t		r1;
+} gather_arg;
+
+static void *
+gather_slice(void *arg)
+{
+	gather_arg *a = arg;
+	int			dims = a->p->dims;
+
+	for (int64_t i = a->r0; i < a->r1; i++)
+	{
+		int64_t		src = a->perm[i];
+
+		memcpy(a->x + i * dims, a->p->x + src * dims, sizeof(double) * dims);
+		a->ids[i] = a->p->ids[src];
+	}
+	return NULL;
+}
+
+#define GJ_GATHER_THREADS 16
+#define GJ_GATHER_MIN_ROWS 65536	/* rows a thread is worth starting for */
+
+static int
+gather_points(gj_points *p, const uint32_t *perm)
+{
+	double	   *x = malloc(sizeof(double) * p->dims * (p->n + 1));
+	int64_t    *ids = malloc(sizeof(int64_t) * (p->n + 1));
+	pthread_t	threads[GJ_GATHER_THREADS];
+	gather_arg	args[GJ_GATHER_THREADS];
+	int			nt = gj_cpu_count(),
+				started;
+
+	if (x == NULL || ids == NULL)
+	{
+		free(x);
+		free(ids);
+		return 0;
+	}
+	if (nt > GJ_GATHER_THREADS)
+		nt = GJ_GATHER_THREADS;
+	if (nt > p->n / GJ_GATHER_MIN_ROWS + 1)
+		nt = (int) (p->n / GJ_GATHER_MIN_ROWS + 1);
+	for (int t = 0; t < nt; t++)
+	{
+		args[t].p = p;
+		args[t].perm = perm;
+		args[t].x = x;
+		args[t].ids = ids;
+		args[t].r0 = p->n * t / nt;
+		args[t].r1 = p->n * (t + 1) / nt;
+	}
+	/* slice 0 on this thread; the others on helpers, or here if none start */
+	started = nt > 1 ? gj_threads_start(threads, nt - 1, gather_slice, &args[1],
+										sizeof(gather_arg)) : 0;
+	gather_slice(&args[0]);
+	for (int t = 1 + started; t < nt; t++)
+		gather_slice(&args[t]);
+	for (int t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	free(p->x);
+	free(p->ids);
+	p->x = x;
+	p->ids = ids;
+	p->cap = p->n + 1;
+	return 1;
+}
+
+/*
  * Reorder the rows of p so that row k becomes old row perm[k], in place by
  * following permutation cycles (one spare row, one bit per row).
  */
@@ -446,8 +528,8 @@ gj_grid_build_planned(gj_grid *g, gj_points *p)
 			maxkey = keys[i];
 	}
 	st = gj_sort_by_key(keys, perm, p->n, maxkey);
-	if (st == GJ_OK)
-		st = permute_points(p, perm);
+	if (st == GJ_OK && !gather_points(p, perm))
+		st = permute_points(p, perm);	/* no memory for a second copy */
 	free(perm);
 	if (st != GJ_OK)
 	{
