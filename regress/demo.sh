@@ -28,9 +28,15 @@ FROM eps_selfjoin('places', '{x,y}', 0.3);
 SELECT * FROM eps_selfjoin('places', '{x,y}', 0.3) ORDER BY dist, a LIMIT 5;
 \echo '== the same join over a query (as with PostGIS: SELECT id, ST_X(g), ST_Y(g) ...)'
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM places WHERE x < 50', 0.3);
-\echo '== neighbour counts, the first step of DBSCAN'
-SELECT n_neighbours, count(*) AS points
-FROM (SELECT a, count(*) AS n_neighbours FROM eps_selfjoin('places', '{x,y}', 0.3, NULL, true) GROUP BY a) s
-GROUP BY n_neighbours ORDER BY n_neighbours LIMIT 8;
+\echo '== neighbour counts per point, without storing a pair'
+SELECT n AS n_neighbours, count(*) AS points
+FROM eps_neighbor_counts('places', '{x,y}', 0.3)
+GROUP BY n ORDER BY n LIMIT 8;
+\echo '== DBSCAN (as ST_ClusterDBSCAN): the largest clusters and the noise'
+SELECT cluster, count(*) AS points, count(*) FILTER (WHERE is_core) AS core
+FROM dbscan('places', '{x,y}', 0.1, 5)
+GROUP BY cluster ORDER BY count(*) DESC LIMIT 5;
+\echo '== the neighbours of one point, nearest first'
+SELECT id, neighbors[1:5] AS nearest, dists[1:5] AS dists FROM eps_neighbors('places', '{x,y}', 0.3) WHERE id = 42;
 SQL
 pg_virtualenv -v "$PGVER" -o jit=off psql -X -f /tmp/gpujoin-demo.sql postgres
