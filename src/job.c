@@ -381,6 +381,21 @@ GpuRows(GjJob *job)
 	return true;
 }
 
+/* Room for n per-row answers (and DBSCAN's core flags), kept across reruns. */
+static void
+AllocRowResults(GjJob *job, int64 n)
+{
+	GjResources *res = job->res;
+
+	if (res->rowval == NULL)
+		res->rowval = malloc(sizeof(int32_t) * (n + 1));
+	if (res->rowflag == NULL && job->spec.shape == GJ_SHAPE_DBSCAN)
+		res->rowflag = malloc(n + 1);
+	if (res->rowval == NULL ||
+		(job->spec.shape == GJ_SHAPE_DBSCAN && res->rowflag == NULL))
+		GjCheckStatus(GJ_ERR_NOMEM, job->spec.fname);
+}
+
 static void
 StartRows(GjJob *job, bool allow_gpu)
 {
@@ -388,7 +403,6 @@ StartRows(GjJob *job, bool allow_gpu)
 	int64		n = res->points.n;
 	double		t0 = gj_now_ms();
 	bool		done = false;
-
 	bool		restricted = job->spec.filter_column == 0;	/* WHERE id = ... */
 	uint32	   *rows = NULL;
 	int64		nrows = n;
@@ -410,52 +424,32 @@ StartRows(GjJob *job, bool allow_gpu)
 		return;
 	}
 	if (restricted)
-	{
-		/* counts of the listed rows only, on the CPU */
-		EnsureGrid(job);
-		job->subset = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter,
-								 &job->nsubset);
-		res->rowval = malloc(sizeof(int32_t) * (job->nsubset + 1));
-		if (res->rowval == NULL)
-			GjCheckStatus(GJ_ERR_NOMEM, job->spec.fname);
-		job->stats.index_ms += gj_now_ms() - t0;
-		job->t_engine = gj_now_ms();
-		CheckStatus(gj_cpu_count_rows(&res->grid, &res->points, job->subset, job->nsubset,
-									  0, GjCpuThreads(), res->rowval),
-					job->spec.fname);
-		job->stats.engine = "cpu (restricted)";
-		job->stats.threads = GjCpuThreads();
-		job->stats.join_ms += gj_now_ms() - job->t_engine;
-		job->t_engine = gj_now_ms();
-		job->pos = 0;
-		job->running = RUN_ROWS;
-		return;
-	}
-
-	if (res->rowval == NULL)
-	{
-		res->rowval = malloc(sizeof(int32_t) * (n + 1));
-		res->rowflag = malloc(n + 1);
-		if (res->rowval == NULL || res->rowflag == NULL)
-			GjCheckStatus(GJ_ERR_NOMEM, job->spec.fname);
-	}
+		allow_gpu = false;		/* WHERE id = ...: the listed rows, on the CPU */
 	job->t_engine = gj_now_ms();
 	if (allow_gpu && GjChooseEngine(n) == GJ_ENGINE_GPU)
+	{
+		AllocRowResults(job, n);
 		done = GpuRows(job);
+	}
 	if (!done)
 	{
 		EnsureGrid(job);
+		if (restricted)
+			job->subset = ListedRows(&res->points, job->spec.filter_ids,
+									 job->spec.nfilter, &job->nsubset);
+		nrows = restricted ? job->nsubset : n;
+		AllocRowResults(job, nrows);
 		job->stats.index_ms += gj_now_ms() - t0;
 		job->t_engine = gj_now_ms();
 		if (job->spec.shape == GJ_SHAPE_COUNTS)
-			CheckStatus(gj_cpu_count_within(&res->grid, &res->points, 0,
-											GjCpuThreads(), res->rowval),
+			CheckStatus(gj_cpu_count_rows(&res->grid, &res->points, job->subset, nrows,
+										  0, GjCpuThreads(), res->rowval),
 						job->spec.fname);
 		else
 			CheckStatus(gj_cpu_dbscan(&res->grid, &res->points, job->spec.minpts,
 									  GjCpuThreads(), res->rowval, res->rowflag),
 						job->spec.fname);
-		job->stats.engine = "cpu";
+		job->stats.engine = restricted ? "cpu (restricted)" : "cpu";
 		job->stats.threads = GjCpuThreads();
 	}
 	if (job->spec.shape == GJ_SHAPE_DBSCAN)
