@@ -1,39 +1,77 @@
 #!/usr/bin/env bash
-# Diagnostic for the SIGBUS at backend exit (README, "Known issues"): one psql
-# session per kind of query on the GPU host, each followed by a look at the
-# server log for crashed backends.  None of these short sessions crashed on
-# 2026-11-23; the long session of regress/gpuhost_bench.sql did.
-# Run from the project root on the GPU host (carry .gpuhost).
+# The SIGBUS at backend exit (README, "Known issues"), A/B: sessions of many
+# GPU joins of every kind, each ending with a disconnect, on a server whose
+# backends leave without the CUDA teardown (the default) and on one started
+# with GJ_CUDA_TEARDOWN=1 (the full teardown, as before the fix).  Counts
+# the backends the server log says were killed by a signal, per mode.
+# Run from the project root on the GPU host (carry .gpuhost); GJ_EXIT_ROUNDS
+# rounds (default 3) of GJ_EXIT_SESSIONS sessions (default 3) per mode.
 . .gpuhost/pg-up.sh >/dev/null
-df -h /dev/shm | tail -1; ulimit -a | grep -i "core\|locked"
+OUT=${OUT:-/tmp}
+rounds=${GJ_EXIT_ROUNDS:-3}
+sessions=${GJ_EXIT_SESSIONS:-3}
 psql -qc "DROP DATABASE IF EXISTS ex" -c "CREATE DATABASE ex" postgres
 psql -q ex <<'SQL'
+SET client_min_messages = warning;
 CREATE EXTENSION gpujoin;
-CREATE TABLE t2 AS SELECT i AS id, random()*100 AS x, random()*100 AS y FROM generate_series(1, 2000000) i;
+SELECT setseed(0.2);
+CREATE TABLE t2 AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 2000000) i;
+CREATE TABLE q3 AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y, random() * 100 AS z FROM generate_series(1, 100000) i;
+CREATE TABLE r3 AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y, random() * 100 AS z FROM generate_series(1, 1000000) i;
 ALTER TABLE t2 ADD PRIMARY KEY (id);
-CREATE TABLE q3 AS SELECT i AS id, random()*100 AS x, random()*100 AS y, random()*100 AS z FROM generate_series(1, 100000) i;
-CREATE TABLE r3 AS SELECT i AS id, random()*100 AS x, random()*100 AS y, random()*100 AS z FROM generate_series(1, 1000000) i;
-ALTER TABLE q3 ADD PRIMARY KEY (id); ALTER TABLE r3 ADD PRIMARY KEY (id);
-VACUUM ANALYZE;
+ALTER TABLE q3 ADD PRIMARY KEY (id);
+ALTER TABLE r3 ADD PRIMARY KEY (id);
+VACUUM ANALYZE t2, q3, r3;
 SQL
-check() {
-	sleep 0.7
-	n=$(grep -c "terminated by signal" /tmp/gj-pg.log)
-	echo "$1: crashes so far $n"
+# one session: ~40 GPU joins, the mix of regress/gpuhost_bench.sql
+session=/tmp/gj_exit_session.sql
+{
+	echo "SET gpujoin.device = gpu; SET client_min_messages = warning;"
+	for e in 0.1 0.3 1e-9; do
+		for cs in on off; do
+			echo "SET gpujoin.custom_scan = $cs;"
+			echo "SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', $e);"
+			echo "SELECT count(*) FROM knn_join('q3', 'r3', '{x,y,z}', 20);"
+		done
+	done
+	echo "RESET gpujoin.custom_scan;"
+	for i in 1 2 3; do
+		echo "SELECT count(*) FROM (SELECT * FROM eps_selfjoin('t2', '{x,y}', 1.0) LIMIT 10) s;"
+		echo "SELECT count(*) FROM eps_neighbor_counts('t2', '{x,y}', 0.2) WHERE n > 3;"
+		echo "SELECT count(DISTINCT cluster) FROM dbscan('t2', '{x,y}', 0.2, 4);"
+		echo "SELECT count(*) FROM knn_selfjoin('r3', '{x,y,z}', 8);"
+		echo "SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 1) WHERE a = 42;"
+		echo "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 0.1);"
+		echo "SET gpujoin.device = cpu; SELECT count(*) FROM knn_join('q3', 'r3', '{x,y,z}', 20); SET gpujoin.device = gpu;"
+	done
+} > "$session"
+restart() {
+	su pgrun -c "$1 LD_LIBRARY_PATH=$LD_LIBRARY_PATH $GJ_PGBIN/pg_ctl -D /tmp/gj-pgdata -l /tmp/gj-pg.log -w restart" >/dev/null
 }
-run() { name=$1; shift; psql -qAt ex -c "$@" >/dev/null 2>&1; check "$name"; }
-run "nothing" "SELECT 1"
-run "gpu info" "SELECT * FROM gpujoin_info()"
-run "gpu eps small" "SET gpujoin.device=gpu; SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM t2 WHERE id < 1000', 1)"
-run "gpu eps 2M 0.3" "SET gpujoin.device=gpu; SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 0.3)"
-run "gpu eps 2M fscan" "SET gpujoin.device=gpu; SET gpujoin.custom_scan=off; SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 0.1)"
-run "gpu knn" "SET gpujoin.device=gpu; SELECT count(*) FROM knn_join('q3', 'r3', '{x,y,z}', 20)"
-run "cpu knn" "SET gpujoin.device=cpu; SELECT count(*) FROM knn_join('q3', 'r3', '{x,y,z}', 20)"
-run "parallel scan" "SELECT count(*), sum(x) FROM t2"
-run "gpu eps + parallel scan" "SET gpujoin.device=gpu; SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 0.1); SELECT count(*), sum(x) FROM t2"
-run "gpu knn + parallel scan" "SET gpujoin.device=gpu; SELECT count(*) FROM knn_join('q3', 'r3', '{x,y,z}', 20); SELECT count(*), sum(x) FROM t2"
-run "cpu eps + parallel" "SET gpujoin.device=cpu; SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 0.1); SELECT count(*), sum(x) FROM t2"
-run "gpu eps LIMIT" "SET gpujoin.device=gpu; SELECT count(*) FROM (SELECT * FROM eps_selfjoin('t2', '{x,y}', 1.0) LIMIT 10) s"
-run "gpu explain analyze" "SET gpujoin.device=gpu; EXPLAIN (ANALYZE, VERBOSE) SELECT count(*) FROM eps_selfjoin('t2', '{x,y}', 0.1)"
-grep -B3 -A3 "terminated by signal" /tmp/gj-pg.log | head -40
-cp /tmp/gj-pg.log $OUT/server.log
+crashes() { grep -c 'terminated by signal\|exited with exit code [2-9]' /tmp/gj-pg.log; }
+declare -A ran died secs
+for mode in teardown skip; do ran[$mode]=0; died[$mode]=0; secs[$mode]=0; done
+for r in $(seq "$rounds"); do
+	for mode in teardown skip; do
+		if [ $mode = teardown ]; then restart GJ_CUDA_TEARDOWN=1; else restart ""; fi
+		for s in $(seq "$sessions"); do
+			before=$(crashes)
+			t0=$(date +%s.%N)
+			psql -X -q -f "$session" ex > "/tmp/gj_exit_$mode.txt" 2>&1
+			sleep 1		# the crash came 130-200 ms after the disconnect
+			after=$(crashes)
+			ran[$mode]=$((ran[$mode] + 1))
+			died[$mode]=$((died[$mode] + after - before))
+			secs[$mode]=$(awk -v a="${secs[$mode]}" -v b="$(date +%s.%N)" -v c="$t0" 'BEGIN { printf "%.1f", a + b - c }')
+			echo "round $r $mode session $s: $((after - before)) crashed backends"
+		done
+	done
+done
+grep -B2 -A4 'terminated by signal\|exited with exit code [2-9]' /tmp/gj-pg.log | head -40
+cp /tmp/gj-pg.log "$OUT/exitcheck_server.log"
+cp /tmp/gj_exit_skip.txt "$OUT/exitcheck_session.txt"
+restart ""
+echo "== exit check: sessions of $(grep -c ';' "$session") statements"
+for mode in teardown skip; do
+	echo "exit $mode: ${died[$mode]} crashed backends in ${ran[$mode]} sessions (${secs[$mode]} s)"
+done

@@ -7,12 +7,14 @@
 #      GPU checks (regress/gpuhost.sql), concurrent backends, the SQL
 #      benchmark (regress/gpuhost_bench.sql) and GPU cancel cases
 #      (regress/gpuhost_cancel.sql)
+#   5. exit: backends leaving with and without the CUDA teardown
+#      (regress/gpuhost_exitcheck.sh)
 # Built here beforehand (make, make regress/gpu_check regress/bench_gpu,
 # ../shared/gpuhost/prepare.sh); logs go to $OUT; a summary table prints last.
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,densitysql,cancel}
+STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,densitysql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -108,6 +110,11 @@ if has cancel; then
 	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_cancel.sql gj_regress > "$OUT/cancel.txt" 2>&1
 	tail -12 "$OUT/cancel.txt"
 	summary+=("gpu cancel: $(grep -c '| t ' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps)' "$OUT/cancel.txt") within 1 s of the timeout")
+fi
+if has exit; then
+	bash regress/gpuhost_exitcheck.sh > "$OUT/exitcheck.txt" 2>&1
+	tail -3 "$OUT/exitcheck.txt"
+	summary+=("$(grep '^exit teardown' "$OUT/exitcheck.txt")" "$(grep '^exit skip' "$OUT/exitcheck.txt")")
 fi
 # the server log, and any crash in it, always come back
 if [ -f /tmp/gj-pg.log ]; then

@@ -90,16 +90,6 @@ fault_handler(int sig, siginfo_t *si, void *uc)
 	/* SA_RESETHAND: returning re-runs the access under the default action */
 }
 
-static void
-trace_at_exit(void)
-{
-	char		msg[128];
-
-	snprintf(msg, sizeof(msg), "gpujoin fault trace: pid %d atexit (before the CUDA runtime's own)\n",
-			 (int) getpid());
-	say(msg);
-}
-
 /* From _PG_init: install the handlers when GJ_FAULT_TRACE is set. */
 void
 GjFaultTraceInit(void)
@@ -125,8 +115,6 @@ GjFaultTraceNote(const char *what)
 
 	if (!tracing)
 		return;
-	if (strcmp(what, "gpu initialised") == 0)
-		atexit(trace_at_exit);	/* runs before the CUDA runtime's handler */
 	snprintf(msg, sizeof(msg), "gpujoin fault trace: pid %d %s\n", (int) getpid(), what);
 	say(msg);
 }
