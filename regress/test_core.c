@@ -11,6 +11,7 @@
  * The last line is "core: N passed, N failed".
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,83 @@ check_cancel(uint64_t seed)
 	gj_points_free(&p);
 }
 
+/* Storage a gj_points borrows (the parallel read's shared segment). */
+typedef struct borrowed
+{
+	void	   *block;
+	int			released;
+} borrowed;
+
+static void
+release_block(void *arg)
+{
+	borrowed   *b = arg;
+
+	free(b->block);
+	b->block = NULL;
+	b->released++;
+}
+
+/*
+ * Points in borrowed storage: the join is still exact, and the storage is
+ * released exactly once, whether the grid build replaces the arrays, the
+ * buffer grows, or it is just freed.
+ */
+static void
+check_borrowed(uint64_t seed)
+{
+	static const char *modes[] = {"join", "grow", "free"};
+	gj_points	src;
+
+	gj_gen_points(&src, GJ_GEN_UNIFORM, 5000, 3, seed);
+	for (int m = 0; m < 3; m++)
+	{
+		borrowed	b = {0};
+		gj_points	p;
+		size_t		idbytes = sizeof(int64_t) * src.n;
+		bool		ok = true;
+
+		b.block = malloc(idbytes + sizeof(double) * src.n * src.dims);
+		gj_points_init(&p, src.dims);
+		p.n = p.cap = src.n;
+		p.ids = b.block;
+		p.x = (double *) ((char *) b.block + idbytes);
+		memcpy(p.ids, src.ids, idbytes);
+		memcpy(p.x, src.x, sizeof(double) * src.n * src.dims);
+		p.release = release_block;
+		p.release_arg = &b;
+		if (m == 0)
+		{
+			int			before = failed;
+
+			check_case("borrowed", seed, &p, gj_gen_typical_eps(GJ_GEN_UNIFORM, src.n, 3, 4.0), 2);
+			ok = failed == before && b.released == 1;
+			passed -= failed == before;		/* counted once, below */
+		}
+		else if (m == 1)
+		{
+			double		row[3] = {1, 2, 3};
+
+			ok = gj_points_push(&p, 99, row) == GJ_OK && b.released == 1 &&
+				p.n == src.n + 1 && p.ids[src.n] == 99 && p.x[src.n * 3 + 2] == 3 &&
+				memcmp(p.ids, src.ids, idbytes) == 0 &&
+				memcmp(p.x, src.x, sizeof(double) * src.n * 3) == 0;
+		}
+		gj_points_free(&p);
+		ok = ok && b.released == 1;
+		if (ok)
+			passed++;
+		else
+		{
+			failed++;
+			printf("FAIL borrowed storage (%s) seed=%llu: released %d times\n", modes[m],
+				   (unsigned long long) seed, b.released);
+		}
+		free(b.block);
+	}
+	gj_points_free(&src);
+}
+
 /* The shared hand-made boundary sets (datagen.c), each eps, 2 threads. */
 static void
 check_boundaries(void)
@@ -244,6 +322,7 @@ main(int argc, char **argv)
 
 	check_boundaries();
 	check_cancel(seed++);
+	check_borrowed(seed++);
 
 	printf("core: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;

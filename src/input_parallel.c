@@ -22,11 +22,13 @@
  * creates a segment sized by the table's statistics and passes its handle
  * in the token; workers attach, take blocks of PACK_BLOCK_ROWS rows with an
  * atomic counter and write converted rows straight into them, and the
- * final function copies the filled part of each block into the reader's
- * buffer.  Rows that do not fit (stale statistics, no room in /dev/shm)
- * stay in the worker's own buffer and travel as bytea, which the leader's
- * deserialize function appends straight into the reader's buffer; the
- * combine step only adds counters.  Buffers are malloc'd (they
+ * final function moves the blocks' rows together in place and hands the
+ * segment itself to the reader as its point buffer (mapped until the join
+ * releases its points); only when some rows overflowed does it copy the
+ * blocks into the reader's buffer instead.  Rows that do not fit (stale
+ * statistics, no room in /dev/shm) stay in the worker's own buffer and
+ * travel as bytea, which the leader's deserialize function appends
+ * straight into the reader's buffer; the combine step only adds counters.  Buffers are malloc'd (they
  * become the job's gj_points) and freed by a callback on the aggregate's
  * memory context unless handed over; the hand-over target is only set in
  * the reader's process while its query runs (workers never see it).
@@ -450,6 +452,55 @@ gpujoin_pack_deserial(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(st);
 }
 
+/* The borrowed points are done with: drop the segment (the last mapping). */
+static void
+DetachShared(void *arg)
+{
+	dsm_detach((dsm_segment *) arg);
+}
+
+/*
+ * Make the segment the reader's point buffer: the written rows of the
+ * blocks moved together in place (only blocks after the first partly
+ * filled one move: every participant's last block, near the end), the
+ * mapping kept past the query until the points are released.  Saves the
+ * copy of every row into a fresh buffer (~23 ms for 2M 2-D rows here).
+ */
+static void
+AdoptShared(GjPackTarget *t)
+{
+	PackShared *sh = t->shared;
+	int64		used = Min((int64) pg_atomic_read_u64(&sh->next_block), sh->nblocks);
+	int64		w = 0;
+	int			dims = sh->dims;
+	gj_points  *p = t->pts;
+
+	for (int64 b = 0; b < used; b++)
+	{
+		int64		r0 = b * PACK_BLOCK_ROWS;
+		int64		fill = SharedFill(sh)[b];
+
+		if (fill > 0 && r0 != w)
+		{
+			memmove(SharedIds(sh) + w, SharedIds(sh) + r0, sizeof(int64) * fill);
+			memmove(SharedX(sh) + w * dims, SharedX(sh) + r0 * dims,
+					sizeof(double) * fill * dims);
+		}
+		w += fill;
+	}
+	gj_points_free(p);
+	p->dims = dims;
+	p->n = w;
+	p->cap = w;
+	p->ids = SharedIds(sh);
+	p->x = SharedX(sh);
+	dsm_pin_mapping(t->seg);
+	p->release = DetachShared;
+	p->release_arg = t->seg;
+	t->seg = NULL;				/* the points own it now */
+	t->shared = NULL;
+}
+
 /*
  * The rows go to the reader that issued the token, buffers and all; any
  * other call just counts them.
@@ -466,7 +517,13 @@ gpujoin_pack_final(PG_FUNCTION_ARGS)
 	FlushBlock(st);
 	n = st->pts.n;
 	t = TargetFor(st->token);
-	if (t != NULL && t->shared != NULL)
+	if (t != NULL && t->shared != NULL && t->pts->n == 0 && t->pts->cap == 0 &&
+		st->pts.n == 0)
+	{
+		/* every row is in the segment: the reader's buffer becomes it */
+		AdoptShared(t);
+	}
+	else if (t != NULL && t->shared != NULL)
 	{
 		/* the blocks' written rows, compacted into the reader's buffer */
 		PackShared *sh = t->shared;

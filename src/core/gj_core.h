@@ -65,11 +65,20 @@ typedef struct gj_points
 	int64_t		cap;
 	double	   *x;				/* n * dims */
 	int64_t    *ids;			/* n */
+
+	/*
+	 * Storage the buffers borrow (the parallel read's shared segment):
+	 * released through this instead of free(), and replaced by malloc'd
+	 * arrays before it would be grown.  NULL: x and ids are malloc'd.
+	 */
+	void		(*release) (void *arg);
+	void	   *release_arg;
 } gj_points;
 
 extern void gj_points_init(gj_points *p, int dims);
 extern gj_status gj_points_reserve(gj_points *p, int64_t n);
 extern gj_status gj_points_push(gj_points *p, int64_t id, const double *coords);
+extern void gj_points_replace(gj_points *p, double *x, int64_t *ids);
 extern void gj_points_free(gj_points *p);
 
 /* The distance rule, shared by the CPU engine and the oracle. */

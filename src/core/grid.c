@@ -411,11 +411,7 @@ gather_points(gj_points *p, const uint32_t *perm)
 		gather_slice(&args[t]);
 	for (int t = 0; t < started; t++)
 		pthread_join(threads[t], NULL);
-	free(p->x);
-	free(p->ids);
-	p->x = x;
-	p->ids = ids;
-	p->cap = p->n + 1;
+	gj_points_replace(p, x, ids);
 	return 1;
 }
 

@@ -63,6 +63,23 @@ gj_points_reserve(gj_points *p, int64_t n)
 	while (cap < n)
 		cap = cap > GJ_MAX_ROWS / 2 ? GJ_MAX_ROWS : cap * 2;
 
+	if (p->release != NULL)
+	{
+		/* borrowed storage cannot grow: move the rows to malloc'd arrays */
+		x = malloc((size_t) cap * (size_t) p->dims * sizeof(double));
+		ids = malloc((size_t) cap * sizeof(int64_t));
+		if (x == NULL || ids == NULL)
+		{
+			free(x);
+			free(ids);
+			return GJ_ERR_NOMEM;
+		}
+		memcpy(x, p->x, (size_t) p->n * (size_t) p->dims * sizeof(double));
+		memcpy(ids, p->ids, (size_t) p->n * sizeof(int64_t));
+		gj_points_replace(p, x, ids);
+		p->cap = cap;
+		return GJ_OK;
+	}
 	x = realloc(p->x, (size_t) cap * (size_t) p->dims * sizeof(double));
 	if (x == NULL)
 		return GJ_ERR_NOMEM;
@@ -92,12 +109,39 @@ gj_points_push(gj_points *p, int64_t id, const double *coords)
 	return GJ_OK;
 }
 
+/* Let go of the buffers, whoever owns them. */
+static void
+release_storage(gj_points *p)
+{
+	if (p->release != NULL)
+		p->release(p->release_arg);
+	else
+	{
+		free(p->x);
+		free(p->ids);
+	}
+	p->release = NULL;
+	p->release_arg = NULL;
+}
+
+/*
+ * Swap in malloc'd arrays holding the same n rows (cap n + 1), releasing
+ * the old storage.
+ */
+void
+gj_points_replace(gj_points *p, double *x, int64_t *ids)
+{
+	release_storage(p);
+	p->x = x;
+	p->ids = ids;
+	p->cap = p->n + 1;
+}
+
 /* Free the buffers; the struct may be reused after gj_points_init. */
 void
 gj_points_free(gj_points *p)
 {
-	free(p->x);
-	free(p->ids);
+	release_storage(p);
 	p->x = NULL;
 	p->ids = NULL;
 	p->n = p->cap = 0;
