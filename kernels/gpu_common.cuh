@@ -54,6 +54,11 @@ gj_cuda_status(cudaError_t e)
 		} \
 	} while (0)
 
+/* Pinned host blocks cached across joins of a process (pinned.cu). */
+extern cudaError_t gj_pinned_alloc(void **out, size_t bytes);
+extern void gj_pinned_free(void *p);
+extern void gj_pinned_release(void);
+
 /* Grid geometry and neighbour table, passed to kernels by value. */
 typedef struct gj_grid_params
 {

@@ -491,10 +491,11 @@ alloc_batches(struct gj_gpu_knn *j)
 		KNN_TRY(j, cudaMalloc(&B->d_bid, sizeof(int64_t) * e), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_bn, sizeof(int32_t) * j->batch), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_btop, sizeof(int32_t) * j->batch), "k buffers");
-		KNN_TRY(j, cudaMallocHost(&B->h_bd, sizeof(double) * e), "pinned results");
-		KNN_TRY(j, cudaMallocHost(&B->h_bid, sizeof(int64_t) * e), "pinned results");
-		KNN_TRY(j, cudaMallocHost(&B->h_bn, sizeof(int32_t) * j->batch), "pinned results");
-		KNN_TRY(j, cudaMallocHost(&B->h_q, sizeof(double) * j->dims * j->batch), "pinned queries");
+		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bd, sizeof(double) * e), "pinned results");
+		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bid, sizeof(int64_t) * e), "pinned results");
+		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bn, sizeof(int32_t) * j->batch), "pinned results");
+		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_q, sizeof(double) * j->dims * j->batch),
+				"pinned queries");
 		KNN_TRY(j, cudaStreamCreateWithFlags(&B->stream, cudaStreamNonBlocking), "stream");
 		KNN_TRY(j, cudaEventCreateWithFlags(&B->done, cudaEventDisableTiming), "event");
 	}
@@ -746,10 +747,10 @@ free_all(struct gj_gpu_knn *j)
 		cudaFree(B->d_bid);
 		cudaFree(B->d_bn);
 		cudaFree(B->d_btop);
-		cudaFreeHost(B->h_bd);
-		cudaFreeHost(B->h_bid);
-		cudaFreeHost(B->h_bn);
-		cudaFreeHost(B->h_q);
+		gj_pinned_free(B->h_bd);
+		gj_pinned_free(B->h_bid);
+		gj_pinned_free(B->h_bn);
+		gj_pinned_free(B->h_q);
 		if (B->stream)
 			cudaStreamDestroy(B->stream);
 		if (B->done)

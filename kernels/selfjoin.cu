@@ -531,6 +531,7 @@ gj_gpu_release_cache(void)
 	}
 	pthread_mutex_unlock(&cache_mu);
 	free_buffers(&old);
+	gj_pinned_release();
 }
 
 /* Allocate result buffers and pinned chunks of cap pairs; 0 on failure. */
