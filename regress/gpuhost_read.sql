@@ -45,10 +45,6 @@ SELECT rd('sb2', 5, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y
 SELECT rd('sb2', 5, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
 SELECT rd('kc', 5, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);
 SELECT rd('kc', 5, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) + sum(z) < 0)::int FROM kc$q$);
-SELECT rd('sb2', 8, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9)$q$);
-SELECT rd('sb2', 8, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
-SELECT rd('kc', 8, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);
-SELECT rd('kc', 8, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) + sum(z) < 0)::int FROM kc$q$);
 SELECT rd('sb2', 7, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9)$q$);
 SELECT rd('sb2', 7, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
 SELECT rd('kc', 7, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);

@@ -14,7 +14,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,densitysql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,densitysql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -97,6 +97,11 @@ if has sqlbench; then
 	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
 	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_bench.sql gj_regress > "$OUT/sql_bench.txt" 2>&1
 	tail -14 "$OUT/sql_bench.txt"
+fi
+if has read; then
+	. .gpuhost/pg-up.sh
+	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_read.sql gj_regress > "$OUT/read.txt" 2>&1
+	tail -14 "$OUT/read.txt"
 fi
 if has densitysql; then
 	. .gpuhost/pg-up.sh
