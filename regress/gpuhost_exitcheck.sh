@@ -46,7 +46,8 @@ session=/tmp/gj_exit_session.sql
 	done
 } > "$session"
 restart() {
-	su pgrun -c "$1 LD_LIBRARY_PATH=$LD_LIBRARY_PATH $GJ_PGBIN/pg_ctl -D /tmp/gj-pgdata -l /tmp/gj-pg.log -w restart" >/dev/null
+	su pgrun -c "$1 LD_LIBRARY_PATH=$LD_LIBRARY_PATH $GJ_PGBIN/pg_ctl -D /tmp/gj-pgdata -l /tmp/gj-pg.log -t 300 -w restart" >/dev/null
+	for i in $(seq 120); do pg_isready -q && return; sleep 1; done
 }
 crashes() { grep -c 'terminated by signal\|exited with exit code [2-9]' /tmp/gj-pg.log; }
 declare -A ran died secs
@@ -57,9 +58,14 @@ for r in $(seq "$rounds"); do
 		for s in $(seq "$sessions"); do
 			before=$(crashes)
 			t0=$(date +%s.%N)
-			psql -X -q -f "$session" ex > "/tmp/gj_exit_$mode.txt" 2>&1
+			psql -X -qAt -f "$session" ex > "/tmp/gj_exit_$mode.txt" 2>&1
 			sleep 1		# the crash came 130-200 ms after the disconnect
+			for i in $(seq 120); do pg_isready -q && break; sleep 1; done
 			after=$(crashes)
+			if [ "$(grep -c '^[0-9]' "/tmp/gj_exit_$mode.txt")" -lt 25 ]; then
+				echo "round $r $mode session $s: did not run"; head -3 "/tmp/gj_exit_$mode.txt"
+				continue
+			fi
 			ran[$mode]=$((ran[$mode] + 1))
 			died[$mode]=$((died[$mode] + after - before))
 			secs[$mode]=$(awk -v a="${secs[$mode]}" -v b="$(date +%s.%N)" -v c="$t0" 'BEGIN { printf "%.1f", a + b - c }')

@@ -18,7 +18,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "storage/ipc.h"
 
 #include "gpujoin.h"
 
@@ -73,6 +77,23 @@ print_mapping(uintptr_t addr)
 	close(fd);
 }
 
+/* Wall-clock seconds, to line the trace up with the server log. */
+static double
+NowSeconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The first step of proc_exit. */
+static void
+ExitBegins(int code, Datum arg)
+{
+	GjFaultTraceNote("exit: begins");
+}
+
 static void
 fault_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -81,8 +102,9 @@ fault_handler(int sig, siginfo_t *si, void *uc)
 	int			k;
 
 	(void) uc;
-	snprintf(msg, sizeof(msg), "gpujoin fault trace: pid %d signal %d code %d addr %p\n",
-			 (int) getpid(), sig, si->si_code, si->si_addr);
+	snprintf(msg, sizeof(msg), "gpujoin fault trace: pid %d thread %ld signal %d code %d addr %p at %.3f\n",
+			 (int) getpid(), (long) syscall(SYS_gettid), sig, si->si_code, si->si_addr,
+			 NowSeconds());
 	say(msg);
 	print_mapping((uintptr_t) si->si_addr);
 	k = backtrace(frames, 64);
@@ -105,6 +127,7 @@ GjFaultTraceInit(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
 	sigaction(SIGSEGV, &sa, NULL);
+	before_shmem_exit(ExitBegins, (Datum) 0);
 }
 
 /* After the GPU was first used; and at stages of exit. */
@@ -115,6 +138,7 @@ GjFaultTraceNote(const char *what)
 
 	if (!tracing)
 		return;
-	snprintf(msg, sizeof(msg), "gpujoin fault trace: pid %d %s\n", (int) getpid(), what);
+	snprintf(msg, sizeof(msg), "gpujoin fault trace: pid %d %s at %.3f\n", (int) getpid(), what,
+			 NowSeconds());
 	say(msg);
 }
