@@ -200,7 +200,6 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpujoin");
-	on_proc_exit(ReleaseGpuCache, (Datum) 0);
 	gj_set_interrupt_hook(GjInterrupted);
 	GjCustomScanInit();
 }
@@ -213,6 +212,13 @@ ProbeGpu(void)
 		return;
 	gpu_probed = true;
 	gpu_status = gj_cuda_probe(&gpu_info);
+
+	/*
+	 * The exit path of a process that started CUDA, registered here rather
+	 * than in _PG_init: a postmaster that preloads the library would pass
+	 * an on_proc_exit callback to no child (they reset the list).
+	 */
+	on_proc_exit(ReleaseGpuCache, (Datum) 0);
 	atexit(ExitWithoutCudaTeardown);
 	if (gpu_status == GJ_OK)
 		GjFaultTraceNote("gpu initialised");
