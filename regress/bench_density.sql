@@ -18,15 +18,10 @@ ALTER TABLE bd_200k ADD PRIMARY KEY (id);
 ALTER TABLE bd_1m ADD PRIMARY KEY (id);
 VACUUM ANALYZE bd_200k, bd_1m;
 CREATE TABLE bd_res (case_name text, method text, seconds float8, result text);
+\ir bench_timing.sql
 CREATE FUNCTION pg_temp.bd(c text, m text, reps int, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; r text; best float8 := 1e9;
 BEGIN
-    FOR i IN 1..reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q INTO r;
-        best := least(best, extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    INSERT INTO bd_res VALUES (c, m, best, r);
+    INSERT INTO bd_res SELECT c, m, b.seconds, b.result FROM pg_temp.best_of(q, reps) b;
 END $$;
 -- warm the tables
 SELECT count(*) FROM bd_1m \g /dev/null

@@ -17,16 +17,11 @@ CREATE TABLE bs_one AS SELECT i AS id, (i % 1000) * 1e-9 AS x, 0.0::float8 AS y 
 ALTER TABLE bs_one ADD PRIMARY KEY (id);
 VACUUM ANALYZE bs_u, bs_one;
 CREATE TABLE bs_res (case_name text, method text, seconds float8, result bigint);
+\ir bench_timing.sql
 CREATE FUNCTION pg_temp.bs(c text, m text, cs text, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; n bigint; best float8 := 1e9;
 BEGIN
     PERFORM set_config('gpujoin.custom_scan', cs, true);
-    FOR i IN 1..2 LOOP
-        t0 := clock_timestamp();
-        EXECUTE q INTO n;
-        best := least(best, extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    INSERT INTO bs_res VALUES (c, m, best, n);
+    INSERT INTO bs_res SELECT c, m, b.seconds, b.result::bigint FROM pg_temp.best_of(q, 2) b;
 END $$;
 SELECT count(*) FROM eps_selfjoin('bs_u', '{x,y}', 1e-9) \g /dev/null
 SELECT pg_temp.bs('count eps 0.3', 'custom scan', 'on', $q$SELECT count(*) FROM eps_selfjoin('bs_u', '{x,y}', 0.3)$q$);

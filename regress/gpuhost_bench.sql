@@ -16,17 +16,12 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
 DROP TABLE IF EXISTS sb_results;
 CREATE TABLE sb_results (case_name text, method text, seconds float8, result bigint);
+\ir bench_timing.sql
 CREATE OR REPLACE FUNCTION sb(c text, m text, dev text, cs text, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; n bigint; best float8 := 1e9;
 BEGIN
     PERFORM set_config('gpujoin.device', dev, true);
     PERFORM set_config('gpujoin.custom_scan', cs, true);
-    FOR i IN 1..2 LOOP
-        t0 := clock_timestamp();
-        EXECUTE q INTO n;
-        best := least(best, extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    INSERT INTO sb_results VALUES (c, m, best, n);
+    INSERT INTO sb_results SELECT c, m, b.seconds, b.result::bigint FROM pg_temp.best_of(q, 2) b;
 END $$;
 CREATE OR REPLACE FUNCTION sb_ceilings(c text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE n bigint;

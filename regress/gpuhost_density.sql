@@ -11,16 +11,11 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
 DROP TABLE IF EXISTS dn_results;
 CREATE TABLE dn_results (case_name text, method text, seconds float8, result float8);
+\ir bench_timing.sql
 CREATE OR REPLACE FUNCTION dn(c text, m text, dev text, reps int, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; r float8; best float8 := 1e9;
 BEGIN
     PERFORM set_config('gpujoin.device', dev, true);
-    FOR i IN 1..reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q INTO r;
-        best := least(best, extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    INSERT INTO dn_results VALUES (c, m, best, r);
+    INSERT INTO dn_results SELECT c, m, b.seconds, b.result::float8 FROM pg_temp.best_of(q, reps) b;
 END $$;
 
 SELECT setseed(0.1);

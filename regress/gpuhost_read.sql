@@ -11,15 +11,12 @@ SET gpujoin.device = gpu;
 SET max_parallel_workers_per_gather = 8;
 DROP TABLE IF EXISTS rd_results;
 CREATE TABLE rd_results (tbl text, workers int, what text, seconds float8, read_ms float8, index_ms float8);
+\ir bench_timing.sql
 CREATE OR REPLACE FUNCTION rd(tbl text, w int, what text, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; best float8 := 1e9; plan json; rms float8 := NULL; ims float8 := NULL; node json;
+DECLARE best float8; plan json; rms float8 := NULL; ims float8 := NULL; node json;
 BEGIN
     EXECUTE format('ALTER TABLE %I SET (parallel_workers = %s)', tbl, w);
-    FOR i IN 1..3 LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        best := least(best, extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
+    SELECT b.seconds INTO best FROM pg_temp.best_of(q, 3) b;
     IF what = 'gpujoin' THEN
         FOR i IN 1..2 LOOP
             EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan;
