@@ -45,17 +45,17 @@ gj_knn_pick_method(const gj_knn_options *opt, int dims)
 
 /*
  * Mean number of points sharing a point's cell under grid plan g, estimated
- * from a strided sample: a sampled point sees 1 + f * (c - 1) sampled
- * points in a cell of c points, f being the sampling fraction.
+ * from sample, s points drawn evenly from n: a sampled point sees
+ * 1 + f * (c - 1) sampled points in a cell of c points, f being s / n.
  */
 static gj_status
-occupancy(const gj_points *p, const gj_grid *g, double *occ)
+occupancy(const double *sample, int64_t s, int64_t n, int dims, const gj_grid *g,
+		  double *occ)
 {
-	int64_t		s = p->n < GJ_KNN_SAMPLE ? p->n : GJ_KNN_SAMPLE;
 	int64_t    *ids = malloc(sizeof(int64_t) * (s + 1));
 	uint32_t   *rows = malloc(sizeof(uint32_t) * (s + 1));
 	double		seen = 0.0,
-				f = (double) s / (double) p->n;
+				f = (double) s / (double) n;
 	int64_t		run = 0,
 				maxkey = 0;
 	gj_status	st;
@@ -68,7 +68,7 @@ occupancy(const gj_points *p, const gj_grid *g, double *occ)
 	}
 	for (int64_t i = 0; i < s; i++)
 	{
-		ids[i] = gj_grid_cell_of(g, p->x + (i * (p->n / s)) * p->dims);
+		ids[i] = gj_grid_cell_of(g, sample + i * dims);
 		rows[i] = (uint32_t) i;
 		maxkey = ids[i] > maxkey ? ids[i] : maxkey;
 	}
@@ -142,18 +142,35 @@ gj_knn_grid_plan(gj_grid *g, const gj_points *refs, const gj_dim_stats *st)
 	}
 	w = m == 0 ? 1.0 : exp((logv + log(target) - log((double) refs->n + 1.0)) / m);
 
-	/* then shrink where the points are denser than the box suggests */
-	for (int iter = 0; m > 0 && iter < 4 && isfinite(w) && w > 0.0; iter++)
+	/*
+	 * then shrink where the points are denser than the box suggests, as a
+	 * strided sample shows; the sample is gathered once, since its rows
+	 * are far apart (a cache miss each) and it is read up to four times
+	 */
+	if (m > 0)
 	{
-		double		occ;
+		int64_t		s = refs->n < GJ_KNN_SAMPLE ? refs->n : GJ_KNN_SAMPLE;
+		int			dims = refs->dims;
+		double	   *sample = malloc(sizeof(double) * dims * (s + 1));
 
-		res = gj_grid_plan_from_stats(g, refs->dims, refs->n, w, st);
-		if (res != GJ_OK || g->nidx == 0)
-			break;
-		res = occupancy(refs, g, &occ);
-		if (res != GJ_OK || occ <= 2.0 * target)
-			break;
-		w *= pow(target / occ, 1.0 / g->nidx);
+		if (sample == NULL)
+			return GJ_ERR_NOMEM;
+		for (int64_t i = 0; i < s; i++)
+			memcpy(sample + i * dims, refs->x + (i * (refs->n / s)) * dims,
+				   sizeof(double) * dims);
+		for (int iter = 0; iter < 4 && isfinite(w) && w > 0.0; iter++)
+		{
+			double		occ;
+
+			res = gj_grid_plan_from_stats(g, dims, refs->n, w, st);
+			if (res != GJ_OK || g->nidx == 0)
+				break;
+			res = occupancy(sample, s, refs->n, dims, g, &occ);
+			if (res != GJ_OK || occ <= 2.0 * target)
+				break;
+			w *= pow(target / occ, 1.0 / g->nidx);
+		}
+		free(sample);
 	}
 	if (!(isfinite(w) && w > 0.0))
 		w = 1.0;

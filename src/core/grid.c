@@ -238,6 +238,22 @@ gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st)
 			g->ncell_dim[k] = most + 1;
 		g->stride[k] = 0;		/* unused in Z-order */
 	}
+
+	/*
+	 * Interleave only the bits some cell coordinate uses: the ones above
+	 * are zero in every id, so the ids are the same, but computing one
+	 * (and sorting them) takes a third of the work for 300 cells a side.
+	 */
+	for (bits = 1; bits < g->morton_bits; bits++)
+	{
+		int			wide = 0;
+
+		for (int k = 0; k < g->nidx; k++)
+			wide |= g->ncell_dim[k] > (INT64_C(1) << bits);
+		if (!wide)
+			break;
+	}
+	g->morton_bits = bits;
 }
 
 /* Linear id of the cell holding a point. */
