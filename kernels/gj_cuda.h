@@ -104,7 +104,11 @@ typedef struct gj_gpu_knn_stats
 {
 	double		upload_ms;		/* the whole start: index, buffers, first upload */
 	double		index_ms;		/* of which the index (device, or host sort) */
+	double		upload_stats_ms;	/* ... of which references up, statistics */
+	double		grid_ms;		/* ... of which the device grid build */
+	double		order_ms;		/* ... of which the queries' cell order */
 	double		alloc_ms;		/* of which the batch buffers */
+	double		first_ms;		/* start to the first batch's lists on the host */
 	double		search_ms;		/* kernels, all batches */
 	double		download_ms;	/* result lists back to pinned memory */
 	int			partitions;		/* reference partitions */

@@ -17,9 +17,8 @@
  * of the block scans it, so each reference is read from global memory once
  * per block, not once per query.  The k buffers (array or max-heap, as the
  * CPU engine picks) live in global memory, interleaved across the queries
- * of a batch (entry e of query t at e * batch + t, batch being the buffer's
- * capacity, also for a last, partial batch) so that a warp's accesses to
- * the same entry coalesce.  A batch holds at most KNN_MAX_ENTRIES entries,
+ * of a batch (entry e of query t at e * nq + t, nq being the batch's
+ * queries) so that a warp's accesses to the same entry coalesce.  A batch holds at most KNN_MAX_ENTRIES entries,
  * so large k means fewer queries a launch, and every kernel reads the
  * join's stop word as it goes (every 64 blocks of a descent, every tile of
  * a scan): a cancelled join's kernels return within microseconds whatever
@@ -35,7 +34,8 @@
  * Driver.  A thread runs the batches: it launches batch i + 1 before
  * turning batch i's lists (copied back into pinned memory) into result
  * rows (query id, reference id, rank, distance) for the backend, so the GPU
- * searches while the host writes.
+ * searches while the host writes.  Batches start small and double up to
+ * the buffers' capacity, so the first rows do not wait for a full batch.
  */
 #include <math.h>
 #include <pthread.h>
@@ -52,6 +52,7 @@
 #define KNN_TILE_BYTES 40960	/* shared memory for a tile: under the 48 KB default */
 #define KNN_MAX_BATCH 65536		/* queries per batch */
 #define KNN_MAX_ENTRIES ((int64_t) 16 << 20)	/* k-buffer entries per batch */
+#define KNN_MIN_FIRST_BATCH 2048	/* queries of the first batch, at least */
 
 typedef struct knn_batch_buf
 {
@@ -79,6 +80,7 @@ struct gj_gpu_knn
 	int			have_hgrid;
 	gj_grid		plan;			/* device index: its geometry */
 	gj_dev_grid dg;				/* device index: sorted points and cells */
+	gj_dev_grid dq;				/* device index: the queries in cell order */
 	int			dev_index;		/* the index lives on the device */
 	int64_t    *h_sorted_ids;	/* self join on a device index: query ids */
 	gj_knn_grid Gh;				/* the search's view: geometry */
@@ -113,6 +115,8 @@ struct gj_gpu_knn
 	int			stop;
 	gj_status	error;
 	char		err[256];
+	double		t_start;		/* gj_now_ms() at gj_gpu_knn_start */
+	size_t		budget_left;	/* device bytes the index leaves to the rest */
 	gj_gpu_knn_info info;
 };
 
@@ -403,6 +407,71 @@ alloc_refs(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 }
 
 /*
+ * The queries in the order of the reference cells they fall in, sorted on
+ * the device: the same cell ids (grid.cu's kernel, the plan's clamping) and
+ * a stable radix sort, so the same order as gj_knn_query_order on the host,
+ * which takes ten times as long.  The sorted queries stay on the device for
+ * the batches; the host keeps the order (for the query ids).
+ * GJ_ERR_DEVICE_OOM: they do not fit next to the index, sort on the host.
+ */
+static gj_status
+device_query_order(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t errlen)
+{
+	const gj_points *qs = j->queries;
+	int64_t		n = qs->n;
+	size_t		free_mem,
+				total_mem;
+	double	   *dx = NULL;
+	double		ms;
+	gj_status	res;
+	cudaError_t e;
+
+	/* room for the sort and for the batches that follow */
+	if (cudaMemGetInfo(&free_mem, &total_mem) != cudaSuccess ||
+		gj_gpu_grid_bytes(n, j->dims) + 2 * per_query_bytes(j) * 4096 >
+		(free_mem < j->budget_left ? free_mem : j->budget_left))
+	{
+		cudaGetLastError();
+		return GJ_ERR_DEVICE_OOM;
+	}
+	j->order = (uint32_t *) malloc(sizeof(uint32_t) * (n + 1));
+	if (j->order == NULL)
+		return GJ_ERR_NOMEM;
+	e = cudaMalloc(&dx, sizeof(double) * n * j->dims);
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(dx, qs->x, sizeof(double) * n * j->dims, cudaMemcpyHostToDevice,
+							stream);
+	if (e != cudaSuccess)
+	{
+		snprintf(err, errlen, "query upload: %s", cudaGetErrorName(e));
+		cudaGetLastError();
+		cudaFree(dx);
+		return gj_cuda_status(e);
+	}
+	res = gj_gpu_grid_build(dx, NULL, n, j->dims, &j->plan, &j->dq, stream, &ms, err, errlen);
+	cudaFree(dx);
+	if (res == GJ_OK)
+	{
+		/* only the sorted points and the order are used */
+		cudaFree(j->dq.pcell);
+		cudaFree(j->dq.cell_id);
+		cudaFree(j->dq.cell_start);
+		j->dq.pcell = NULL;
+		j->dq.cell_id = NULL;
+		j->dq.cell_start = NULL;
+		GJ_CUDA_CHECK(err, errlen, cudaMemcpy(j->order, j->dq.perm, sizeof(uint32_t) * n,
+											  cudaMemcpyDeviceToHost));
+	}
+	else if (res == GJ_ERR_DEVICE_OOM)
+	{
+		free(j->order);
+		j->order = NULL;
+		err[0] = '\0';
+	}
+	return res;
+}
+
+/*
  * The index on the device: upload the references, reduce their statistics
  * there, plan the kNN grid on the host (a sample sizes the cells), then
  * cell ids, sort, cells and the gathered points and ids, all on the device.
@@ -422,7 +491,7 @@ build_device_index(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t 
 
 	if (st == NULL)
 		return GJ_ERR_NOMEM;
-	res = gj_gpu_upload_stats(refs, &dx, st, stream, &ms, err, errlen);
+	res = gj_gpu_upload_stats(refs, &dx, st, stream, &j->info.upload_stats_ms, err, errlen);
 	if (res == GJ_OK)
 		res = gj_knn_grid_plan(&j->plan, refs, st);
 	if (res == GJ_OK)
@@ -439,8 +508,13 @@ build_device_index(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t 
 		}
 	}
 	if (res == GJ_OK)
+	{
+		double		t0 = gj_now_ms();
+
 		res = gj_gpu_grid_build(dx, dids, n, j->dims, &j->plan, &j->dg, stream, &ms,
 								err, errlen);
+		j->info.grid_ms = gj_now_ms() - t0;
+	}
 	cudaFree(dx);
 	cudaFree(dids);
 	free(st);
@@ -473,7 +547,14 @@ build_device_index(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t 
 											  cudaMemcpyDeviceToHost));
 	}
 	else if (j->queries->n > 1)
-		res = gj_knn_query_order(&j->plan, j->queries, &j->order);
+	{
+		double		t0 = gj_now_ms();
+
+		res = device_query_order(j, stream, err, errlen);
+		if (res == GJ_ERR_DEVICE_OOM)
+			res = gj_knn_query_order(&j->plan, j->queries, &j->order);
+		j->info.order_ms = gj_now_ms() - t0;
+	}
 	return res;
 }
 
@@ -530,7 +611,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 {
 	int			dims = j->dims;
 	int			blocks = (int) ((nq + KNN_BLOCK - 1) / KNN_BLOCK);
-	size_t		e = (size_t) j->batch * j->k;
+	size_t		e = (size_t) nq * j->k;
 	int64_t		self0 = j->exclude_self ? q0 : -1;
 	const double *qx = B->d_q;
 
@@ -538,6 +619,8 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 	B->nq = nq;
 	if (j->dev_index && j->exclude_self)
 		qx = j->dg.xs + q0 * dims;	/* the sorted references themselves */
+	else if (j->dq.xs != NULL)
+		qx = j->dq.xs + q0 * dims;	/* the queries sorted on the device */
 	else
 	{
 		for (int64_t t = 0; t < nq; t++)
@@ -571,7 +654,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 		else
 			p0 = 0, p1 = j->refs->n;
 		if (j->dev_index)
-			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(j->Gh, *B, qx, nq, j->batch, dims,
+			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(j->Gh, *B, qx, nq, nq, dims,
 																 j->k, j->heap, self0, 1, 1);
 		else if (g != NULL)
 		{
@@ -584,7 +667,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 			G.x = j->d_x[slot] - p0 * dims;	/* addressed by global row */
 			G.ids = j->d_ids[slot] - p0;
 			G.npoints = p1 - p0;
-			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, qx, nq, j->batch, dims, j->k,
+			knn_grid_kernel<<<blocks, KNN_BLOCK, 0, B->stream>>>(G, *B, qx, nq, nq, dims, j->k,
 																 j->heap, self0, p == 0,
 																 p == j->npart - 1);
 		}
@@ -597,7 +680,7 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 			tile_n = tile_n < KNN_TILE ? tile_n : KNN_TILE;
 			shm = (sizeof(double) * dims + sizeof(int64_t)) * tile_n;
 			knn_brute_kernel<<<blocks, KNN_BLOCK, shm, B->stream>>>(j->d_x[slot], j->d_ids[slot],
-																	p0, p1, tile_n, *B, qx, nq, j->batch,
+																	p0, p1, tile_n, *B, qx, nq, nq,
 																	dims, j->k, j->heap, self0, p == 0,
 																	p == j->npart - 1, j->d_stop);
 		}
@@ -657,13 +740,15 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 		set_error(j, GJ_ERR_CUDA, "kNN kernel", e);
 		return j->error;
 	}
+	if (j->info.first_ms == 0.0)
+		j->info.first_ms = gj_now_ms() - j->t_start;
 	for (int64_t t = 0; t < B->nq; t++)
 	{
 		int64_t		qid = query_id(j, B, t);
 
 		for (int r = 0; r < B->h_bn[t]; r++)
 		{
-			size_t		at = (size_t) r * j->batch + t;
+			size_t		at = (size_t) r * B->nq + t;
 
 			if (ch != NULL && ch->n == ch->cap)
 			{
@@ -689,18 +774,42 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 	return GJ_OK;
 }
 
+/*
+ * The first batch's queries.  The backend waits for the whole first batch
+ * before its first row, and a full batch (65536 queries) searches for tens
+ * of milliseconds; a sixteenth of it starts the output after a millisecond
+ * or two, and each later batch, twice the one before, is done long before
+ * the backend has taken the rows of the previous one.  Brute force starts
+ * full: each of its queries scans every reference, so a small batch would
+ * take as long as a full one with most of the GPU idle.
+ */
+static int64_t
+first_batch(const struct gj_gpu_knn *j)
+{
+	int64_t		n = j->batch / 16;
+
+	if (!j->use_grid)
+		return j->batch;
+
+	return n > KNN_MIN_FIRST_BATCH ? n : KNN_MIN_FIRST_BATCH;
+}
+
 static void *
 driver_main(void *arg)
 {
 	struct gj_gpu_knn *j = (struct gj_gpu_knn *) arg;
 	int64_t		nq = j->queries->n;
 	int			cur = 0;
+	int64_t		n = 0;
 	gj_status	st = GJ_OK;
 	double		t0 = gj_now_ms();
 
-	for (int64_t q0 = 0; q0 < nq && st == GJ_OK; q0 += j->batch)
+	for (int64_t q0 = 0; q0 < nq && st == GJ_OK; q0 += n)
 	{
-		int64_t		n = nq - q0 < j->batch ? nq - q0 : j->batch;
+		/* batches ramp up: the first rows leave while the GPU searches on */
+		n = n == 0 ? first_batch(j) : 2 * n;
+		n = n < j->batch ? n : j->batch;
+		n = nq - q0 < n ? nq - q0 : n;
 
 		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 			break;
@@ -733,6 +842,7 @@ free_all(struct gj_gpu_knn *j)
 	cudaFree(j->d_cell_id);
 	cudaFree(j->d_cell_start);
 	gj_gpu_grid_free(&j->dg);
+	gj_gpu_grid_free(&j->dq);
 	for (int b = 0; b < 2; b++)
 	{
 		knn_batch_buf *B = &j->buf[b];
@@ -810,6 +920,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	j = (struct gj_gpu_knn *) calloc(1, sizeof(struct gj_gpu_knn));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->t_start = t0;
 	j->refs = refs;
 	j->queries = queries;
 	j->use_grid = gj_knn_pick_method(opt, refs->dims) == GJ_KNN_GRID;
@@ -846,12 +957,15 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		if (index + want_q <= budget)
 		{
 			/* the device index: the references stay resident */
+			size_t		refs_resident = (size_t) refs->n * (sizeof(double) * j->dims + 16);
+
 			j->dev_index = 1;
+			j->budget_left = budget - refs_resident;
 			st = build_device_index(j, j->copy_stream, err, errlen);
 			if (st == GJ_OK)
 			{
-				size_t		resident = (size_t) refs->n * (sizeof(double) * j->dims + 16) +
-					(size_t) j->dg.ncells * 12;
+				size_t		resident = refs_resident + (size_t) j->dg.ncells * 12 +
+					(size_t) j->dq.n * (sizeof(double) * j->dims + sizeof(uint32_t));
 
 				j->batch = batch_size(j, budget > resident ? budget - resident : 0, per_query);
 				if (j->batch < 1)

@@ -231,6 +231,9 @@ do_bench(void)
 		printf("%-16s %8lld %4lld | %9.3f %9.3f %8.1f %8.1f %8.1f %8.1f | %9.3f %9.3f %8.0f\n", cases[c].name,
 			   (long long) cases[c].nref, (long long) cases[c].k, t_grid, t_build, info.upload_ms,
 			   info.index_ms, info.alloc_ms, info.search_ms, t_brute, t_cpu, t_brute / t_grid);
+		printf("%-16s   index: upload+stats %.1f ms, grid %.1f ms, query order %.1f ms; "
+			   "first lists at %.1f ms, %lld batches\n", "", info.upload_stats_ms, info.grid_ms,
+			   info.order_ms, info.first_ms, (long long) info.batches);
 		fflush(stdout);
 		gj_knnset_free(&a);
 		gj_knnset_free(&b);
