@@ -34,25 +34,12 @@ BEGIN
     PERFORM sb(c, 'store', 'cpu', 'on', format('SELECT count(*) FROM generate_series(1, %s)', n), store_reps);
 END $$;
 
-SELECT setseed(0.31);
-DROP TABLE IF EXISTS sb2, kc, kq;
-CREATE TABLE sb2 AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 2000000) i;
-ALTER TABLE sb2 ADD PRIMARY KEY (id);
-SELECT setseed(0.5);
-CREATE TEMP TABLE centers AS SELECT c, random() * 100 AS cx, random() * 100 AS cy, random() * 100 AS cz FROM generate_series(0, 19) c;
-CREATE TABLE kc AS SELECT i AS id,
-    cx + 2 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) AS x,
-    cy + 2 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) AS y,
-    cz + 2 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) AS z
-    FROM generate_series(1, 1000000) i JOIN centers ON c = i % 20;
-ALTER TABLE kc ADD PRIMARY KEY (id);
-CREATE TABLE kq AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y, random() * 100 AS z FROM generate_series(1, 100000) i;
-ALTER TABLE kq ADD PRIMARY KEY (id);
+\ir bench_tables.sql
 CREATE EXTENSION IF NOT EXISTS cube;
 -- the index probes users write today (GiST over cube, like PostGIS's)
 CREATE INDEX sb2_cube ON sb2 USING gist (cube(ARRAY[x, y]));
 CREATE INDEX kc_cube ON kc USING gist (cube(ARRAY[x, y, z]));
-VACUUM ANALYZE sb2, kc, kq;
+ANALYZE sb2, kc;
 -- warm up: the GPU context, buffers, the table in shared buffers
 SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9) \g /dev/null
 

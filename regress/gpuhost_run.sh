@@ -6,7 +6,8 @@
 #   4. PostgreSQL: the pg_regress suite with gpujoin.device = gpu, the SQL
 #      GPU checks (regress/gpuhost.sql), concurrent backends, the SQL
 #      benchmark (regress/gpuhost_bench.sql) and GPU cancel cases
-#      (regress/gpuhost_cancel.sql)
+#      (regress/gpuhost_cancel.sql); the spread of the cells nearest a bar
+#      within one run (regress/gpuhost_spread.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpuhost_exitcheck.sh)
 # Built here beforehand (make, make regress/gpu_check regress/bench_gpu,
@@ -14,7 +15,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,densitysql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,densitysql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -102,6 +103,12 @@ if has read; then
 	. .gpuhost/pg-up.sh
 	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_read.sql gj_regress > "$OUT/read.txt" 2>&1
 	tail -14 "$OUT/read.txt"
+fi
+if has spread; then
+	. .gpuhost/pg-up.sh
+	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_spread.sql gj_regress > "$OUT/spread.txt" 2>&1
+	tail -24 "$OUT/spread.txt"
 fi
 if has densitysql; then
 	. .gpuhost/pg-up.sh
