@@ -5,7 +5,8 @@
 # with GJ_CUDA_TEARDOWN=1 (the full teardown, as before the fix).  Counts
 # the backends the server log says were killed by a signal, per mode.
 # Run from the project root on the GPU host (carry .gpuhost); GJ_EXIT_ROUNDS
-# rounds (default 3) of GJ_EXIT_SESSIONS sessions (default 3) per mode.
+# rounds (default 3) of GJ_EXIT_SESSIONS sessions (default 3) per mode;
+# GJ_EXIT_MODES picks the modes (default "teardown skip").
 . .gpuhost/pg-up.sh >/dev/null
 OUT=${OUT:-/tmp}
 rounds=${GJ_EXIT_ROUNDS:-3}
@@ -50,10 +51,11 @@ restart() {
 	for i in $(seq 120); do pg_isready -q && return; sleep 1; done
 }
 crashes() { grep -c 'terminated by signal\|exited with exit code [2-9]' /tmp/gj-pg.log; }
+modes=${GJ_EXIT_MODES:-teardown skip}
 declare -A ran died secs
-for mode in teardown skip; do ran[$mode]=0; died[$mode]=0; secs[$mode]=0; done
+for mode in $modes; do ran[$mode]=0; died[$mode]=0; secs[$mode]=0; done
 for r in $(seq "$rounds"); do
-	for mode in teardown skip; do
+	for mode in $modes; do
 		if [ $mode = teardown ]; then restart GJ_CUDA_TEARDOWN=1; else restart ""; fi
 		for s in $(seq "$sessions"); do
 			before=$(crashes)
@@ -78,6 +80,6 @@ cp /tmp/gj-pg.log "$OUT/exitcheck_server.log"
 cp /tmp/gj_exit_skip.txt "$OUT/exitcheck_session.txt"
 restart ""
 echo "== exit check: sessions of $(grep -c ';' "$session") statements"
-for mode in teardown skip; do
+for mode in $modes; do
 	echo "exit $mode: ${died[$mode]} crashed backends in ${ran[$mode]} sessions (${secs[$mode]} s)"
 done
