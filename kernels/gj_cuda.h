@@ -114,6 +114,7 @@ typedef struct gj_gpu_knn_stats
 	int			partitions;		/* reference partitions */
 	int64_t		batches;		/* query batches */
 	int			heap;			/* max-heap k buffers, else arrays */
+	int			device_order;	/* queries were sorted on the device */
 	double		done_ms;		/* gj_now_ms() when the last list was handed over */
 } gj_gpu_knn_info;
 

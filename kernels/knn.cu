@@ -461,6 +461,7 @@ device_query_order(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t 
 		j->dq.cell_start = NULL;
 		GJ_CUDA_CHECK(err, errlen, cudaMemcpy(j->order, j->dq.perm, sizeof(uint32_t) * n,
 											  cudaMemcpyDeviceToHost));
+		j->info.device_order = 1;
 	}
 	else if (res == GJ_ERR_DEVICE_OOM)
 	{
@@ -781,14 +782,15 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
  * or two, and each later batch, twice the one before, is done long before
  * the backend has taken the rows of the previous one.  Brute force starts
  * full: each of its queries scans every reference, so a small batch would
- * take as long as a full one with most of the GPU idle.
+ * take as long as a full one with most of the GPU idle.  So do references
+ * in partitions: every batch streams all of them through the device again.
  */
 static int64_t
 first_batch(const struct gj_gpu_knn *j)
 {
 	int64_t		n = j->batch / 16;
 
-	if (!j->use_grid)
+	if (!j->use_grid || j->npart > 1)
 		return j->batch;
 
 	return n > KNN_MIN_FIRST_BATCH ? n : KNN_MIN_FIRST_BATCH;

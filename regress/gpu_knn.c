@@ -78,6 +78,8 @@ run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 	return st;
 }
 
+static gj_gpu_knn_info last_info;	/* of the last check's GPU run */
+
 static void
 check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k,
 	  int self, gj_knn_method method, int heap_min_k, size_t mem, double stretch,
@@ -90,7 +92,7 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	gj_knn_options opt = {.k = k, .exclude_self = self, .method = method, .heap_min_k = heap_min_k};
 	gj_knnset	want = {0},
 				got = {0};
-	gj_gpu_knn_info info;
+	gj_gpu_knn_info info = {0};
 	gj_status	st;
 	const char *why = NULL;
 	double		secs;
@@ -110,6 +112,7 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 		why = gj_status_name(st);
 	else
 		why = gj_knnset_diff(&want, &got);
+	last_info = info;
 	if (why == NULL)
 		passed++;
 	else
@@ -128,6 +131,19 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	gj_points_free(&qs);
 	gj_points_free(&r1);
 	gj_points_free(&r2);
+}
+
+static void
+expect(const char *what, int ok)
+{
+	if (ok)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL %s (device order %d, batches %lld, partitions %d)\n", what,
+			   last_info.device_order, (long long) last_info.batches, last_info.partitions);
+	}
 }
 
 static int
@@ -159,6 +175,19 @@ do_check(void)
 	check("partitions-grid", GJ_GEN_CLUSTERS, 200000, 20000, 3, 20, 0, GJ_KNN_AUTO, 0, 6 << 20, 1.0, seed++);
 	check("partitions-self", GJ_GEN_UNIFORM, 200000, 0, 2, 10, 1, GJ_KNN_AUTO, 0, 6 << 20, 1.0, seed++);
 	check("partitions-brute", GJ_GEN_UNIFORM, 60000, 5000, 12, 15, 0, GJ_KNN_AUTO, 0, 4 << 20, 1.0, seed++);
+	/*
+	 * queries sorted on the device, in batches that ramp up (2048, 4096,
+	 * 8192, then the rest); then queries too many to sort beside the
+	 * index under the limit: 71 MB holds the index of 20K references
+	 * (gj_gpu_grid_bytes: 70.3 MB) and two batches of 4096, not the sort
+	 * of 200K queries (99 MB), so the host sorts them
+	 */
+	check("ramp-device-order", GJ_GEN_CLUSTERS, 100000, 30000, 3, 20, 0, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
+	expect("ramp-device-order: sorted on the device, 4 batches",
+		   last_info.device_order == 1 && last_info.batches == 4);
+	check("host-order", GJ_GEN_CLUSTERS, 20000, 200000, 3, 20, 0, GJ_KNN_AUTO, 0, (size_t) 71 << 20,
+		  1.0, seed++);
+	expect("host-order: sorted on the host", last_info.device_order == 0 && last_info.partitions == 1);
 	check("brute-64d", GJ_GEN_UNIFORM, 3000, 500, 64, 10, 0, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
 	check("brute-256d", GJ_GEN_CLUSTERS, 1000, 200, 256, 5, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
 	check("big-self", GJ_GEN_EXPONENTIAL, 300000, 0, 2, 16, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
