@@ -251,6 +251,69 @@ check_borrowed(uint64_t seed)
 }
 
 /* The shared hand-made boundary sets (datagen.c), each eps, 2 threads. */
+/*
+ * The radix sort in 1, 3 and 7 slices (whatever this machine's cores):
+ * sorted, stable (rows of equal keys in their first order), the same rows,
+ * and the same result for every slice count.  Keys with few distinct values
+ * (many ties), and maxima needing one, two and six 8-bit passes.
+ */
+static void
+check_sort(uint64_t seed)
+{
+	int64_t		n = 200003;
+	int64_t		maxkeys[] = {200, 1000, (int64_t) 1 << 40};
+	int			slices[] = {1, 3, 7};
+	int64_t    *orig = malloc(sizeof(int64_t) * n);
+	int64_t    *keys = malloc(sizeof(int64_t) * n);
+	uint32_t   *vals = malloc(sizeof(uint32_t) * n);
+	uint32_t   *first = malloc(sizeof(uint32_t) * n);
+
+	for (int m = 0; m < 3; m++)
+	{
+		uint64_t	s = seed + m;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+			orig[i] = (int64_t) ((s >> 11) % (uint64_t) (maxkeys[m] + 1));
+		}
+		for (int t = 0; t < 3; t++)
+		{
+			const char *why = NULL;
+
+			memcpy(keys, orig, sizeof(int64_t) * n);
+			for (int64_t i = 0; i < n; i++)
+				vals[i] = (uint32_t) i;
+			if (gj_sort_by_key_slices(keys, vals, n, maxkeys[m], slices[t]) != GJ_OK)
+				why = "failed";
+			for (int64_t i = 0; why == NULL && i < n; i++)
+			{
+				if (keys[i] != orig[vals[i]])
+					why = "a key left its row";
+				else if (i > 0 && keys[i] < keys[i - 1])
+					why = "not sorted";
+				else if (i > 0 && keys[i] == keys[i - 1] && vals[i] <= vals[i - 1])
+					why = "not stable (or a row twice)";
+				else if (t > 0 && vals[i] != first[i])
+					why = "differs from one slice";
+			}
+			if (t == 0)
+				memcpy(first, vals, sizeof(uint32_t) * n);
+			if (why == NULL)
+				passed++;
+			else
+			{
+				failed++;
+				printf("FAIL sort maxkey=%lld slices=%d: %s\n", (long long) maxkeys[m], slices[t], why);
+			}
+		}
+	}
+	free(orig);
+	free(keys);
+	free(vals);
+	free(first);
+}
+
 static void
 check_boundaries(void)
 {
@@ -323,6 +386,7 @@ main(int argc, char **argv)
 	check_boundaries();
 	check_cancel(seed++);
 	check_borrowed(seed++);
+	check_sort(seed++);
 
 	printf("core: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;

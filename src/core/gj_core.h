@@ -140,8 +140,11 @@ extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps);
 extern gj_status gj_grid_build_planned(gj_grid *g, gj_points *p);
 extern void gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st);
 extern void gj_grid_free(gj_grid *g);
+/* sort.c: a stable radix sort by key, on threads for large n */
 extern gj_status gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n,
 								int64_t maxkey);
+extern gj_status gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n,
+									   int64_t maxkey, int nt);
 extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
 
 /*
@@ -305,6 +308,15 @@ extern void gj_cpu_probe_free(gj_cpu_probe *j);
 extern double gj_cpu_probe_done_ms(gj_cpu_probe *j);
 
 extern int	gj_cpu_count(void);
+
+/*
+ * sort.c: fn over n slices of rows, on helper threads and this one (fn must
+ * not call into PostgreSQL); gj_slices_for: how many slices for n rows of
+ * at least min_rows each, at most one per core and GJ_MAX_SLICES.
+ */
+#define GJ_MAX_SLICES 16
+extern void gj_run_slices(void *(*fn) (void *), void *args, size_t stride, int n);
+extern int	gj_slices_for(int64_t n, int64_t min_rows);
 
 /*
  * Per-row answers about eps neighbourhoods, in memory O(rows), no pair ever

@@ -286,75 +286,6 @@ gj_grid_cell_of(const gj_grid *g, const double *coords)
 }
 
 /*
- * Stable LSD radix sort of (key, val) by non-negative key, 8 bits a pass,
- * only over the bytes that the largest key uses.  The result ends in
- * keys/vals.  Polls the interrupt hook.
- */
-gj_status
-gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey)
-{
-	int64_t    *tk;
-	uint32_t   *tv;
-	int			passes = 0;
-
-	while (passes < 8 && (maxkey >> (8 * passes)) != 0)
-		passes++;
-	if (passes == 0 || n < 2)
-		return GJ_OK;
-
-	tk = malloc(sizeof(int64_t) * n);
-	tv = malloc(sizeof(uint32_t) * n);
-	if (tk == NULL || tv == NULL)
-	{
-		free(tk);
-		free(tv);
-		return GJ_ERR_NOMEM;
-	}
-
-	for (int pass = 0; pass < passes; pass++)
-	{
-		int			shift = 8 * pass;
-		int64_t		count[256] = {0};
-		int64_t		sum = 0;
-		int64_t    *sk = (pass % 2 == 0) ? keys : tk;
-		uint32_t   *sv = (pass % 2 == 0) ? vals : tv;
-		int64_t    *dk = (pass % 2 == 0) ? tk : keys;
-		uint32_t   *dv = (pass % 2 == 0) ? tv : vals;
-
-		if (gj_interrupted())
-		{
-			free(tk);
-			free(tv);
-			return GJ_ERR_CANCELED;
-		}
-		for (int64_t i = 0; i < n; i++)
-			count[(sk[i] >> shift) & 0xff]++;
-		for (int b = 0; b < 256; b++)
-		{
-			int64_t		c = count[b];
-
-			count[b] = sum;
-			sum += c;
-		}
-		for (int64_t i = 0; i < n; i++)
-		{
-			int64_t		pos = count[(sk[i] >> shift) & 0xff]++;
-
-			dk[pos] = sk[i];
-			dv[pos] = sv[i];
-		}
-	}
-	if (passes % 2 == 1)
-	{
-		memcpy(keys, tk, sizeof(int64_t) * n);
-		memcpy(vals, tv, sizeof(uint32_t) * n);
-	}
-	free(tk);
-	free(tv);
-	return GJ_OK;
-}
-
-/*
  * Reorder the points by perm into fresh arrays, on a few threads: reads
  * are random, writes sequential (measured: 4M 2-D points took 0.6 s with
  * the in-place cycle walk below, most of the grid build).  Needs a second
@@ -387,7 +318,6 @@ gather_slice(void *arg)
 	return NULL;
 }
 
-#define GJ_GATHER_THREADS 16
 #define GJ_GATHER_MIN_ROWS 65536	/* rows a thread is worth starting for */
 
 static int
@@ -395,10 +325,8 @@ gather_points(gj_points *p, const uint32_t *perm)
 {
 	double	   *x = malloc(sizeof(double) * p->dims * (p->n + 1));
 	int64_t    *ids = malloc(sizeof(int64_t) * (p->n + 1));
-	pthread_t	threads[GJ_GATHER_THREADS];
-	gather_arg	args[GJ_GATHER_THREADS];
-	int			nt = gj_cpu_count(),
-				started;
+	gather_arg	args[GJ_MAX_SLICES];
+	int			nt = gj_slices_for(p->n, GJ_GATHER_MIN_ROWS);
 
 	if (x == NULL || ids == NULL)
 	{
@@ -406,10 +334,6 @@ gather_points(gj_points *p, const uint32_t *perm)
 		free(ids);
 		return 0;
 	}
-	if (nt > GJ_GATHER_THREADS)
-		nt = GJ_GATHER_THREADS;
-	if (nt > p->n / GJ_GATHER_MIN_ROWS + 1)
-		nt = (int) (p->n / GJ_GATHER_MIN_ROWS + 1);
 	for (int t = 0; t < nt; t++)
 	{
 		args[t].p = p;
@@ -419,14 +343,7 @@ gather_points(gj_points *p, const uint32_t *perm)
 		args[t].r0 = p->n * t / nt;
 		args[t].r1 = p->n * (t + 1) / nt;
 	}
-	/* slice 0 on this thread; the others on helpers, or here if none start */
-	started = nt > 1 ? gj_threads_start(threads, nt - 1, gather_slice, &args[1],
-										sizeof(gather_arg)) : 0;
-	gather_slice(&args[0]);
-	for (int t = 1 + started; t < nt; t++)
-		gather_slice(&args[t]);
-	for (int t = 0; t < started; t++)
-		pthread_join(threads[t], NULL);
+	gj_run_slices(gather_slice, args, sizeof(gather_arg), nt);
 	gj_points_replace(p, x, ids);
 	return 1;
 }
@@ -486,6 +403,36 @@ permute_points(gj_points *p, const uint32_t *perm)
 	return GJ_OK;
 }
 
+/* The cell ids of rows [r0, r1), on threads: 2M rows take 11 ms on one. */
+typedef struct cell_ids_arg
+{
+	const gj_grid *g;
+	const gj_points *p;
+	int64_t    *keys;
+	uint32_t   *perm;
+	int64_t		r0;
+	int64_t		r1;
+	int64_t		maxkey;			/* out: the slice's largest id */
+} cell_ids_arg;
+
+#define GJ_CELL_IDS_MIN_ROWS 131072	/* rows a thread is worth starting for */
+
+static void *
+cell_ids_slice(void *arg)
+{
+	cell_ids_arg *a = arg;
+	int64_t		maxkey = 0;
+
+	for (int64_t i = a->r0; i < a->r1; i++)
+	{
+		a->keys[i] = gj_grid_cell_of(a->g, a->p->x + i * a->p->dims);
+		a->perm[i] = (uint32_t) i;
+		maxkey = a->keys[i] > maxkey ? a->keys[i] : maxkey;
+	}
+	a->maxkey = maxkey;
+	return NULL;
+}
+
 /*
  * Plan the grid, sort the points by cell (in place) and build the non-empty
  * cell arrays.  On failure g holds nothing to free.
@@ -526,18 +473,28 @@ gj_grid_build_planned(gj_grid *g, gj_points *p)
 		free(perm);
 		return GJ_ERR_NOMEM;
 	}
-	for (int64_t i = 0; i < p->n; i++)
+	if (gj_interrupted())
 	{
-		if ((i & 0xffff) == 0 && gj_interrupted())
+		free(keys);
+		free(perm);
+		return GJ_ERR_CANCELED;
+	}
+	{
+		cell_ids_arg args[GJ_MAX_SLICES];
+		int			nt = gj_slices_for(p->n, GJ_CELL_IDS_MIN_ROWS);
+
+		for (int t = 0; t < nt; t++)
 		{
-			free(keys);
-			free(perm);
-			return GJ_ERR_CANCELED;
+			args[t].g = g;
+			args[t].p = p;
+			args[t].keys = keys;
+			args[t].perm = perm;
+			args[t].r0 = p->n * t / nt;
+			args[t].r1 = p->n * (t + 1) / nt;
 		}
-		keys[i] = gj_grid_cell_of(g, p->x + i * p->dims);
-		perm[i] = (uint32_t) i;
-		if (keys[i] > maxkey)
-			maxkey = keys[i];
+		gj_run_slices(cell_ids_slice, args, sizeof(cell_ids_arg), nt);
+		for (int t = 0; t < nt; t++)
+			maxkey = args[t].maxkey > maxkey ? args[t].maxkey : maxkey;
 	}
 	st = gj_sort_by_key(keys, perm, p->n, maxkey);
 	if (st == GJ_OK && !gather_points(p, perm))
