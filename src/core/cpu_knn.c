@@ -370,12 +370,7 @@ gj_knn_query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
 		free(order);
 		return GJ_ERR_NOMEM;
 	}
-	for (int64_t i = 0; i < qs->n; i++)
-	{
-		keys[i] = gj_grid_cell_of(g, qs->x + i * qs->dims);
-		order[i] = (uint32_t) i;
-		maxkey = keys[i] > maxkey ? keys[i] : maxkey;
-	}
+	maxkey = gj_grid_cell_ids(g, qs, keys, order);
 	st = gj_sort_by_key(keys, order, qs->n, maxkey);
 	free(keys);
 	if (st != GJ_OK)

@@ -146,6 +146,8 @@ extern gj_status gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n,
 extern gj_status gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n,
 									   int64_t maxkey, int nt);
 extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
+extern int64_t gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys,
+								uint32_t *perm);
 
 /*
  * Forward neighbours (LID-UNICOMP): the non-empty cells adjacent to a cell

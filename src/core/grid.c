@@ -434,6 +434,32 @@ cell_ids_slice(void *arg)
 }
 
 /*
+ * keys[i] = the cell id of p's row i under g, perm[i] = i, on threads;
+ * returns the largest id (0 for no rows).  No interrupt check inside.
+ */
+int64_t
+gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys, uint32_t *perm)
+{
+	cell_ids_arg args[GJ_MAX_SLICES];
+	int			nt = gj_slices_for(p->n, GJ_CELL_IDS_MIN_ROWS);
+	int64_t		maxkey = 0;
+
+	for (int t = 0; t < nt; t++)
+	{
+		args[t].g = g;
+		args[t].p = p;
+		args[t].keys = keys;
+		args[t].perm = perm;
+		args[t].r0 = p->n * t / nt;
+		args[t].r1 = p->n * (t + 1) / nt;
+	}
+	gj_run_slices(cell_ids_slice, args, sizeof(cell_ids_arg), nt);
+	for (int t = 0; t < nt; t++)
+		maxkey = args[t].maxkey > maxkey ? args[t].maxkey : maxkey;
+	return maxkey;
+}
+
+/*
  * Plan the grid, sort the points by cell (in place) and build the non-empty
  * cell arrays.  On failure g holds nothing to free.
  */
@@ -479,23 +505,7 @@ gj_grid_build_planned(gj_grid *g, gj_points *p)
 		free(perm);
 		return GJ_ERR_CANCELED;
 	}
-	{
-		cell_ids_arg args[GJ_MAX_SLICES];
-		int			nt = gj_slices_for(p->n, GJ_CELL_IDS_MIN_ROWS);
-
-		for (int t = 0; t < nt; t++)
-		{
-			args[t].g = g;
-			args[t].p = p;
-			args[t].keys = keys;
-			args[t].perm = perm;
-			args[t].r0 = p->n * t / nt;
-			args[t].r1 = p->n * (t + 1) / nt;
-		}
-		gj_run_slices(cell_ids_slice, args, sizeof(cell_ids_arg), nt);
-		for (int t = 0; t < nt; t++)
-			maxkey = args[t].maxkey > maxkey ? args[t].maxkey : maxkey;
-	}
+	maxkey = gj_grid_cell_ids(g, p, keys, perm);
 	st = gj_sort_by_key(keys, perm, p->n, maxkey);
 	if (st == GJ_OK && !gather_points(p, perm))
 		st = permute_points(p, perm);	/* no memory for a second copy */
