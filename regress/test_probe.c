@@ -273,11 +273,75 @@ check_estimate(const char *name, gj_kind kind, int64_t n, int dims, double nbrs,
 }
 
 static int	interrupt_now = 0;
+static int	interrupt_after = 0;	/* > 0: raise at that poll */
+static int	polls = 0;
 
 static int
 test_interrupt(void)
 {
-	return interrupt_now;
+	polls++;
+	return interrupt_now || (interrupt_after > 0 && polls >= interrupt_after);
+}
+
+/*
+ * The grid build cancelled part-way: at its Nth poll, inside the threaded
+ * cell ids, radix passes or gather (3M rows: several steps per slice even
+ * on one core's slice).  It must give up, and leave the points the same
+ * rows as before (only their order may change).
+ */
+static void
+check_interrupt_midway(uint64_t seed)
+{
+	gj_points	p;
+	int			total;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 3000000, 2, seed);
+	/* how many polls a whole build makes */
+	{
+		gj_points	q;
+		gj_grid		g;
+
+		gj_points_copy(&q, &p, p.n);
+		polls = 0;
+		gj_set_interrupt_hook(test_interrupt);
+		if (gj_grid_build(&g, &q, 0.1) == GJ_OK)
+			gj_grid_free(&g);
+		gj_set_interrupt_hook(NULL);
+		total = polls;
+		gj_points_free(&q);
+	}
+	for (int k = 1; k <= 4; k++)
+	{
+		gj_points	q;
+		gj_grid		g;
+		gj_status	st;
+		int64_t		sum0 = 0,
+					sum1 = 0;
+
+		gj_points_copy(&q, &p, p.n);
+		for (int64_t i = 0; i < q.n; i++)
+			sum0 += q.ids[i];
+		polls = 0;
+		interrupt_after = 1 + (total - 1) * k / 5;
+		gj_set_interrupt_hook(test_interrupt);
+		st = gj_grid_build(&g, &q, 0.1);
+		gj_set_interrupt_hook(NULL);
+		for (int64_t i = 0; i < q.n; i++)
+			sum1 += q.ids[i];
+		if (st == GJ_ERR_CANCELED && sum0 == sum1 && total > 8)
+			passed++;
+		else
+		{
+			failed++;
+			printf("FAIL interrupt at poll %d of %d: %s, ids %s\n", interrupt_after, total,
+				   gj_status_name(st), sum0 == sum1 ? "kept" : "changed");
+			if (st == GJ_OK)
+				gj_grid_free(&g);
+		}
+		interrupt_after = 0;
+		gj_points_free(&q);
+	}
+	gj_points_free(&p);
 }
 
 /* With the hook raised, every long single-threaded build gives up. */
@@ -385,6 +449,7 @@ main(int argc, char **argv)
 	check_estimate("uniform-3d", GJ_GEN_UNIFORM, 60000, 3, 10.0, 1.0, seed++);
 	check_estimate("one-cell-2d", GJ_GEN_ONE_CELL, 20000, 2, 4.0, 1e6, seed++);
 	check_interrupt(seed++);
+	check_interrupt_midway(seed++);
 
 	printf("probe: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;

@@ -370,8 +370,9 @@ gj_knn_query_order(const gj_grid *g, const gj_points *qs, uint32_t **out)
 		free(order);
 		return GJ_ERR_NOMEM;
 	}
-	maxkey = gj_grid_cell_ids(g, qs, keys, order);
-	st = gj_sort_by_key(keys, order, qs->n, maxkey);
+	st = gj_grid_cell_ids(g, qs, keys, order, &maxkey);
+	if (st == GJ_OK)
+		st = gj_sort_by_key(keys, order, qs->n, maxkey);
 	free(keys);
 	if (st != GJ_OK)
 	{

@@ -146,8 +146,8 @@ extern gj_status gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n,
 extern gj_status gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n,
 									   int64_t maxkey, int nt);
 extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
-extern int64_t gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys,
-								uint32_t *perm);
+extern gj_status gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys,
+								  uint32_t *perm, int64_t *maxkey);
 
 /*
  * Forward neighbours (LID-UNICOMP): the non-empty cells adjacent to a cell
@@ -312,12 +312,14 @@ extern double gj_cpu_probe_done_ms(gj_cpu_probe *j);
 extern int	gj_cpu_count(void);
 
 /*
- * sort.c: fn over n slices of rows, on helper threads and this one (fn must
- * not call into PostgreSQL); gj_slices_for: how many slices for n rows of
- * at least min_rows each, at most one per core and GJ_MAX_SLICES.
+ * sort.c: fn over rows [0, n) in nt slices on helper threads and this one,
+ * polling the interrupt hook between steps (fn must not call into
+ * PostgreSQL); gj_slices_for: how many slices for n rows of at least
+ * min_rows each, at most one per core and GJ_MAX_SLICES.
  */
 #define GJ_MAX_SLICES 16
-extern void gj_run_slices(void *(*fn) (void *), void *args, size_t stride, int n);
+extern gj_status gj_run_rows(void (*fn) (void *state, int64_t r0, int64_t r1), void *args,
+							 size_t stride, int64_t n, int nt);
 extern int	gj_slices_for(int64_t n, int64_t min_rows);
 
 /*

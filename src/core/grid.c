@@ -289,8 +289,8 @@ gj_grid_cell_of(const gj_grid *g, const double *coords)
  * Reorder the points by perm into fresh arrays, on a few threads: reads
  * are random, writes sequential (measured: 4M 2-D points took 0.6 s with
  * the in-place cycle walk below, most of the grid build).  Needs a second
- * copy of the points for a moment; false, with p unchanged, when that
- * memory is not there.
+ * copy of the points for a moment; GJ_ERR_NOMEM, with p unchanged, when
+ * that memory is not there (the caller then walks the cycles).
  */
 typedef struct gather_arg
 {
@@ -298,54 +298,45 @@ typedef struct gather_arg
 	const uint32_t *perm;
 	double	   *x;
 	int64_t    *ids;
-	int64_t		r0;
-	int64_t		r1;
 } gather_arg;
 
-static void *
-gather_slice(void *arg)
+static void
+gather_rows(void *arg, int64_t r0, int64_t r1)
 {
 	gather_arg *a = arg;
 	int			dims = a->p->dims;
 
-	for (int64_t i = a->r0; i < a->r1; i++)
+	for (int64_t i = r0; i < r1; i++)
 	{
 		int64_t		src = a->perm[i];
 
 		memcpy(a->x + i * dims, a->p->x + src * dims, sizeof(double) * dims);
 		a->ids[i] = a->p->ids[src];
 	}
-	return NULL;
 }
 
 #define GJ_GATHER_MIN_ROWS 65536	/* rows a thread is worth starting for */
 
-static int
+static gj_status
 gather_points(gj_points *p, const uint32_t *perm)
 {
-	double	   *x = malloc(sizeof(double) * p->dims * (p->n + 1));
-	int64_t    *ids = malloc(sizeof(int64_t) * (p->n + 1));
-	gather_arg	args[GJ_MAX_SLICES];
-	int			nt = gj_slices_for(p->n, GJ_GATHER_MIN_ROWS);
+	gather_arg	a;
+	gj_status	st;
 
-	if (x == NULL || ids == NULL)
+	a.p = p;
+	a.perm = perm;
+	a.x = malloc(sizeof(double) * p->dims * (p->n + 1));
+	a.ids = malloc(sizeof(int64_t) * (p->n + 1));
+	st = a.x == NULL || a.ids == NULL ? GJ_ERR_NOMEM :
+		gj_run_rows(gather_rows, &a, 0, p->n, gj_slices_for(p->n, GJ_GATHER_MIN_ROWS));
+	if (st != GJ_OK)
 	{
-		free(x);
-		free(ids);
-		return 0;
+		free(a.x);
+		free(a.ids);
+		return st;
 	}
-	for (int t = 0; t < nt; t++)
-	{
-		args[t].p = p;
-		args[t].perm = perm;
-		args[t].x = x;
-		args[t].ids = ids;
-		args[t].r0 = p->n * t / nt;
-		args[t].r1 = p->n * (t + 1) / nt;
-	}
-	gj_run_slices(gather_slice, args, sizeof(gather_arg), nt);
-	gj_points_replace(p, x, ids);
-	return 1;
+	gj_points_replace(p, a.x, a.ids);
+	return GJ_OK;
 }
 
 /*
@@ -403,46 +394,42 @@ permute_points(gj_points *p, const uint32_t *perm)
 	return GJ_OK;
 }
 
-/* The cell ids of rows [r0, r1), on threads: 2M rows take 11 ms on one. */
+/* The cell ids of rows, on threads: 2M rows take 11 ms on one. */
 typedef struct cell_ids_arg
 {
 	const gj_grid *g;
 	const gj_points *p;
 	int64_t    *keys;
 	uint32_t   *perm;
-	int64_t		r0;
-	int64_t		r1;
 	int64_t		maxkey;			/* out: the slice's largest id */
 } cell_ids_arg;
 
 #define GJ_CELL_IDS_MIN_ROWS 131072	/* rows a thread is worth starting for */
 
-static void *
-cell_ids_slice(void *arg)
+static void
+cell_ids_rows(void *arg, int64_t r0, int64_t r1)
 {
 	cell_ids_arg *a = arg;
-	int64_t		maxkey = 0;
 
-	for (int64_t i = a->r0; i < a->r1; i++)
+	for (int64_t i = r0; i < r1; i++)
 	{
 		a->keys[i] = gj_grid_cell_of(a->g, a->p->x + i * a->p->dims);
 		a->perm[i] = (uint32_t) i;
-		maxkey = a->keys[i] > maxkey ? a->keys[i] : maxkey;
+		a->maxkey = a->keys[i] > a->maxkey ? a->keys[i] : a->maxkey;
 	}
-	a->maxkey = maxkey;
-	return NULL;
 }
 
 /*
  * keys[i] = the cell id of p's row i under g, perm[i] = i, on threads;
- * returns the largest id (0 for no rows).  No interrupt check inside.
+ * *maxkey the largest id (0 for no rows).  Polls the interrupt hook.
  */
-int64_t
-gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys, uint32_t *perm)
+gj_status
+gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys, uint32_t *perm,
+				 int64_t *maxkey)
 {
 	cell_ids_arg args[GJ_MAX_SLICES];
 	int			nt = gj_slices_for(p->n, GJ_CELL_IDS_MIN_ROWS);
-	int64_t		maxkey = 0;
+	gj_status	st;
 
 	for (int t = 0; t < nt; t++)
 	{
@@ -450,13 +437,13 @@ gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys, uint32_t *
 		args[t].p = p;
 		args[t].keys = keys;
 		args[t].perm = perm;
-		args[t].r0 = p->n * t / nt;
-		args[t].r1 = p->n * (t + 1) / nt;
+		args[t].maxkey = 0;
 	}
-	gj_run_slices(cell_ids_slice, args, sizeof(cell_ids_arg), nt);
+	st = gj_run_rows(cell_ids_rows, args, sizeof(cell_ids_arg), p->n, nt);
+	*maxkey = 0;
 	for (int t = 0; t < nt; t++)
-		maxkey = args[t].maxkey > maxkey ? args[t].maxkey : maxkey;
-	return maxkey;
+		*maxkey = args[t].maxkey > *maxkey ? args[t].maxkey : *maxkey;
+	return st;
 }
 
 /*
@@ -499,15 +486,12 @@ gj_grid_build_planned(gj_grid *g, gj_points *p)
 		free(perm);
 		return GJ_ERR_NOMEM;
 	}
-	if (gj_interrupted())
-	{
-		free(keys);
-		free(perm);
-		return GJ_ERR_CANCELED;
-	}
-	maxkey = gj_grid_cell_ids(g, p, keys, perm);
-	st = gj_sort_by_key(keys, perm, p->n, maxkey);
-	if (st == GJ_OK && !gather_points(p, perm))
+	st = gj_grid_cell_ids(g, p, keys, perm, &maxkey);
+	if (st == GJ_OK)
+		st = gj_sort_by_key(keys, perm, p->n, maxkey);
+	if (st == GJ_OK)
+		st = gather_points(p, perm);
+	if (st == GJ_ERR_NOMEM)
 		st = permute_points(p, perm);	/* no memory for a second copy */
 	free(perm);
 	if (st != GJ_OK)

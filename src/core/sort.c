@@ -18,28 +18,74 @@
 #include "gj_core.h"
 
 #define GJ_SORT_MIN_ROWS 65536	/* rows a sorting thread is worth starting for */
+#define GJ_STEP_ROWS ((int64_t) 1 << 20)	/* rows a slice does between interrupt polls */
+
+/* One slice's next step: fn over rows [r0, r1) with the slice's state. */
+typedef struct row_step
+{
+	void		(*fn) (void *state, int64_t r0, int64_t r1);
+	void	   *state;
+	int64_t		r0;
+	int64_t		r1;
+} row_step;
+
+static void *
+run_step(void *arg)
+{
+	row_step   *s = arg;
+
+	if (s->r0 < s->r1)
+		s->fn(s->state, s->r0, s->r1);
+	return NULL;
+}
 
 /*
- * Run fn over n slices (n <= GJ_MAX_SLICES), slice t getting
- * (char *) args + t * stride: slice 0 on this thread, the others on helper
- * threads, or here too when a helper does not start.  Returns when all are
- * done.  The helpers block every signal (gj_threads_start), so fn must not
- * call back into PostgreSQL (no interrupt checks).
+ * fn over rows [0, n) in nt slices (slice t: rows n * t / nt up to
+ * n * (t + 1) / nt, its state at (char *) args + t * stride; stride 0 shares
+ * one), on helper threads and this one.  Every slice walks its rows in
+ * order, GJ_STEP_ROWS at a time, all slices a step at once, and before each
+ * step this thread polls the interrupt hook: a cancel waits for one step (a
+ * few milliseconds), not for the whole job, however many rows.  The helpers
+ * block every signal (gj_threads_start), so fn must not call into
+ * PostgreSQL.  GJ_ERR_CANCELED: some rows were left undone.
  */
-void
-gj_run_slices(void *(*fn) (void *), void *args, size_t stride, int n)
+gj_status
+gj_run_rows(void (*fn) (void *state, int64_t r0, int64_t r1), void *args, size_t stride,
+			int64_t n, int nt)
 {
+	row_step	steps[GJ_MAX_SLICES];
 	pthread_t	threads[GJ_MAX_SLICES];
-	int			started;
 
-	if (n > GJ_MAX_SLICES)
-		n = GJ_MAX_SLICES;
-	started = n > 1 ? gj_threads_start(threads, n - 1, fn, (char *) args + stride, stride) : 0;
-	fn(args);
-	for (int t = 1 + started; t < n; t++)
-		fn((char *) args + t * stride);
-	for (int t = 0; t < started; t++)
-		pthread_join(threads[t], NULL);
+	nt = nt < 1 ? 1 : nt > GJ_MAX_SLICES ? GJ_MAX_SLICES : nt;
+	for (int64_t done = 0;; done += GJ_STEP_ROWS)
+	{
+		int			any = 0,
+					started;
+
+		for (int t = 0; t < nt; t++)
+		{
+			int64_t		lo = n * t / nt + done,
+						end = n * (t + 1) / nt;
+
+			steps[t].fn = fn;
+			steps[t].state = (char *) args + t * stride;
+			steps[t].r0 = lo < end ? lo : end;
+			steps[t].r1 = lo + GJ_STEP_ROWS < end ? lo + GJ_STEP_ROWS : end;
+			any |= steps[t].r0 < steps[t].r1;
+		}
+		if (!any)
+			return GJ_OK;
+		if (gj_interrupted())
+			return GJ_ERR_CANCELED;
+		/* slice 0 here, the others on helpers, or here too if one fails */
+		started = nt > 1 ? gj_threads_start(threads, nt - 1, run_step, &steps[1],
+											sizeof(row_step)) : 0;
+		run_step(&steps[0]);
+		for (int t = 1 + started; t < nt; t++)
+			run_step(&steps[t]);
+		for (int t = 0; t < started; t++)
+			pthread_join(threads[t], NULL);
+	}
 }
 
 /* Slices for n rows, each at least min_rows long, at most one per core. */
@@ -61,36 +107,31 @@ typedef struct sort_slice
 	const uint32_t *sv;
 	int64_t    *dk;				/* ... and destination */
 	uint32_t   *dv;
-	int64_t		r0;				/* the slice: rows [r0, r1) of the source */
-	int64_t		r1;
 	int			shift;			/* the digit: bits shift .. shift + 7 */
 	int64_t		at[256];		/* digit counts, then where each digit goes */
 } sort_slice;
 
-static void *
-count_digits(void *arg)
+static void
+count_digits(void *arg, int64_t r0, int64_t r1)
 {
 	sort_slice *s = arg;
 
-	memset(s->at, 0, sizeof(s->at));
-	for (int64_t i = s->r0; i < s->r1; i++)
+	for (int64_t i = r0; i < r1; i++)
 		s->at[(s->sk[i] >> s->shift) & 0xff]++;
-	return NULL;
 }
 
-static void *
-scatter_rows(void *arg)
+static void
+scatter_rows(void *arg, int64_t r0, int64_t r1)
 {
 	sort_slice *s = arg;
 
-	for (int64_t i = s->r0; i < s->r1; i++)
+	for (int64_t i = r0; i < r1; i++)
 	{
 		int64_t		pos = s->at[(s->sk[i] >> s->shift) & 0xff]++;
 
 		s->dk[pos] = s->sk[i];
 		s->dv[pos] = s->sv[i];
 	}
-	return NULL;
 }
 
 /*
@@ -112,6 +153,7 @@ gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey, 
 	int64_t    *tk;
 	uint32_t   *tv;
 	int			passes = 0;
+	gj_status	st = GJ_OK;
 
 	nt = nt < 1 ? 1 : nt > GJ_MAX_SLICES ? GJ_MAX_SLICES : nt;
 	if (nt > n)
@@ -131,27 +173,22 @@ gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey, 
 		return GJ_ERR_NOMEM;
 	}
 
-	for (int pass = 0; pass < passes; pass++)
+	for (int pass = 0; pass < passes && st == GJ_OK; pass++)
 	{
 		int64_t		sum = 0;
 
-		if (gj_interrupted())
-		{
-			free(tk);
-			free(tv);
-			return GJ_ERR_CANCELED;
-		}
 		for (int t = 0; t < nt; t++)
 		{
 			sl[t].sk = (pass % 2 == 0) ? keys : tk;
 			sl[t].sv = (pass % 2 == 0) ? vals : tv;
 			sl[t].dk = (pass % 2 == 0) ? tk : keys;
 			sl[t].dv = (pass % 2 == 0) ? tv : vals;
-			sl[t].r0 = n * t / nt;
-			sl[t].r1 = n * (t + 1) / nt;
 			sl[t].shift = 8 * pass;
+			memset(sl[t].at, 0, sizeof(sl[t].at));
 		}
-		gj_run_slices(count_digits, sl, sizeof(sort_slice), nt);
+		st = gj_run_rows(count_digits, sl, sizeof(sort_slice), n, nt);
+		if (st != GJ_OK)
+			break;
 		/* digit by digit, slice by slice: equal keys keep their order */
 		for (int b = 0; b < 256; b++)
 			for (int t = 0; t < nt; t++)
@@ -161,7 +198,14 @@ gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n, int64_t maxkey, 
 				sl[t].at[b] = sum;
 				sum += c;
 			}
-		gj_run_slices(scatter_rows, sl, sizeof(sort_slice), nt);
+		st = gj_run_rows(scatter_rows, sl, sizeof(sort_slice), n, nt);
+	}
+	if (st != GJ_OK)
+	{
+		/* keys/vals hold a mix of two passes: the caller frees them */
+		free(tk);
+		free(tv);
+		return st;
 	}
 	if (passes % 2 == 1)
 	{
