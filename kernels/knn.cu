@@ -18,8 +18,9 @@
  * per block, not once per query.  The k buffers (array or max-heap, as the
  * CPU engine picks) live in global memory, interleaved across the queries
  * of a batch (entry e of query t at e * nq + t, nq being the batch's
- * queries) so that a warp's accesses to the same entry coalesce.  A batch holds at most KNN_MAX_ENTRIES entries,
- * so large k means fewer queries a launch, and every kernel reads the
+ * queries) so that a warp's accesses to the same entry coalesce.  A batch
+ * holds at most KNN_MAX_ENTRIES entries, so large k means fewer queries a
+ * launch, and every kernel reads the
  * join's stop word as it goes (every 64 blocks of a descent, every tile of
  * a scan): a cancelled join's kernels return within microseconds whatever
  * k, the method or the data.
@@ -778,9 +779,11 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 /*
  * The first batch's queries.  The backend waits for the whole first batch
  * before its first row, and a full batch (65536 queries) searches for tens
- * of milliseconds; a sixteenth of it starts the output after a millisecond
- * or two, and each later batch, twice the one before, is done long before
- * the backend has taken the rows of the previous one.  Brute force starts
+ * of milliseconds; a sixteenth of it starts the output sooner (about 8 ms
+ * on an H100 for 4096 uniform queries among clustered references: its
+ * slowest search, one thread a query), and each later batch, twice the one
+ * before, is done long before the backend has taken the rows of the
+ * previous one.  Brute force starts
  * full: each of its queries scans every reference, so a small batch would
  * take as long as a full one with most of the GPU idle.  So do references
  * in partitions: every batch streams all of them through the device again.
