@@ -20,10 +20,9 @@
  * of a batch (entry e of query t at e * nq + t, nq being the batch's
  * queries) so that a warp's accesses to the same entry coalesce.  A batch
  * holds at most KNN_MAX_ENTRIES entries, so large k means fewer queries a
- * launch, and every kernel reads the
- * join's stop word as it goes (every 64 blocks of a descent, every tile of
- * a scan): a cancelled join's kernels return within microseconds whatever
- * k, the method or the data.
+ * launch, and every kernel reads the join's stop word as it goes (every 64
+ * blocks of a descent, every tile of a scan): a cancelled join's kernels
+ * return within microseconds whatever k, the method or the data.
  *
  * Partitions.  The host-sorted references are cut into runs of whole cells
  * (contiguous slices of points) that stream through two device buffers
