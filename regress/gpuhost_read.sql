@@ -30,22 +30,16 @@ BEGIN
     INSERT INTO rd_results VALUES (tbl, w, what, best, rms, ims);
 END $$;
 \o /dev/null
-SELECT rd('sb2', 0, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9)$q$);
-SELECT rd('sb2', 0, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
-SELECT rd('kc', 0, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);
-SELECT rd('kc', 0, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) + sum(z) < 0)::int FROM kc$q$);
-SELECT rd('sb2', 3, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9)$q$);
-SELECT rd('sb2', 3, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
-SELECT rd('kc', 3, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);
-SELECT rd('kc', 3, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) + sum(z) < 0)::int FROM kc$q$);
-SELECT rd('sb2', 5, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9)$q$);
-SELECT rd('sb2', 5, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
-SELECT rd('kc', 5, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);
-SELECT rd('kc', 5, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) + sum(z) < 0)::int FROM kc$q$);
-SELECT rd('sb2', 7, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 1e-9)$q$);
-SELECT rd('sb2', 7, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) < 0)::int FROM sb2$q$);
-SELECT rd('kc', 7, 'gpujoin', $q$SELECT count(*) FROM eps_selfjoin('kc', '{x,y,z}', 1e-9)$q$);
-SELECT rd('kc', 7, 'scan', $q$SELECT count(*) + (sum(x) + sum(y) + sum(z) < 0)::int FROM kc$q$);
+-- each count of workers: both tables, gpujoin then the scan; \gexec runs
+-- every call as its own statement (its own transaction)
+SELECT format('SELECT rd(%L, %s, %L, %L)', t.tbl, w.n, m.what,
+              CASE m.what WHEN 'gpujoin' THEN format('SELECT count(*) FROM eps_selfjoin(%L, %L, 1e-9)', t.tbl, t.cols)
+                          ELSE format('SELECT count(*) + (%s < 0)::int FROM %I', t.sums, t.tbl) END)
+FROM (VALUES (0), (3), (5), (7)) w(n),
+     (VALUES (1, 'sb2', '{x,y}', 'sum(x) + sum(y)'), (2, 'kc', '{x,y,z}', 'sum(x) + sum(y) + sum(z)')) t(o, tbl, cols, sums),
+     (VALUES (1, 'gpujoin'), (2, 'scan')) m(o, what)
+ORDER BY w.n, t.o, m.o
+\gexec
 \o
 ALTER TABLE sb2 RESET (parallel_workers);
 ALTER TABLE kc RESET (parallel_workers);
