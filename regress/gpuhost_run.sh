@@ -18,6 +18,14 @@ mkdir -p "$OUT"
 STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,densitysql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
+# one SQL script against the staged server's gj_regress: output to $OUT/$2,
+# its last $3 lines shown (the read step runs on the benchmark's tables)
+sql_step() {
+	. .gpuhost/pg-up.sh
+	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	psql -X -v ON_ERROR_STOP=1 -f "$1" gj_regress > "$OUT/$2" 2>&1
+	tail -"$3" "$OUT/$2"
+}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 if has check; then
@@ -93,34 +101,12 @@ if has densitybench; then
 	timeout 400 ./regress/gpu_density bench > "$OUT/density_bench.md" 2>&1
 	cat "$OUT/density_bench.md"
 fi
-if has sqlbench; then
-	. .gpuhost/pg-up.sh
-	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_bench.sql gj_regress > "$OUT/sql_bench.txt" 2>&1
-	tail -14 "$OUT/sql_bench.txt"
-fi
-if has read; then
-	. .gpuhost/pg-up.sh
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_read.sql gj_regress > "$OUT/read.txt" 2>&1
-	tail -14 "$OUT/read.txt"
-fi
-if has spread; then
-	. .gpuhost/pg-up.sh
-	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_spread.sql gj_regress > "$OUT/spread.txt" 2>&1
-	tail -24 "$OUT/spread.txt"
-fi
-if has densitysql; then
-	. .gpuhost/pg-up.sh
-	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_density.sql gj_regress > "$OUT/density_sql.txt" 2>&1
-	tail -30 "$OUT/density_sql.txt"
-fi
+has sqlbench && sql_step regress/gpuhost_bench.sql sql_bench.txt 14
+has read && sql_step regress/gpuhost_read.sql read.txt 14
+has spread && sql_step regress/gpuhost_spread.sql spread.txt 24
+has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 if has cancel; then
-	. .gpuhost/pg-up.sh
-	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
-	psql -X -v ON_ERROR_STOP=1 -f regress/gpuhost_cancel.sql gj_regress > "$OUT/cancel.txt" 2>&1
-	tail -12 "$OUT/cancel.txt"
+	sql_step regress/gpuhost_cancel.sql cancel.txt 12
 	summary+=("gpu cancel: $(grep -c '| t ' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps)' "$OUT/cancel.txt") within 1 s of the timeout")
 fi
 if has exit; then
