@@ -28,8 +28,8 @@
  * blocks into the reader's buffer instead.  Rows that do not fit (stale
  * statistics, no room in /dev/shm) stay in the worker's own buffer and
  * travel as bytea, which the leader's deserialize function appends
- * straight into the reader's buffer; the combine step only adds counters.  Buffers are malloc'd (they
- * become the job's gj_points) and freed by a callback on the aggregate's
+ * straight into the reader's buffer; the combine step only adds counters.
+ * Buffers are malloc'd (they become the job's gj_points) and freed by a callback on the aggregate's
  * memory context unless handed over; the hand-over target is only set in
  * the reader's process while its query runs (workers never see it).
  */
