@@ -29,9 +29,10 @@
  * statistics, no room in /dev/shm) stay in the worker's own buffer and
  * travel as bytea, which the leader's deserialize function appends
  * straight into the reader's buffer; the combine step only adds counters.
- * Buffers are malloc'd (they become the job's gj_points) and freed by a callback on the aggregate's
- * memory context unless handed over; the hand-over target is only set in
- * the reader's process while its query runs (workers never see it).
+ * Buffers are malloc'd (they become the job's gj_points) and freed by a
+ * callback on the aggregate's memory context unless handed over; the
+ * hand-over target is only set in the reader's process while its query
+ * runs (workers never see it).
  */
 #include "postgres.h"
 
