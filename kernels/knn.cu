@@ -559,16 +559,27 @@ build_device_index(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t 
 	return res;
 }
 
-/* Pinned and device buffers of the two query batches. */
+/*
+ * Pinned and device buffers of the two query batches.  The queries are
+ * staged through them only when they are not on the device already (sorted
+ * there, or the references themselves).
+ */
 static gj_status
 alloc_batches(struct gj_gpu_knn *j)
 {
+	int			staged = !(j->dev_index && j->exclude_self) && j->dq.xs == NULL;
+
 	for (int b = 0; b < 2; b++)
 	{
 		knn_batch_buf *B = &j->buf[b];
 		size_t		e = (size_t) j->batch * j->k;
 
-		KNN_TRY(j, cudaMalloc(&B->d_q, sizeof(double) * j->dims * j->batch), "query buffer");
+		if (staged)
+		{
+			KNN_TRY(j, cudaMalloc(&B->d_q, sizeof(double) * j->dims * j->batch), "query buffer");
+			KNN_TRY(j, gj_pinned_alloc((void **) &B->h_q, sizeof(double) * j->dims * j->batch),
+					"pinned queries");
+		}
 		KNN_TRY(j, cudaMalloc(&B->d_bd, sizeof(double) * e), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_bid, sizeof(int64_t) * e), "k buffers");
 		KNN_TRY(j, cudaMalloc(&B->d_bn, sizeof(int32_t) * j->batch), "k buffers");
@@ -576,8 +587,6 @@ alloc_batches(struct gj_gpu_knn *j)
 		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bd, sizeof(double) * e), "pinned results");
 		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bid, sizeof(int64_t) * e), "pinned results");
 		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bn, sizeof(int32_t) * j->batch), "pinned results");
-		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_q, sizeof(double) * j->dims * j->batch),
-				"pinned queries");
 		KNN_TRY(j, cudaStreamCreateWithFlags(&B->stream, cudaStreamNonBlocking), "stream");
 		KNN_TRY(j, cudaEventCreateWithFlags(&B->done, cudaEventDisableTiming), "event");
 	}

@@ -60,17 +60,25 @@ SELECT 'best over best',
        round((sp_best('knn gpu') / sp_best('knn ceiling'))::numeric, 2),
        round((sp_best('knn cpu') / sp_best('knn gpu'))::numeric, 2);
 
--- the GPU phases of eps 0.1, run by run
+-- the GPU phases of eps 0.1 and of the kNN join, run by run (Wait Time: the
+-- backend waiting for the engine's next chunk after its first; Total: the
+-- last row, inflated by EXPLAIN ANALYZE's per-row timing)
 SET gpujoin.device = gpu;
-CREATE TEMP TABLE sp_phases (run int, read_ms float8, index_ms float8, first_row_ms float8, workers int);
+CREATE TEMP TABLE sp_phases (query text, run int, read_ms float8, index_ms float8,
+    first_row_ms float8, wait_ms float8, total_ms float8, workers int);
 DO $$
-DECLARE plan json; node json;
+DECLARE plan json; node json; q text;
 BEGIN
-    FOR r IN 1..5 LOOP
-        EXECUTE $q$EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 0.1)$q$ INTO plan;
-        node := plan -> 0 -> 'Plan' -> 'Plans' -> 0;
-        INSERT INTO sp_phases VALUES (r, (node ->> 'Read Time')::float8, (node ->> 'Index Time')::float8,
-            (node ->> 'Actual Startup Time')::float8, (node ->> 'Read Workers')::int);
+    FOREACH q IN ARRAY ARRAY[$q$SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 0.1)$q$,
+                             $q$SELECT count(*) FROM knn_join('kq', 'kc', '{x,y,z}', 20)$q$] LOOP
+        FOR r IN 1..5 LOOP
+            EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan;
+            node := plan -> 0 -> 'Plan' -> 'Plans' -> 0;
+            INSERT INTO sp_phases VALUES (CASE WHEN q LIKE '%knn%' THEN 'knn' ELSE 'eps 0.1' END, r,
+                (node ->> 'Read Time')::float8, (node ->> 'Index Time')::float8,
+                (node ->> 'Actual Startup Time')::float8, (node ->> 'Wait Time')::float8,
+                (node ->> 'Actual Total Time')::float8, (node ->> 'Read Workers')::int);
+        END LOOP;
     END LOOP;
 END $$;
-SELECT * FROM sp_phases ORDER BY run;
+SELECT * FROM sp_phases ORDER BY query, run;
