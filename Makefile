@@ -12,7 +12,7 @@ MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
 	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o \
-	src/core/density.o src/core/cpu_lists.o src/core/sort.o
+	src/core/density.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o
 OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
 	src/custom_scan.o src/support.o $(CORE_OBJS)
 

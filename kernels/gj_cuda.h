@@ -46,9 +46,9 @@ extern const char *gj_cuda_build_info(void);
 /*
  * The GPU eps self-join.  gj_gpu_selfjoin_start uploads the points, builds
  * the grid index on the device, estimates the result size from a sample and
- * starts a driver thread that runs the join in batches; the caller takes
- * result chunks (rows are indexes into p as given: p is not reordered) until
- * GJ_DONE, exactly as with the CPU engine.  GJ_ERR_DEVICE_OOM from start
+ * starts a driver thread that runs the join in batches; an engine
+ * (gj_engine) like the CPU one, whose chunks hold the rows' ids (p is not
+ * reordered).  GJ_ERR_DEVICE_OOM from start
  * means the index does not fit: fall back to the CPU engine.
  */
 typedef struct gj_gpu_options
@@ -81,12 +81,8 @@ extern gj_status gj_gpu_selfjoin_start(const gj_points *p, double eps,
 									   const gj_gpu_options *opt,
 									   gj_gpu_selfjoin **out,
 									   char *err, size_t errlen);
-extern gj_status gj_gpu_selfjoin_next(gj_gpu_selfjoin *j, int timeout_ms,
-									  gj_chunk **out);
-extern void gj_gpu_selfjoin_release(gj_gpu_selfjoin *j, gj_chunk *c);
 extern void gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st);
 extern const char *gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j);
-extern void gj_gpu_selfjoin_free(gj_gpu_selfjoin *j);
 
 /*
  * The GPU kNN join.  With the grid method (gj_knn_pick_method) the index is
@@ -94,8 +90,8 @@ extern void gj_gpu_selfjoin_free(gj_gpu_selfjoin *j);
  * host (refs is reordered then) and streamed through in partitions whose
  * per-query lists merge in the same k buffers; every query is searched by
  * one thread with the same code as the CPU engine (knn_search.h), so the
- * answers are identical.  Results come as chunks exactly as from
- * gj_cpu_knn_next: rows (query id, reference id, rank, distance).  Self
+ * answers are identical.  An engine (gj_engine) whose chunks are exactly
+ * the CPU engine's: rows (query id, reference id, rank, distance).  Self
  * joins of some rows only (opt->self_rows) are not supported here.
  */
 typedef struct gj_gpu_knn gj_gpu_knn;
@@ -122,11 +118,8 @@ extern gj_status gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 								  const gj_knn_options *opt,
 								  const gj_gpu_options *gopt,
 								  gj_gpu_knn **out, char *err, size_t errlen);
-extern gj_status gj_gpu_knn_next(gj_gpu_knn *j, int timeout_ms, gj_chunk **out);
-extern void gj_gpu_knn_release(gj_gpu_knn *j, gj_chunk *c);
 extern void gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st);
 extern const char *gj_gpu_knn_error(const gj_gpu_knn *j);
-extern void gj_gpu_knn_free(gj_gpu_knn *j);
 
 /*
  * Per-row answers on the GPU, synchronous, results in p's order (p is not

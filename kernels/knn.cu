@@ -73,6 +73,7 @@ typedef struct knn_batch_buf
 
 struct gj_gpu_knn
 {
+	gj_engine	eng;			/* first: the queue, the first error, free */
 	gj_points  *refs;
 	const gj_points *queries;
 	const gj_grid *g;			/* host grid of the partitions (or NULL) */
@@ -109,16 +110,16 @@ struct gj_gpu_knn
 	int64_t		batch;			/* queries per batch */
 	knn_batch_buf buf[2];
 
-	gj_pair_queue *q;
 	pthread_t	thread;
 	int			started;
 	int			stop;
-	gj_status	error;
 	char		err[256];
 	double		t_start;		/* gj_now_ms() at gj_gpu_knn_start */
 	size_t		budget_left;	/* device bytes the index leaves to the rest */
 	gj_gpu_knn_info info;
 };
+
+static void gpu_knn_free(gj_engine *e);
 
 /* --- kernels ------------------------------------------------------------- */
 
@@ -219,9 +220,9 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, in
 static void
 set_error(struct gj_gpu_knn *j, gj_status st, const char *what, cudaError_t e)
 {
-	if (j->error != GJ_OK)
+	if (j->eng.error != GJ_OK)
 		return;
-	j->error = st;
+	j->eng.error = st;
 	if (e != cudaSuccess)
 		snprintf(j->err, sizeof(j->err), "%s: %s", what, cudaGetErrorName(e));
 	else
@@ -235,7 +236,7 @@ set_error(struct gj_gpu_knn *j, gj_status st, const char *what, cudaError_t e)
 		{ \
 			cudaGetLastError(); \
 			set_error((j), gj_cuda_status(e_), (what), e_); \
-			return (j)->error; \
+			return (j)->eng.error; \
 		} \
 	} while (0)
 
@@ -385,7 +386,7 @@ alloc_refs(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 
 			free(starts);
 			set_error(j, gj_cuda_status(e), "cell upload", e);
-			return j->error;
+			return j->eng.error;
 		}
 		free(starts);
 	}
@@ -748,7 +749,7 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 	if (e != cudaSuccess)
 	{
 		set_error(j, GJ_ERR_CUDA, "kNN kernel", e);
-		return j->error;
+		return j->eng.error;
 	}
 	if (j->info.first_ms == 0.0)
 		j->info.first_ms = gj_now_ms() - j->t_start;
@@ -762,12 +763,12 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 
 			if (ch != NULL && ch->n == ch->cap)
 			{
-				gj_queue_put_full(j->q, ch);
+				gj_queue_put_full(j->eng.q, ch);
 				ch = NULL;
 			}
 			if (ch == NULL)
 			{
-				ch = gj_queue_get_free(j->q);
+				ch = gj_queue_get_free(j->eng.q);
 				if (ch == NULL)
 					return GJ_ERR_CANCELED;
 				ch->n = 0;
@@ -780,7 +781,7 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 		}
 	}
 	if (ch != NULL)
-		gj_queue_put_full(j->q, ch);
+		gj_queue_put_full(j->eng.q, ch);
 	return GJ_OK;
 }
 
@@ -840,9 +841,9 @@ driver_main(void *arg)
 	j->info.search_ms = gj_now_ms() - t0;
 	if (st != GJ_OK && st != GJ_ERR_CANCELED)
 		set_error(j, st, "kNN batch", cudaSuccess);
-	if (j->error != GJ_OK)
-		gj_queue_cancel(j->q);
-	gj_queue_producer_done(j->q);
+	if (j->eng.error != GJ_OK)
+		gj_queue_cancel(j->eng.q);
+	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
 
@@ -933,6 +934,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	j = (struct gj_gpu_knn *) calloc(1, sizeof(struct gj_gpu_knn));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->eng.free = gpu_knn_free;
 	j->t_start = t0;
 	j->refs = refs;
 	j->queries = queries;
@@ -942,15 +944,15 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	j->heap = k >= (opt->heap_min_k > 0 ? opt->heap_min_k : GJ_KNN_HEAP_MIN_K);
 	j->exclude_self = opt->exclude_self;
 	j->info.heap = j->heap;
-	j->q = gj_queue_create(6, 1);
-	if (j->q == NULL)
+	j->eng.q = gj_queue_create(6, 1);
+	if (j->eng.q == NULL)
 	{
 		free(j);
 		return GJ_ERR_NOMEM;
 	}
 	if (k == 0 || queries->n == 0 || refs->n == 0)
 	{
-		gj_queue_set_producers(j->q, 0);
+		gj_queue_set_producers(j->eng.q, 0);
 		*out = j;
 		return GJ_OK;
 	}
@@ -958,7 +960,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	if (st == GJ_OK && cudaStreamCreateWithFlags(&j->copy_stream, cudaStreamNonBlocking) != cudaSuccess)
 	{
 		set_error(j, GJ_ERR_CUDA, "stream", cudaGetLastError());
-		st = j->error;
+		st = j->eng.error;
 	}
 	j->info.index_ms = gj_now_ms();
 	if (st == GJ_OK && j->use_grid)
@@ -1017,27 +1019,27 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		st = upload_part(j, j->g, 0, 0);
 		if (st == GJ_OK && cudaStreamSynchronize(j->copy_stream) != cudaSuccess)
 			set_error(j, GJ_ERR_CUDA, "reference upload", cudaGetLastError());
-		st = j->error != GJ_OK ? j->error : st;
+		st = j->eng.error != GJ_OK ? j->eng.error : st;
 	}
 	if (st != GJ_OK)
 	{
 		if (err[0] == '\0')
-			snprintf(err, errlen, "%s", j->error != GJ_OK ? j->err :
+			snprintf(err, errlen, "%s", j->eng.error != GJ_OK ? j->err :
 					 st == GJ_ERR_DEVICE_OOM ? "the grid's cells do not fit the GPU memory share" :
 					 gj_status_name(st));
-		gj_gpu_knn_free(j);
+		gpu_knn_free(&j->eng);
 		return st;
 	}
 	j->info.partitions = j->npart;
 	j->info.upload_ms = gj_now_ms() - t0;
 
-	gj_queue_set_producers(j->q, 1);
+	gj_queue_set_producers(j->eng.q, 1);
 	gj_block_async_signals(&old);
 	if (pthread_create(&j->thread, NULL, driver_main, j) != 0)
 	{
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		snprintf(err, errlen, "pthread_create failed");
-		gj_gpu_knn_free(j);
+		gpu_knn_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1046,27 +1048,11 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	return GJ_OK;
 }
 
-extern "C" gj_status
-gj_gpu_knn_next(gj_gpu_knn *j, int timeout_ms, gj_chunk **out)
-{
-	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
-
-	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
-		return j->error;
-	return st;
-}
-
-extern "C" void
-gj_gpu_knn_release(gj_gpu_knn *j, gj_chunk *c)
-{
-	gj_queue_release(j->q, c);
-}
-
 extern "C" void
 gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
 {
 	*st = j->info;
-	st->done_ms = j->q != NULL ? gj_queue_done_ms(j->q) : 0.0;
+	st->done_ms = j->eng.q != NULL ? gj_queue_done_ms(j->eng.q) : 0.0;
 }
 
 extern "C" const char *
@@ -1075,19 +1061,19 @@ gj_gpu_knn_error(const gj_gpu_knn *j)
 	return j->err;
 }
 
-extern "C" void
-gj_gpu_knn_free(gj_gpu_knn *j)
+static void
+gpu_knn_free(gj_engine *e)
 {
-	if (j == NULL)
-		return;
+	struct gj_gpu_knn *j = (struct gj_gpu_knn *) e;
+
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
 	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
-	if (j->q != NULL)
-		gj_queue_cancel(j->q);
+	if (j->eng.q != NULL)
+		gj_queue_cancel(j->eng.q);
 	if (j->started)
 		pthread_join(j->thread, NULL);
 	free_all(j);
-	gj_queue_destroy(j->q);
+	gj_queue_destroy(j->eng.q);
 	if (j->have_hgrid)
 		gj_grid_free(&j->hgrid);
 	free(j->order);

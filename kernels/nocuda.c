@@ -35,22 +35,6 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 }
 
 /* Never reached: start never succeeds in this build. */
-gj_status
-gj_gpu_selfjoin_next(gj_gpu_selfjoin *j, int timeout_ms, gj_chunk **out)
-{
-	(void) j;
-	(void) timeout_ms;
-	*out = NULL;
-	return GJ_ERR_NODEVICE;
-}
-
-void
-gj_gpu_selfjoin_release(gj_gpu_selfjoin *j, gj_chunk *c)
-{
-	(void) j;
-	(void) c;
-}
-
 void
 gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st)
 {
@@ -63,12 +47,6 @@ gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j)
 {
 	(void) j;
 	return "built without CUDA";
-}
-
-void
-gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
-{
-	(void) j;
 }
 
 gj_status
@@ -103,22 +81,6 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	return GJ_ERR_NODEVICE;
 }
 
-gj_status
-gj_gpu_knn_next(gj_gpu_knn *j, int timeout_ms, gj_chunk **out)
-{
-	(void) j;
-	(void) timeout_ms;
-	*out = NULL;
-	return GJ_ERR_NODEVICE;
-}
-
-void
-gj_gpu_knn_release(gj_gpu_knn *j, gj_chunk *c)
-{
-	(void) j;
-	(void) c;
-}
-
 void
 gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
 {
@@ -131,12 +93,6 @@ gj_gpu_knn_error(const gj_gpu_knn *j)
 {
 	(void) j;
 	return "built without CUDA";
-}
-
-void
-gj_gpu_knn_free(gj_gpu_knn *j)
-{
-	(void) j;
 }
 
 gj_status

@@ -236,6 +236,7 @@ enum stream_state
 
 struct gj_gpu_selfjoin
 {
+	gj_engine	eng;			/* first: the queue, the first error, free */
 	gj_grid		plan;
 	gj_grid_params P;
 	gj_dev_grid G;
@@ -251,7 +252,6 @@ struct gj_gpu_selfjoin
 
 	gj_chunk	pool[GJ_GPU_MAX_STREAMS + 1];	/* pinned host chunks */
 	int			npool;
-	gj_pair_queue *q;
 
 	batch	   *pending;		/* a stack */
 	int64_t		npending;
@@ -260,10 +260,11 @@ struct gj_gpu_selfjoin
 	pthread_t	driver;
 	int			driver_started;
 	int			stop;			/* atomic */
-	gj_status	error;
 	char		err[256];
 	gj_gpu_stats stats;
 };
+
+static void gpu_selfjoin_free(gj_engine *e);
 
 static int
 push_batch(struct gj_gpu_selfjoin *j, uint32_t p0, uint32_t p1,
@@ -290,9 +291,9 @@ push_batch(struct gj_gpu_selfjoin *j, uint32_t p0, uint32_t p1,
 static void
 driver_fail(struct gj_gpu_selfjoin *j, gj_status st, const char *what, cudaError_t e)
 {
-	if (j->error == GJ_OK)
+	if (j->eng.error == GJ_OK)
 	{
-		j->error = st;
+		j->eng.error = st;
 		if (e != cudaSuccess)
 			snprintf(j->err, sizeof(j->err), "%s: %s", what, cudaGetErrorName(e));
 		else
@@ -313,12 +314,12 @@ driver_main(void *arg)
 	for (int s = 0; s < j->nstreams; s++)
 		state[s] = ST_IDLE;
 
-	while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED) && j->error == GJ_OK)
+	while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED) && j->eng.error == GJ_OK)
 	{
 		int			progressed = 0,
 					idle = 0;
 
-		for (int s = 0; s < j->nstreams && j->error == GJ_OK; s++)
+		for (int s = 0; s < j->nstreams && j->eng.error == GJ_OK; s++)
 		{
 			cudaStream_t st = j->streams[s];
 			cudaError_t e;
@@ -395,7 +396,7 @@ driver_main(void *arg)
 					state[s] = ST_IDLE;
 					continue;
 				}
-				chunk[s] = gj_queue_get_free(j->q);	/* waits for the consumer */
+				chunk[s] = gj_queue_get_free(j->eng.q);	/* waits for the consumer */
 				if (chunk[s] == NULL)
 					break;		/* cancelled */
 				e = cudaMemcpyAsync(chunk[s]->a, j->out[s].a, sizeof(int64_t) * count[s],
@@ -410,7 +411,7 @@ driver_main(void *arg)
 					e = cudaEventRecord(j->events[s], st);
 				if (e != cudaSuccess)
 				{
-					gj_queue_release(j->q, chunk[s]);
+					gj_queue_release(j->eng.q, chunk[s]);
 					driver_fail(j, GJ_ERR_CUDA, "result copy", e);
 					break;
 				}
@@ -423,12 +424,12 @@ driver_main(void *arg)
 					continue;
 				if (e != cudaSuccess)
 				{
-					gj_queue_release(j->q, chunk[s]);
+					gj_queue_release(j->eng.q, chunk[s]);
 					driver_fail(j, GJ_ERR_CUDA, "result copy", e);
 					break;
 				}
 				chunk[s]->n = (int32_t) count[s];
-				gj_queue_put_full(j->q, chunk[s]);
+				gj_queue_put_full(j->eng.q, chunk[s]);
 				j->stats.batches++;
 				j->stats.pairs += (int64_t) count[s];
 				state[s] = ST_IDLE;
@@ -441,7 +442,7 @@ driver_main(void *arg)
 			sched_yield();		/* kernels run for well under a millisecond */
 	}
 	/* chunks still being copied are released by free after a stream sync */
-	gj_queue_producer_done(j->q);
+	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
 
@@ -765,6 +766,7 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 	j = (struct gj_gpu_selfjoin *) calloc(1, sizeof(struct gj_gpu_selfjoin));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->eng.free = gpu_selfjoin_free;
 	j->nstreams = (opt != NULL && opt->nstreams > 0) ? opt->nstreams : GJ_GPU_MAX_STREAMS;
 	if (j->nstreams > GJ_GPU_MAX_STREAMS)
 		j->nstreams = GJ_GPU_MAX_STREAMS;
@@ -775,13 +777,13 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 		st = prepare(j, p, eps, opt, err, errlen);
 	if (st == GJ_OK)
 	{
-		j->q = gj_queue_create_external(j->pool, j->npool);
-		if (j->q == NULL)
+		j->eng.q = gj_queue_create_external(j->pool, j->npool);
+		if (j->eng.q == NULL)
 			st = GJ_ERR_NOMEM;
 	}
 	if (st == GJ_OK)
 	{
-		gj_queue_set_producers(j->q, 1);
+		gj_queue_set_producers(j->eng.q, 1);
 		gj_block_async_signals(&old);
 		if (pthread_create(&j->driver, NULL, driver_main, j) == 0)
 			j->driver_started = 1;
@@ -791,34 +793,18 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 	}
 	if (st != GJ_OK)
 	{
-		gj_gpu_selfjoin_free(j);
+		gpu_selfjoin_free(&j->eng);
 		return st;
 	}
 	*out = j;
 	return GJ_OK;
 }
 
-extern "C" gj_status
-gj_gpu_selfjoin_next(gj_gpu_selfjoin *j, int timeout_ms, gj_chunk **out)
-{
-	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
-
-	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
-		return j->error;
-	return st;
-}
-
-extern "C" void
-gj_gpu_selfjoin_release(gj_gpu_selfjoin *j, gj_chunk *c)
-{
-	gj_queue_release(j->q, c);
-}
-
 extern "C" void
 gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st)
 {
 	*st = j->stats;
-	st->done_ms = j->q != NULL ? gj_queue_done_ms(j->q) : 0.0;
+	st->done_ms = j->eng.q != NULL ? gj_queue_done_ms(j->eng.q) : 0.0;
 }
 
 extern "C" const char *
@@ -831,19 +817,19 @@ gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j)
  * Stop the driver, wait for the streams, free device and pinned memory.
  * Never fails; after a sticky CUDA error the frees just return errors.
  */
-extern "C" void
-gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
+static void
+gpu_selfjoin_free(gj_engine *e)
 {
-	if (j == NULL)
-		return;
+	struct gj_gpu_selfjoin *j = (struct gj_gpu_selfjoin *) e;
+
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
 	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
-	if (j->q != NULL)
-		gj_queue_cancel(j->q);
+	if (j->eng.q != NULL)
+		gj_queue_cancel(j->eng.q);
 	if (j->driver_started)
 		pthread_join(j->driver, NULL);
 	{
-		int			clean = j->error == GJ_OK;
+		int			clean = j->eng.error == GJ_OK;
 
 		for (int s = 0; s < j->nstreams; s++)
 			if (j->streams[s] != NULL && cudaStreamSynchronize(j->streams[s]) != cudaSuccess)
@@ -865,7 +851,7 @@ gj_gpu_selfjoin_free(gj_gpu_selfjoin *j)
 	cudaFree(j->d_sample);
 	gj_gpu_stop_free(j->d_stop, j->stop_stream);
 	cudaGetLastError();
-	gj_queue_destroy(j->q);
+	gj_queue_destroy(j->eng.q);
 	free(j->pending);
 	free(j);
 }

@@ -60,7 +60,7 @@ run_engine(gj_points *p, double eps, int threads, double *build, double *join)
 	t0 = now();
 	if (gj_cpu_selfjoin_start(&g, p, threads, &j) != GJ_OK)
 		exit(2);
-	while ((st = gj_cpu_selfjoin_next(j, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
 	{
 		if (st == GJ_AGAIN)
 			continue;
@@ -68,9 +68,9 @@ run_engine(gj_points *p, double eps, int threads, double *build, double *join)
 		/* touch what the glue reads: ids and distances */
 		for (int k = 0; k < c->n; k++)
 			sink += c->dist[k] + (double) c->a[k] + (double) c->b[k];
-		gj_cpu_selfjoin_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
-	gj_cpu_selfjoin_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	*join = now() - t0;
 	gj_grid_free(&g);
 	if (st != GJ_DONE)

@@ -65,12 +65,12 @@ run_gpu(const gj_points *p, double eps, double *secs, gj_gpu_stats *stats)
 		fprintf(stderr, "gpu start: %s %s\n", gj_status_name(st), err);
 		exit(1);
 	}
-	while ((st = gj_gpu_selfjoin_next(j, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
 	{
 		if (st == GJ_AGAIN)
 			continue;
 		pairs += c->n;
-		gj_gpu_selfjoin_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
 	*secs = now() - t0;
 	gj_gpu_selfjoin_stats(j, stats);
@@ -79,7 +79,7 @@ run_gpu(const gj_points *p, double eps, double *secs, gj_gpu_stats *stats)
 		fprintf(stderr, "gpu join: %s %s\n", gj_status_name(st), gj_gpu_selfjoin_error(j));
 		exit(1);
 	}
-	gj_gpu_selfjoin_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	return pairs;
 }
 
@@ -101,15 +101,15 @@ run_cpu(const gj_points *src, double eps, double *secs)
 	t0 = now();
 	if (gj_grid_build(&g, &p, eps) != GJ_OK || gj_cpu_selfjoin_start(&g, &p, 0, &j) != GJ_OK)
 		exit(1);
-	while ((st = gj_cpu_selfjoin_next(j, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
 	{
 		if (st == GJ_AGAIN)
 			continue;
 		pairs += c->n;
-		gj_cpu_selfjoin_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
 	*secs = now() - t0;
-	gj_cpu_selfjoin_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	gj_grid_free(&g);
 	gj_points_free(&p);
 	return pairs;

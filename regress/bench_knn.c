@@ -62,7 +62,7 @@ run_search(const gj_points *refs, const gj_grid *g, const gj_points *qs,
 	*rows = 0;
 	if (gj_cpu_knn_start(refs, g, qs, opt, 0, &j) != GJ_OK)
 		exit(2);
-	while ((st = gj_cpu_knn_next(j, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
 	{
 		if (st == GJ_AGAIN)
 			continue;
@@ -71,9 +71,9 @@ run_search(const gj_points *refs, const gj_grid *g, const gj_points *qs,
 			sink += c->dist[i] + (double) c->a[i] + (double) c->b[i];
 		if (out != NULL)
 			gj_knnset_add_chunk(out, c, qs->ids, refs->ids);
-		gj_cpu_knn_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
-	gj_cpu_knn_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	if (st != GJ_DONE)
 		exit(2);
 	return now() - t0;

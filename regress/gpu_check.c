@@ -55,15 +55,15 @@ cpu_pairs(const gj_points *p, double eps, gj_pairset *out)
 		fprintf(stderr, "cpu engine failed to start\n");
 		exit(2);
 	}
-	while ((st = gj_cpu_selfjoin_next(j, 100, &ch)) == GJ_OK || st == GJ_AGAIN)
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &ch)) == GJ_OK || st == GJ_AGAIN)
 	{
 		if (st == GJ_AGAIN)
 			continue;
 		for (int k = 0; k < ch->n; k++)
 			gj_pairset_add(out, ch->a[k], ch->b[k], ch->dist[k]);
-		gj_cpu_selfjoin_release(j, ch);
+		gj_engine_release(GJ_ENGINE(j), ch);
 	}
-	gj_cpu_selfjoin_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	gj_grid_free(&g);
 	gj_points_free(&c);
 }
@@ -81,18 +81,18 @@ gpu_pairs(const gj_points *p, double eps, int64_t batch_pairs, gj_pairset *out,
 	st = gj_gpu_selfjoin_start(p, eps, &opt, &j, err, errlen);
 	if (st != GJ_OK)
 		return st;
-	while ((st = gj_gpu_selfjoin_next(j, 100, &ch)) == GJ_OK || st == GJ_AGAIN)
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &ch)) == GJ_OK || st == GJ_AGAIN)
 	{
 		if (st == GJ_AGAIN)
 			continue;
 		for (int k = 0; k < ch->n; k++)
 			gj_pairset_add(out, ch->a[k], ch->b[k], ch->dist[k]);
-		gj_gpu_selfjoin_release(j, ch);
+		gj_engine_release(GJ_ENGINE(j), ch);
 	}
 	gj_gpu_selfjoin_stats(j, stats);
 	if (st != GJ_DONE)
 		snprintf(err, errlen, "%s", gj_gpu_selfjoin_error(j));
-	gj_gpu_selfjoin_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	return st == GJ_DONE ? GJ_OK : st;
 }
 
@@ -190,11 +190,11 @@ check_cancel(uint64_t seed)
 		return;
 	}
 	do
-		st = gj_gpu_selfjoin_next(j, 100, &ch);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &ch);
 	while (st == GJ_AGAIN);
 	if (st == GJ_OK)
 	{
-		gj_gpu_selfjoin_release(j, ch);
+		gj_engine_release(GJ_ENGINE(j), ch);
 		passed++;
 	}
 	else
@@ -202,7 +202,7 @@ check_cancel(uint64_t seed)
 		failed++;
 		printf("FAIL cancel: no first chunk (%s)\n", gj_status_name(st));
 	}
-	gj_gpu_selfjoin_free(j);	/* 2e10 pairs still to come */
+	gj_engine_free(GJ_ENGINE(j));	/* 2e10 pairs still to come */
 	gj_points_free(&p);
 }
 
@@ -224,7 +224,7 @@ check_oom(uint64_t seed)
 	{
 		failed++;
 		printf("FAIL oom: got %s\n", gj_status_name(st));
-		gj_gpu_selfjoin_free(j);
+		gj_engine_free(GJ_ENGINE(j));
 	}
 	gj_points_free(&p);
 }

@@ -60,21 +60,21 @@ run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 	{
 		gj_chunk   *c;
 
-		st = gj_gpu_knn_next(j, 100, &c);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 		if (st == GJ_AGAIN)
 			continue;
 		if (st != GJ_OK)
 			break;
 		if (out != NULL)
 			gj_knnset_add_chunk(out, c, qs->ids, refs->ids);
-		gj_gpu_knn_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
 	*secs = now() - t0;
 	if (info != NULL)
 		gj_gpu_knn_stats(j, info);
 	if (st != GJ_DONE)
 		printf("  gpu: %s: %s\n", gj_status_name(st), gj_gpu_knn_error(j));
-	gj_gpu_knn_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	return st;
 }
 

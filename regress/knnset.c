@@ -111,16 +111,16 @@ gj_knn_run_cpu(gj_points *refs, const gj_points *queries,
 		{
 			gj_chunk   *c;
 
-			st = gj_cpu_knn_next(j, 100, &c);
+			st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 			if (st == GJ_AGAIN)
 				continue;
 			if (st != GJ_OK)
 				break;
 			if (out != NULL)
 				gj_knnset_add_chunk(out, c, qs->ids, refs->ids);
-			gj_cpu_knn_release(j, c);
+			gj_engine_release(GJ_ENGINE(j), c);
 		}
-		gj_cpu_knn_free(j);
+		gj_engine_free(GJ_ENGINE(j));
 	}
 	if (have_grid)
 		gj_grid_free(&g);

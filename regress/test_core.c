@@ -59,7 +59,7 @@ run_engine(gj_points *p, double eps, int threads, gj_pairset *out)
 	{
 		gj_chunk   *c;
 
-		st = gj_cpu_selfjoin_next(j, 100, &c);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 		if (st == GJ_AGAIN)
 			continue;
 		if (st != GJ_OK)
@@ -73,9 +73,9 @@ run_engine(gj_points *p, double eps, int threads, gj_pairset *out)
 			}
 			gj_pairset_add(out, c->a[k], c->b[k], c->dist[k]);
 		}
-		gj_cpu_selfjoin_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
-	gj_cpu_selfjoin_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	gj_grid_free(&g);
 	return st == GJ_DONE ? GJ_OK : st;
 }
@@ -155,11 +155,11 @@ check_cancel(uint64_t seed)
 		return;
 	}
 	do
-		st = gj_cpu_selfjoin_next(j, 100, &c);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 	while (st == GJ_AGAIN);
 	if (st == GJ_OK)
 	{
-		gj_cpu_selfjoin_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 		passed++;
 	}
 	else
@@ -168,7 +168,7 @@ check_cancel(uint64_t seed)
 		printf("FAIL cancel seed=%llu: no first chunk (%s)\n",
 			   (unsigned long long) seed, gj_status_name(st));
 	}
-	gj_cpu_selfjoin_free(j);	/* cancels 200M pairs still to come */
+	gj_engine_free(GJ_ENGINE(j));	/* cancels 200M pairs still to come */
 	gj_grid_free(&g);
 	gj_points_free(&p);
 }

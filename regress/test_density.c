@@ -143,7 +143,7 @@ check_counts_lists(const char *name, const gj_points *orig, double eps,
 		st = gj_cpu_lists_start(&g, &p, subset ? rows : NULL, nrows, threads, &lj);
 		while (st == GJ_OK)
 		{
-			st = gj_cpu_lists_next(lj, 1000, &c);
+			st = gj_engine_next(GJ_ENGINE(lj), 1000, &c);
 			if (st == GJ_AGAIN)
 			{
 				st = GJ_OK;
@@ -195,7 +195,7 @@ check_counts_lists(const char *name, const gj_points *orig, double eps,
 						break;
 					}
 			}
-			gj_cpu_lists_release(lj, c);
+			gj_engine_release(GJ_ENGINE(lj), c);
 		}
 		if (st == GJ_DONE)
 			st = GJ_OK;
@@ -203,7 +203,7 @@ check_counts_lists(const char *name, const gj_points *orig, double eps,
 			snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
 		if (st == GJ_OK && seen != nrows && bad++ == 0)
 			snprintf(detail, sizeof(detail), "%lld rows listed of %lld", (long long) seen, (long long) n);
-		gj_cpu_lists_free(lj);
+		gj_engine_free(GJ_ENGINE(lj));
 		result(st == GJ_OK && bad == 0, subset ? "subset lists" : "lists", name, seed, detail);
 		free(rows);
 		free(want_listed);

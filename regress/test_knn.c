@@ -149,11 +149,11 @@ check_cancel(uint64_t seed)
 		return;
 	}
 	do
-		st = gj_cpu_knn_next(j, 100, &c);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 	while (st == GJ_AGAIN);
 	if (st == GJ_OK && c->n > 0 && c->rank[0] == 1)
 	{
-		gj_cpu_knn_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 		passed++;
 	}
 	else
@@ -161,7 +161,7 @@ check_cancel(uint64_t seed)
 		failed++;
 		printf("FAIL knn cancel: no first chunk (%s)\n", gj_status_name(st));
 	}
-	gj_cpu_knn_free(j);			/* 3.6e9 distances still to go */
+	gj_engine_free(GJ_ENGINE(j));			/* 3.6e9 distances still to go */
 	gj_points_free(&p);
 }
 
@@ -210,11 +210,11 @@ check_subset(const char *name, uint64_t seed, const gj_points *refs, int64_t k,
 	{
 		gj_chunk   *c;
 
-		st = gj_cpu_knn_next(j, 100, &c);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 		if (st == GJ_OK)
 		{
 			gj_knnset_add_chunk(&got, c, NULL, NULL);
-			gj_cpu_knn_release(j, c);
+			gj_engine_release(GJ_ENGINE(j), c);
 		}
 	}
 	why = st != GJ_DONE ? gj_status_name(st) : gj_knnset_diff(&want, &got);
@@ -226,7 +226,7 @@ check_subset(const char *name, uint64_t seed, const gj_points *refs, int64_t k,
 		printf("FAIL subset %s seed=%llu n=%lld k=%lld method=%d: %s\n", name,
 			   (unsigned long long) seed, (long long) refs->n, (long long) k, method, why);
 	}
-	gj_cpu_knn_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	if (grid)
 		gj_grid_free(&g);
 	gj_points_free(&r);

@@ -94,16 +94,16 @@ run_probe(const gj_grid *g, const gj_points *p, double eps, const uint8_t *in,
 	{
 		gj_chunk   *c;
 
-		st = gj_cpu_probe_next(j, 100, &c);
+		st = gj_engine_next(GJ_ENGINE(j), 100, &c);
 		if (st == GJ_AGAIN)
 			continue;
 		if (st != GJ_OK)
 			break;
 		for (int k = 0; k < c->n; k++)
 			add_row(out, c->a[k], c->b[k], c->dist[k]);
-		gj_cpu_probe_release(j, c);
+		gj_engine_release(GJ_ENGINE(j), c);
 	}
-	gj_cpu_probe_free(j);
+	gj_engine_free(GJ_ENGINE(j));
 	return st == GJ_DONE ? GJ_OK : st;
 }
 

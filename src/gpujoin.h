@@ -70,18 +70,13 @@ typedef struct GjResources
 	gj_points	queries;		/* kNN join: the query points */
 	gj_grid		grid;
 	bool		have_grid;
-	gj_cpu_selfjoin *cpu;
-	struct gj_gpu_selfjoin *gpu;
-	gj_cpu_probe *probe;
-	gj_cpu_knn *cpu_knn;
-	struct gj_gpu_knn *gpu_knn;
-	gj_cpu_lists *lists;
+	gj_engine  *engine;			/* the running engine, whichever it is */
 	int32_t    *rowval;			/* per-row shapes: count or cluster, by row */
 	uint8_t    *rowflag;		/* dbscan: is_core, by row */
 } GjResources;
 
 extern GjResources *GjResourcesCreate(MemoryContext parent);
-extern void GjResourcesStopEngines(GjResources *res);
+extern void GjResourcesStopEngine(GjResources *res);
 extern void GjResourcesRelease(GjResources *res);
 
 /* What the reader is asked to read. */

@@ -197,6 +197,7 @@ StartCpuSelfJoin(GjJob *job)
 	GjResources *res = job->res;
 	double		t0 = gj_now_ms();
 	gj_join_stats js;
+	gj_cpu_selfjoin *cj;
 
 	if (!res->have_grid)
 	{
@@ -208,9 +209,10 @@ StartCpuSelfJoin(GjJob *job)
 												 GJ_ESTIMATE_SAMPLE));
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
-	CheckStatus(gj_cpu_selfjoin_start(&res->grid, &res->points, GjCpuThreads(),
-									  &res->cpu), job->spec.fname);
-	gj_cpu_selfjoin_stats(res->cpu, &js);
+	CheckStatus(gj_cpu_selfjoin_start(&res->grid, &res->points, GjCpuThreads(), &cj),
+				job->spec.fname);
+	res->engine = GJ_ENGINE(cj);
+	gj_cpu_selfjoin_stats(cj, &js);
 	job->stats.engine = "cpu";
 	job->stats.threads = js.nthreads;
 	job->running = RUN_CPU_SELFJOIN;
@@ -223,6 +225,7 @@ StartGpuSelfJoin(GjJob *job)
 	GjResources *res = job->res;
 	gj_gpu_options opt;
 	gj_gpu_stats gs;
+	gj_gpu_selfjoin *gj;
 	char		err[256];
 	gj_status	st;
 	double		t0 = gj_now_ms();
@@ -230,13 +233,13 @@ StartGpuSelfJoin(GjJob *job)
 	memset(&opt, 0, sizeof(opt));
 	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	opt.batch_pairs = gj_gpu_batch_pairs_guc;
-	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps, &opt, &res->gpu,
-							   err, sizeof(err));
+	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps, &opt, &gj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
+	res->engine = GJ_ENGINE(gj);
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
-	gj_gpu_selfjoin_stats(res->gpu, &gs);
+	gj_gpu_selfjoin_stats(gj, &gs);
 	NoticeIfEnormous(job, (double) gs.estimated_pairs);
 	job->stats.engine = "gpu";
 	job->running = RUN_GPU_SELFJOIN;
@@ -251,6 +254,7 @@ StartProbe(GjJob *job)
 	gj_probe_options po;
 	int64		nlisted = 0;
 	uint32	   *rows;
+	gj_cpu_probe *pj;
 	double		t0 = gj_now_ms();
 
 	/* brute force when few rows are listed: no index to build */
@@ -272,8 +276,9 @@ StartProbe(GjJob *job)
 	po.nrows = nlisted;
 	job->t_engine = gj_now_ms();
 	CheckStatus(gj_cpu_probe_start(res->have_grid ? &res->grid : NULL, &res->points,
-								   job->spec.eps, &po, GjCpuThreads(), &res->probe),
+								   job->spec.eps, &po, GjCpuThreads(), &pj),
 				job->spec.fname);
+	res->engine = GJ_ENGINE(pj);
 	pfree(rows);
 	job->stats.engine = res->have_grid ? "cpu (restricted, grid)" : "cpu (restricted, brute force)";
 	job->stats.threads = GjCpuThreads();
@@ -288,6 +293,7 @@ StartCpuKnn(GjJob *job)
 	double		t0 = gj_now_ms();
 	uint32	   *rows = NULL;
 	int64		nrows = 0;
+	gj_cpu_knn *kj;
 
 	if (gj_knn_pick_method(&job->kopt, res->points.dims) == GJ_KNN_GRID && !res->have_grid)
 	{
@@ -304,8 +310,9 @@ StartCpuKnn(GjJob *job)
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
 	CheckStatus(gj_cpu_knn_start(&res->points, res->have_grid ? &res->grid : NULL,
-								 job->qs, &job->kopt, GjCpuThreads(), &res->cpu_knn),
+								 job->qs, &job->kopt, GjCpuThreads(), &kj),
 				job->spec.fname);
+	res->engine = GJ_ENGINE(kj);
 	if (rows != NULL)
 		pfree(rows);
 	job->kopt.self_rows = NULL;
@@ -320,16 +327,17 @@ StartGpuKnn(GjJob *job)
 {
 	GjResources *res = job->res;
 	gj_gpu_options gopt;
+	gj_gpu_knn *kj;
 	char		err[256];
 	gj_status	st;
 	double		t0 = gj_now_ms();
 
 	memset(&gopt, 0, sizeof(gopt));
 	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
-	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &res->gpu_knn,
-						  err, sizeof(err));
+	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &kj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
+	res->engine = GJ_ENGINE(kj);
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
 	job->stats.engine = "gpu";
@@ -406,6 +414,7 @@ StartRows(GjJob *job, bool allow_gpu)
 	bool		restricted = job->spec.filter_column == 0;	/* WHERE id = ... */
 	uint32	   *rows = NULL;
 	int64		nrows = n;
+	gj_cpu_lists *lj;
 
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
@@ -415,7 +424,8 @@ StartRows(GjJob *job, bool allow_gpu)
 		job->stats.index_ms += gj_now_ms() - t0;
 		job->t_engine = gj_now_ms();
 		CheckStatus(gj_cpu_lists_start(&res->grid, &res->points, rows, nrows,
-									   GjCpuThreads(), &res->lists), job->spec.fname);
+									   GjCpuThreads(), &lj), job->spec.fname);
+		res->engine = GJ_ENGINE(lj);
 		if (rows != NULL)
 			pfree(rows);		/* the engine keeps a copy */
 		job->stats.engine = restricted ? "cpu (restricted)" : "cpu";
@@ -590,101 +600,27 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 
 /* --- rows ---------------------------------------------------------------- */
 
-/* The running engine's next chunk, waiting at most timeout_ms. */
-static gj_status
-EngineNext(GjJob *job, gj_chunk **c)
-{
-	GjResources *res = job->res;
-
-	switch (job->running)
-	{
-		case RUN_CPU_SELFJOIN:
-			return gj_cpu_selfjoin_next(res->cpu, GJ_WAIT_MS, c);
-		case RUN_GPU_SELFJOIN:
-			return gj_gpu_selfjoin_next(res->gpu, GJ_WAIT_MS, c);
-		case RUN_PROBE:
-			return gj_cpu_probe_next(res->probe, GJ_WAIT_MS, c);
-		case RUN_CPU_KNN:
-			return gj_cpu_knn_next(res->cpu_knn, GJ_WAIT_MS, c);
-		case RUN_GPU_KNN:
-			return gj_gpu_knn_next(res->gpu_knn, GJ_WAIT_MS, c);
-		case RUN_CPU_LISTS:
-			return gj_cpu_lists_next(res->lists, GJ_WAIT_MS, c);
-		case RUN_ROWS:
-		case RUN_NONE:
-			break;
-	}
-	return GJ_DONE;
-}
-
-static void
-EngineRelease(GjJob *job, gj_chunk *c)
-{
-	GjResources *res = job->res;
-
-	switch (job->running)
-	{
-		case RUN_CPU_SELFJOIN:
-			gj_cpu_selfjoin_release(res->cpu, c);
-			break;
-		case RUN_GPU_SELFJOIN:
-			gj_gpu_selfjoin_release(res->gpu, c);
-			break;
-		case RUN_PROBE:
-			gj_cpu_probe_release(res->probe, c);
-			break;
-		case RUN_CPU_KNN:
-			gj_cpu_knn_release(res->cpu_knn, c);
-			break;
-		case RUN_GPU_KNN:
-			gj_gpu_knn_release(res->gpu_knn, c);
-			break;
-		case RUN_CPU_LISTS:
-			gj_cpu_lists_release(res->lists, c);
-			break;
-		case RUN_ROWS:
-		case RUN_NONE:
-			break;
-	}
-}
-
 /* When the running engine made its last row (gj_now_ms), for the stats. */
 static double
 EngineDoneMs(GjJob *job)
 {
 	GjResources *res = job->res;
 
-	switch (job->running)
+	if (job->running == RUN_GPU_SELFJOIN)
 	{
-		case RUN_CPU_SELFJOIN:
-			return gj_cpu_selfjoin_done_ms(res->cpu);
-		case RUN_GPU_SELFJOIN:
-			{
-				gj_gpu_stats gs;
+		gj_gpu_stats gs;
 
-				gj_gpu_selfjoin_stats(res->gpu, &gs);
-				job->stats.batches = gs.batches;
-				return gs.done_ms;
-			}
-		case RUN_PROBE:
-			return gj_cpu_probe_done_ms(res->probe);
-		case RUN_CPU_KNN:
-			return gj_cpu_knn_done_ms(res->cpu_knn);
-		case RUN_GPU_KNN:
-			{
-				gj_gpu_knn_info gi;
-
-				gj_gpu_knn_stats(res->gpu_knn, &gi);
-				job->stats.batches = gi.batches;
-				return gi.done_ms;
-			}
-		case RUN_CPU_LISTS:
-			return gj_cpu_lists_done_ms(res->lists);
-		case RUN_ROWS:
-		case RUN_NONE:
-			break;
+		gj_gpu_selfjoin_stats((gj_gpu_selfjoin *) res->engine, &gs);
+		job->stats.batches = gs.batches;
 	}
-	return 0.0;
+	else if (job->running == RUN_GPU_KNN)
+	{
+		gj_gpu_knn_info gi;
+
+		gj_gpu_knn_stats((gj_gpu_knn *) res->engine, &gi);
+		job->stats.batches = gi.batches;
+	}
+	return res->engine != NULL ? gj_engine_done_ms(res->engine) : 0.0;
 }
 
 /*
@@ -698,9 +634,10 @@ GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
 	char		err[256];
 
 	snprintf(err, sizeof(err), "%s",
-			 job->running == RUN_GPU_SELFJOIN ? gj_gpu_selfjoin_error(res->gpu) :
-			 gj_gpu_knn_error(res->gpu_knn));
-	GjResourcesStopEngines(res);
+			 job->running == RUN_GPU_SELFJOIN ?
+			 gj_gpu_selfjoin_error((gj_gpu_selfjoin *) res->engine) :
+			 gj_gpu_knn_error((gj_gpu_knn *) res->engine));
+	GjResourcesStopEngine(res);
 	job->running = RUN_NONE;
 	if (st == GJ_ERR_CUDA)
 		GjMarkGpuUnusable(err);
@@ -732,7 +669,8 @@ NextChunk(GjJob *job, bool *restarted)
 
 		CHECK_FOR_INTERRUPTS();
 		t0 = gj_now_ms();
-		st = EngineNext(job, &c);
+		st = job->res->engine != NULL ?
+			gj_engine_next(job->res->engine, GJ_WAIT_MS, &c) : GJ_DONE;
 		job->stats.wait_ms += gj_now_ms() - t0;
 		if (st == GJ_AGAIN)
 			continue;
@@ -850,7 +788,7 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		}
 		if (c != NULL)
 		{
-			EngineRelease(job, c);
+			gj_engine_release(job->res->engine, c);
 			job->chunk = NULL;
 		}
 		if (job->done || !NextChunk(job, restarted))
@@ -879,7 +817,7 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 			break;
 		if (c != NULL)
 		{
-			EngineRelease(job, c);
+			gj_engine_release(job->res->engine, c);
 			job->chunk = NULL;
 		}
 		if (job->done)

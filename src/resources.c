@@ -16,7 +16,6 @@
 #include "utils/memutils.h"
 
 #include "gpujoin.h"
-#include "../kernels/gj_cuda.h"
 
 static void
 ResourcesCallback(void *arg)
@@ -45,47 +44,19 @@ GjResourcesCreate(MemoryContext parent)
 	return res;
 }
 
-/* Stop and free the engines (threads joined, device memory freed or cached). */
+/* Stop and free the engine (threads joined, device memory freed or cached). */
 void
-GjResourcesStopEngines(GjResources *res)
+GjResourcesStopEngine(GjResources *res)
 {
-	if (res->gpu_knn != NULL)
-	{
-		gj_gpu_knn_free(res->gpu_knn);
-		res->gpu_knn = NULL;
-	}
-	if (res->cpu_knn != NULL)
-	{
-		gj_cpu_knn_free(res->cpu_knn);
-		res->cpu_knn = NULL;
-	}
-	if (res->gpu != NULL)
-	{
-		gj_gpu_selfjoin_free(res->gpu);
-		res->gpu = NULL;
-	}
-	if (res->cpu != NULL)
-	{
-		gj_cpu_selfjoin_free(res->cpu);
-		res->cpu = NULL;
-	}
-	if (res->probe != NULL)
-	{
-		gj_cpu_probe_free(res->probe);
-		res->probe = NULL;
-	}
-	if (res->lists != NULL)
-	{
-		gj_cpu_lists_free(res->lists);
-		res->lists = NULL;
-	}
+	gj_engine_free(res->engine);
+	res->engine = NULL;
 }
 
 /* Stop the engines and free everything; safe to call more than once. */
 void
 GjResourcesRelease(GjResources *res)
 {
-	GjResourcesStopEngines(res);
+	GjResourcesStopEngine(res);
 	if (res->have_grid)
 	{
 		gj_grid_free(&res->grid);

@@ -207,6 +207,7 @@ gj_knn_grid_build(gj_grid *g, gj_points *refs)
 
 struct gj_cpu_knn
 {
+	gj_engine	eng;			/* first: the queue, the first error, free */
 	const gj_points *refs;
 	const gj_points *queries;
 	gj_knn_grid G;
@@ -216,7 +217,6 @@ struct gj_cpu_knn
 	int			heap;
 	uint32_t   *order;			/* queries in visiting order */
 	int64_t		nq;				/* queries to visit */
-	gj_pair_queue *q;
 
 	int			nthreads;
 	pthread_t  *threads;
@@ -226,18 +226,15 @@ struct gj_cpu_knn
 
 	int64_t		next;			/* atomic: next query block */
 	int			stop;			/* atomic: cancel or error */
-	gj_status	error;
 };
+
+static void cpu_knn_free(gj_engine *e);
 
 static void
 knn_fail(struct gj_cpu_knn *j, gj_status st)
 {
-	pthread_mutex_lock(&j->mu);
-	if (j->error == GJ_OK)
-		j->error = st;
-	pthread_mutex_unlock(&j->mu);
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	gj_queue_cancel(j->q);
+	gj_engine_fail(&j->eng, st);
 }
 
 /* Send one query's sorted list as rows (query id, reference id, rank, dist). */
@@ -250,12 +247,12 @@ emit_list(struct gj_cpu_knn *j, gj_chunk **chp, int64_t qid, const gj_kbuf *b)
 
 		if (ch != NULL && ch->n == ch->cap)
 		{
-			gj_queue_put_full(j->q, ch);
+			gj_queue_put_full(j->eng.q, ch);
 			ch = *chp = NULL;
 		}
 		if (ch == NULL)
 		{
-			ch = *chp = gj_queue_get_free(j->q);
+			ch = *chp = gj_queue_get_free(j->eng.q);
 			if (ch == NULL)
 				return 0;
 			ch->n = 0;
@@ -316,13 +313,13 @@ knn_worker(void *arg)
 	if (ch != NULL)
 	{
 		if (ch->n > 0)
-			gj_queue_put_full(j->q, ch);
+			gj_queue_put_full(j->eng.q, ch);
 		else
-			gj_queue_release(j->q, ch);
+			gj_queue_release(j->eng.q, ch);
 	}
 	free(bd);
 	free(bid);
-	gj_queue_producer_done(j->q);
+	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
 
@@ -407,6 +404,7 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 	j = calloc(1, sizeof(struct gj_cpu_knn));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->eng.free = cpu_knn_free;
 	j->refs = refs;
 	j->queries = queries;
 	j->nq = queries->n;
@@ -429,7 +427,7 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 			st = gj_knn_query_order(g, queries, &j->order);
 			if (st != GJ_OK)
 			{
-				gj_cpu_knn_free(j);
+				cpu_knn_free(&j->eng);
 				return st;
 			}
 		}
@@ -441,21 +439,21 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 		j->order = malloc(sizeof(uint32_t) * (opt->nself + 1));
 		if (j->order == NULL)
 		{
-			gj_cpu_knn_free(j);
+			cpu_knn_free(&j->eng);
 			return GJ_ERR_NOMEM;
 		}
 		memcpy(j->order, opt->self_rows, sizeof(uint32_t) * opt->nself);
 	}
 	j->threads = calloc(nthreads, sizeof(pthread_t));
-	j->q = gj_queue_create(2 * nthreads + 2, 1);
-	if (j->threads == NULL || j->q == NULL)
+	j->eng.q = gj_queue_create(2 * nthreads + 2, 1);
+	if (j->threads == NULL || j->eng.q == NULL)
 	{
-		gj_cpu_knn_free(j);
+		cpu_knn_free(&j->eng);
 		return GJ_ERR_NOMEM;
 	}
 	if (j->k == 0 || j->nq == 0)
 	{
-		gj_queue_set_producers(j->q, 0);	/* nothing to find */
+		gj_queue_set_producers(j->eng.q, 0);	/* nothing to find */
 		*out = j;
 		return GJ_OK;
 	}
@@ -463,10 +461,10 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 	j->nthreads = gj_threads_start(j->threads, nthreads, knn_worker, j, 0);
 	if (j->nthreads == 0)
 	{
-		gj_cpu_knn_free(j);
+		cpu_knn_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
-	gj_queue_set_producers(j->q, j->nthreads);
+	gj_queue_set_producers(j->eng.q, j->nthreads);
 	pthread_mutex_lock(&j->mu);
 	j->go = 1;
 	pthread_cond_broadcast(&j->cv);
@@ -475,47 +473,25 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 	return GJ_OK;
 }
 
-gj_status
-gj_cpu_knn_next(gj_cpu_knn *j, int timeout_ms, gj_chunk **out)
-{
-	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
-
-	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
-		return j->error;
-	return st;
-}
-
-void
-gj_cpu_knn_release(gj_cpu_knn *j, gj_chunk *c)
-{
-	gj_queue_release(j->q, c);
-}
-
 /* Stop the workers, wait for them and free everything.  NULL is a no-op. */
-void
-gj_cpu_knn_free(gj_cpu_knn *j)
+static void
+cpu_knn_free(gj_engine *e)
 {
-	if (j == NULL)
-		return;
+	struct gj_cpu_knn *j = (struct gj_cpu_knn *) e;
+
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	if (j->q != NULL)
-		gj_queue_cancel(j->q);
+	if (j->eng.q != NULL)
+		gj_queue_cancel(j->eng.q);
 	pthread_mutex_lock(&j->mu);
 	j->go = 1;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
 	for (int t = 0; t < j->nthreads; t++)
 		pthread_join(j->threads[t], NULL);
-	gj_queue_destroy(j->q);
+	gj_queue_destroy(j->eng.q);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j->threads);
 	free(j->order);
 	free(j);
-}
-
-double
-gj_cpu_knn_done_ms(gj_cpu_knn *j)
-{
-	return gj_queue_done_ms(j->q);
 }

@@ -29,17 +29,18 @@ typedef struct nb_entry
 
 struct gj_cpu_lists
 {
+	gj_engine	eng;			/* first: the queue, the first error, free */
 	const gj_grid *g;
 	const gj_points *p;
 	uint32_t   *rows;			/* the rows to list (a copy), or NULL: all */
 	int64_t		nrows;
-	gj_pair_queue *q;
 	int			nthreads;
 	pthread_t  *threads;
 	int64_t		next;			/* atomic: next block's first row */
 	int			stop;			/* atomic */
-	gj_status	error;			/* first worker failure (OOM) */
 };
+
+static void cpu_lists_free(gj_engine *e);
 
 static inline int
 entry_less(const nb_entry *a, const nb_entry *b)
@@ -116,8 +117,8 @@ sort_entries(nb_entry *e, int64_t n)
 static int
 next_chunk(struct gj_cpu_lists *j, gj_chunk **chp)
 {
-	gj_queue_put_full(j->q, *chp);
-	*chp = gj_queue_get_free(j->q);
+	gj_queue_put_full(j->eng.q, *chp);
+	*chp = gj_queue_get_free(j->eng.q);
 	if (*chp == NULL)
 		return 0;
 	(*chp)->off[0] = 0;
@@ -127,12 +128,8 @@ next_chunk(struct gj_cpu_lists *j, gj_chunk **chp)
 static void
 fail(struct gj_cpu_lists *j, gj_status st)
 {
-	int			zero = 0;
-
-	__atomic_compare_exchange_n((int *) &j->error, &zero, (int) st, 0,
-								__ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	gj_queue_cancel(j->q);
+	gj_engine_fail(&j->eng, st);
 }
 
 static void *
@@ -146,7 +143,7 @@ lists_worker(void *arg)
 	int64_t		cell = -1;
 	int64_t		bufcap = 1024;
 	nb_entry   *buf = malloc(sizeof(nb_entry) * bufcap);
-	gj_chunk   *ch = gj_queue_get_free(j->q);
+	gj_chunk   *ch = gj_queue_get_free(j->eng.q);
 
 	if (buf == NULL)
 		fail(j, GJ_ERR_NOMEM);
@@ -232,9 +229,9 @@ lists_worker(void *arg)
 	}
 out:
 	if (ch != NULL)
-		gj_queue_put_full(j->q, ch);
+		gj_queue_put_full(j->eng.q, ch);
 	free(buf);
-	gj_queue_producer_done(j->q);
+	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
 
@@ -257,76 +254,54 @@ gj_cpu_lists_start(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	j = calloc(1, sizeof(struct gj_cpu_lists));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->eng.free = cpu_lists_free;
 	j->g = g;
 	j->p = p;
 	j->nrows = nrows;
 	j->threads = calloc(nthreads, sizeof(pthread_t));
-	j->q = gj_queue_create_lists(2 * nthreads + 2);
+	j->eng.q = gj_queue_create_lists(2 * nthreads + 2);
 	if (rows != NULL)
 	{
 		j->rows = malloc(sizeof(uint32_t) * (nrows + 1));
 		if (j->rows != NULL)
 			memcpy(j->rows, rows, sizeof(uint32_t) * nrows);
 	}
-	if (j->threads == NULL || j->q == NULL || (rows != NULL && j->rows == NULL))
+	if (j->threads == NULL || j->eng.q == NULL || (rows != NULL && j->rows == NULL))
 	{
-		gj_cpu_lists_free(j);
+		cpu_lists_free(&j->eng);
 		return GJ_ERR_NOMEM;
 	}
 	if (nrows == 0)
 	{
-		gj_queue_set_producers(j->q, 0);
+		gj_queue_set_producers(j->eng.q, 0);
 		*out = j;
 		return GJ_OK;
 	}
-	gj_queue_set_producers(j->q, nthreads);
+	gj_queue_set_producers(j->eng.q, nthreads);
 	j->nthreads = gj_threads_start(j->threads, nthreads, lists_worker, j, 0);
 	if (j->nthreads < nthreads)
-		gj_queue_set_producers(j->q, j->nthreads);
+		gj_queue_set_producers(j->eng.q, j->nthreads);
 	if (j->nthreads == 0)
 	{
-		gj_cpu_lists_free(j);
+		cpu_lists_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
 	*out = j;
 	return GJ_OK;
 }
 
-gj_status
-gj_cpu_lists_next(gj_cpu_lists *j, int timeout_ms, gj_chunk **out)
-{
-	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
-	gj_status	err = (gj_status) __atomic_load_n((int *) &j->error, __ATOMIC_RELAXED);
-
-	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && err != GJ_OK)
-		return err;
-	return st;
-}
-
-void
-gj_cpu_lists_release(gj_cpu_lists *j, gj_chunk *c)
-{
-	gj_queue_release(j->q, c);
-}
-
-double
-gj_cpu_lists_done_ms(gj_cpu_lists *j)
-{
-	return gj_queue_done_ms(j->q);
-}
-
 /* Stop the workers, wait for them and free everything.  NULL is a no-op. */
-void
-gj_cpu_lists_free(gj_cpu_lists *j)
+static void
+cpu_lists_free(gj_engine *e)
 {
-	if (j == NULL)
-		return;
+	struct gj_cpu_lists *j = (struct gj_cpu_lists *) e;
+
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	if (j->q != NULL)
-		gj_queue_cancel(j->q);
+	if (j->eng.q != NULL)
+		gj_queue_cancel(j->eng.q);
 	for (int t = 0; t < j->nthreads; t++)
 		pthread_join(j->threads[t], NULL);
-	gj_queue_destroy(j->q);
+	gj_queue_destroy(j->eng.q);
 	free(j->threads);
 	free(j->rows);
 	free(j);

@@ -29,20 +29,21 @@
 
 struct gj_cpu_probe
 {
+	gj_engine	eng;			/* first: the queue, the first error, free */
 	const gj_grid *g;
 	const gj_points *p;
 	double		eps2;
 	gj_probe_options opt;
 	uint8_t    *inq;			/* per row: is it a query row */
 	uint32_t   *rows;			/* copy of the query rows */
-	gj_pair_queue *q;
 
 	int			nthreads;
 	pthread_t  *threads;
 	int64_t		next;			/* atomic: next query block */
 	int			stop;			/* atomic */
-	gj_status	error;
 };
+
+static void cpu_probe_free(gj_engine *e);
 
 /* Append one output row; 0 once the queue was cancelled. */
 static inline int
@@ -52,8 +53,8 @@ put_row(struct gj_cpu_probe *j, gj_chunk **chp, int64_t a, int64_t b, double d)
 
 	if (ch->n == ch->cap)
 	{
-		gj_queue_put_full(j->q, ch);
-		ch = *chp = gj_queue_get_free(j->q);
+		gj_queue_put_full(j->eng.q, ch);
+		ch = *chp = gj_queue_get_free(j->eng.q);
 		if (ch == NULL)
 			return 0;
 	}
@@ -116,7 +117,7 @@ probe_worker(void *arg)
 	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
 	int			nn = 0;
 	int64_t		cur_cell = -1;
-	gj_chunk   *ch = gj_queue_get_free(j->q);
+	gj_chunk   *ch = gj_queue_get_free(j->eng.q);
 
 	while (ch != NULL && !__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 	{
@@ -155,14 +156,14 @@ probe_worker(void *arg)
 			break;
 	}
 	if (ch != NULL)
-		gj_queue_put_full(j->q, ch);
-	gj_queue_producer_done(j->q);
+		gj_queue_put_full(j->eng.q, ch);
+	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
 
 /*
  * Start the restricted join of the points p (sorted by g when g is given)
- * from opt->rows.  Returns at once; rows come from gj_cpu_probe_next.
+ * from opt->rows.  Returns at once; rows come from gj_engine_next.
  */
 gj_status
 gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
@@ -184,6 +185,7 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
 	j = calloc(1, sizeof(struct gj_cpu_probe));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->eng.free = cpu_probe_free;
 	j->g = g;
 	j->p = p;
 	j->eps2 = eps * eps;
@@ -191,10 +193,10 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
 	j->inq = calloc((size_t) p->n + 1, 1);
 	j->rows = malloc(sizeof(uint32_t) * (opt->nrows + 1));
 	j->threads = calloc(nthreads, sizeof(pthread_t));
-	j->q = gj_queue_create(2 * nthreads + 2, 0);
-	if (j->inq == NULL || j->rows == NULL || j->threads == NULL || j->q == NULL)
+	j->eng.q = gj_queue_create(2 * nthreads + 2, 0);
+	if (j->inq == NULL || j->rows == NULL || j->threads == NULL || j->eng.q == NULL)
 	{
-		gj_cpu_probe_free(j);
+		cpu_probe_free(&j->eng);
 		return GJ_ERR_NOMEM;
 	}
 	for (int64_t i = 0; i < opt->nrows; i++)
@@ -205,51 +207,35 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
 	j->opt.rows = j->rows;
 	if (opt->nrows == 0)
 	{
-		gj_queue_set_producers(j->q, 0);
+		gj_queue_set_producers(j->eng.q, 0);
 		*out = j;
 		return GJ_OK;
 	}
-	gj_queue_set_producers(j->q, nthreads);
+	gj_queue_set_producers(j->eng.q, nthreads);
 	j->nthreads = gj_threads_start(j->threads, nthreads, probe_worker, j, 0);
 	if (j->nthreads < nthreads)
-		gj_queue_set_producers(j->q, j->nthreads);
+		gj_queue_set_producers(j->eng.q, j->nthreads);
 	if (j->nthreads == 0)
 	{
-		gj_cpu_probe_free(j);
+		cpu_probe_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
 	*out = j;
 	return GJ_OK;
 }
 
-gj_status
-gj_cpu_probe_next(gj_cpu_probe *j, int timeout_ms, gj_chunk **out)
-{
-	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
-
-	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
-		return j->error;
-	return st;
-}
-
-void
-gj_cpu_probe_release(gj_cpu_probe *j, gj_chunk *c)
-{
-	gj_queue_release(j->q, c);
-}
-
 /* Stop the workers, wait for them and free everything.  NULL is a no-op. */
-void
-gj_cpu_probe_free(gj_cpu_probe *j)
+static void
+cpu_probe_free(gj_engine *e)
 {
-	if (j == NULL)
-		return;
+	struct gj_cpu_probe *j = (struct gj_cpu_probe *) e;
+
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	if (j->q != NULL)
-		gj_queue_cancel(j->q);
+	if (j->eng.q != NULL)
+		gj_queue_cancel(j->eng.q);
 	for (int t = 0; t < j->nthreads; t++)
 		pthread_join(j->threads[t], NULL);
-	gj_queue_destroy(j->q);
+	gj_queue_destroy(j->eng.q);
 	free(j->threads);
 	free(j->inq);
 	free(j->rows);
@@ -303,12 +289,6 @@ gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p, int64_t nsample)
 		hits += (double) found * (double) step;
 	}
 	return hits * (double) p->n / (double) nsample / 2.0;
-}
-
-double
-gj_cpu_probe_done_ms(gj_cpu_probe *j)
-{
-	return gj_queue_done_ms(j->q);
 }
 
 /*

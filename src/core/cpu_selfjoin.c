@@ -49,9 +49,9 @@ typedef struct worker_arg
 
 struct gj_cpu_selfjoin
 {
+	gj_engine	eng;			/* first: the queue, the first error, free */
 	const gj_grid *g;
 	const gj_points *p;
-	gj_pair_queue *q;
 
 	int			nthreads;		/* threads actually running */
 	pthread_t  *threads;
@@ -71,8 +71,9 @@ struct gj_cpu_selfjoin
 	int64_t		candidates;
 
 	int			stop;			/* atomic: cancel or error */
-	gj_status	error;
 };
+
+static void cpu_selfjoin_free(gj_engine *e);
 
 /*
  * Block every signal but the synchronous ones, saving the old mask: threads
@@ -131,12 +132,8 @@ should_stop(struct gj_cpu_selfjoin *j)
 static void
 fail(struct gj_cpu_selfjoin *j, gj_status st)
 {
-	pthread_mutex_lock(&j->mu);
-	if (j->error == GJ_OK)
-		j->error = st;
-	pthread_mutex_unlock(&j->mu);
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	gj_queue_cancel(j->q);
+	gj_engine_fail(&j->eng, st);
 }
 
 /* All running workers meet here. */
@@ -300,8 +297,8 @@ emit(struct gj_cpu_selfjoin *j, gj_chunk **chp, int64_t a, int64_t b, double s)
 
 	if (ch->n == ch->cap)
 	{
-		gj_queue_put_full(j->q, ch);
-		ch = *chp = gj_queue_get_free(j->q);
+		gj_queue_put_full(j->eng.q, ch);
+		ch = *chp = gj_queue_get_free(j->eng.q);
 		if (ch == NULL)
 			return 0;
 	}
@@ -417,7 +414,7 @@ worker_main(void *varg)
 	barrier_wait(j);
 
 	if (!should_stop(j))
-		ch = gj_queue_get_free(j->q);
+		ch = gj_queue_get_free(j->eng.q);
 	while (ch != NULL && !should_stop(j))
 	{
 		int64_t		t = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_RELAXED);
@@ -428,8 +425,8 @@ worker_main(void *varg)
 			break;
 	}
 	if (ch != NULL)
-		gj_queue_put_full(j->q, ch);
-	gj_queue_producer_done(j->q);
+		gj_queue_put_full(j->eng.q, ch);
+	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
 
@@ -455,6 +452,7 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 	j = calloc(1, sizeof(struct gj_cpu_selfjoin));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
+	j->eng.free = cpu_selfjoin_free;
 	j->g = g;
 	j->p = p;
 	pthread_mutex_init(&j->mu, NULL);
@@ -462,11 +460,11 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 	j->threads = calloc(nthreads, sizeof(pthread_t));
 	j->args = calloc(nthreads, sizeof(worker_arg));
 	j->nbr_points = malloc(sizeof(int64_t) * (g->ncells + 1));
-	j->q = gj_queue_create(2 * nthreads + 2, 0);
+	j->eng.q = gj_queue_create(2 * nthreads + 2, 0);
 	if (j->threads == NULL || j->args == NULL || j->nbr_points == NULL ||
-		j->q == NULL)
+		j->eng.q == NULL)
 	{
-		gj_cpu_selfjoin_free(j);
+		cpu_selfjoin_free(&j->eng);
 		return GJ_ERR_NOMEM;
 	}
 
@@ -480,37 +478,16 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 
 	if (j->nthreads == 0)
 	{
-		gj_cpu_selfjoin_free(j);
+		cpu_selfjoin_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
-	gj_queue_set_producers(j->q, j->nthreads);
+	gj_queue_set_producers(j->eng.q, j->nthreads);
 	pthread_mutex_lock(&j->mu);
 	j->go = 1;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
 	*out = j;
 	return GJ_OK;
-}
-
-/*
- * The next chunk of pairs, waiting up to timeout_ms: GJ_OK, GJ_AGAIN,
- * GJ_DONE, or the error that stopped the workers.
- */
-gj_status
-gj_cpu_selfjoin_next(gj_cpu_selfjoin *j, int timeout_ms, gj_chunk **out)
-{
-	gj_status	st = gj_queue_take(j->q, timeout_ms, out);
-
-	if ((st == GJ_DONE || st == GJ_ERR_CANCELED) && j->error != GJ_OK)
-		return j->error;
-	return st;
-}
-
-/* Give a chunk from gj_cpu_selfjoin_next back. */
-void
-gj_cpu_selfjoin_release(gj_cpu_selfjoin *j, gj_chunk *c)
-{
-	gj_queue_release(j->q, c);
 }
 
 /* Counters for progress reports and benchmarks (valid once GJ_DONE). */
@@ -523,21 +500,21 @@ gj_cpu_selfjoin_stats(const gj_cpu_selfjoin *j, gj_join_stats *st)
 }
 
 /* Stop the workers, wait for them and free everything.  NULL is a no-op. */
-void
-gj_cpu_selfjoin_free(gj_cpu_selfjoin *j)
+static void
+cpu_selfjoin_free(gj_engine *e)
 {
-	if (j == NULL)
-		return;
+	struct gj_cpu_selfjoin *j = (struct gj_cpu_selfjoin *) e;
+
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
-	if (j->q != NULL)
-		gj_queue_cancel(j->q);
+	if (j->eng.q != NULL)
+		gj_queue_cancel(j->eng.q);
 	pthread_mutex_lock(&j->mu);
 	j->go = 1;					/* release threads still at the gate */
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
 	for (int t = 0; t < j->nthreads; t++)
 		pthread_join(j->threads[t], NULL);
-	gj_queue_destroy(j->q);
+	gj_queue_destroy(j->eng.q);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j->threads);
@@ -545,10 +522,4 @@ gj_cpu_selfjoin_free(gj_cpu_selfjoin *j)
 	free(j->nbr_points);
 	free(j->tasks);
 	free(j);
-}
-
-double
-gj_cpu_selfjoin_done_ms(gj_cpu_selfjoin *j)
-{
-	return gj_queue_done_ms(j->q);
 }

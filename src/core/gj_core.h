@@ -237,6 +237,33 @@ extern void gj_queue_cancel(gj_pair_queue *q);
 extern int	gj_queue_canceled(gj_pair_queue *q);
 extern double gj_queue_done_ms(gj_pair_queue *q);
 
+/*
+ * The engine interface.  Every engine that streams chunks (the CPU and GPU
+ * self-joins, the probe, the neighbour lists, the CPU and GPU kNN joins)
+ * begins with a gj_engine, so that its caller takes chunks, gives them
+ * back, learns when the last was made and stops it the same way whatever
+ * runs: GJ_ENGINE(handle) of any engine's handle.  The engine's threads put
+ * chunks in q; one that fails records the first error with gj_engine_fail,
+ * which gj_engine_next reports once the queue has ended.  gj_engine_free
+ * cancels, joins the threads and frees everything, at any point; NULL is a
+ * no-op.
+ */
+typedef struct gj_engine
+{
+	gj_pair_queue *q;
+	gj_status	error;			/* atomic: the first failure */
+	void		(*free) (struct gj_engine *e);
+} gj_engine;
+
+#define GJ_ENGINE(handle) ((gj_engine *) (handle))
+
+extern gj_status gj_engine_next(gj_engine *e, int timeout_ms, gj_chunk **out);
+extern void gj_engine_release(gj_engine *e, gj_chunk *c);
+extern double gj_engine_done_ms(gj_engine *e);
+extern void gj_engine_free(gj_engine *e);
+extern void gj_engine_fail(gj_engine *e, gj_status st);
+extern gj_status gj_engine_error(const gj_engine *e);
+
 /* Monotonic wall clock in milliseconds, for phase timings. */
 extern double gj_now_ms(void);
 
@@ -255,9 +282,8 @@ extern int	gj_interrupted(void);
  * The CPU self-join.  gj_cpu_selfjoin_start launches the worker threads
  * (with every signal blocked, so that PostgreSQL's handlers only ever run on
  * the backend thread) and returns at once; the caller takes chunks with
- * gj_cpu_selfjoin_next until GJ_DONE.  gj_cpu_selfjoin_free cancels,
- * joins the threads and frees everything; it is safe at any point and
- * more than once on the same handle pointer set to NULL afterwards.
+ * gj_engine_next(GJ_ENGINE(j), ..) until GJ_DONE and stops it with
+ * gj_engine_free, like every engine below.
  */
 typedef struct gj_cpu_selfjoin gj_cpu_selfjoin;
 
@@ -268,16 +294,9 @@ typedef struct gj_join_stats
 	int			nthreads;
 } gj_join_stats;
 
-/* When each engine's last worker finished (gj_now_ms), or 0 while running. */
-extern double gj_cpu_selfjoin_done_ms(gj_cpu_selfjoin *j);
-
 extern gj_status gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p,
 									   int nthreads, gj_cpu_selfjoin **out);
-extern gj_status gj_cpu_selfjoin_next(gj_cpu_selfjoin *j, int timeout_ms,
-									  gj_chunk **out);
-extern void gj_cpu_selfjoin_release(gj_cpu_selfjoin *j, gj_chunk *c);
 extern void gj_cpu_selfjoin_stats(const gj_cpu_selfjoin *j, gj_join_stats *st);
-extern void gj_cpu_selfjoin_free(gj_cpu_selfjoin *j);
 
 /*
  * The self-join restricted by its output: only the rows whose id column
@@ -303,11 +322,6 @@ typedef struct gj_cpu_probe gj_cpu_probe;
 extern gj_status gj_cpu_probe_start(const gj_grid *g, const gj_points *p,
 									double eps, const gj_probe_options *opt,
 									int nthreads, gj_cpu_probe **out);
-extern gj_status gj_cpu_probe_next(gj_cpu_probe *j, int timeout_ms,
-								   gj_chunk **out);
-extern void gj_cpu_probe_release(gj_cpu_probe *j, gj_chunk *c);
-extern void gj_cpu_probe_free(gj_cpu_probe *j);
-extern double gj_cpu_probe_done_ms(gj_cpu_probe *j);
 
 extern int	gj_cpu_count(void);
 
@@ -364,19 +378,13 @@ extern gj_status gj_dbscan_number(const gj_points *p, int32_t *root,
  * Neighbour lists (eps_neighbors), streamed in chunks of lists
  * (gj_chunk.off/nb/nd): every row once (or the rows rows[0..nrows) of p,
  * when rows is not NULL), its neighbours within eps other than itself
- * ordered by (distance, id).  Same start/next/release/free contract as
- * gj_cpu_selfjoin.
+ * ordered by (distance, id).  An engine (gj_engine), like gj_cpu_selfjoin.
  */
 typedef struct gj_cpu_lists gj_cpu_lists;
 
 extern gj_status gj_cpu_lists_start(const gj_grid *g, const gj_points *p,
 									const uint32_t *rows, int64_t nrows,
 									int nthreads, gj_cpu_lists **out);
-extern gj_status gj_cpu_lists_next(gj_cpu_lists *j, int timeout_ms,
-								   gj_chunk **out);
-extern void gj_cpu_lists_release(gj_cpu_lists *j, gj_chunk *c);
-extern void gj_cpu_lists_free(gj_cpu_lists *j);
-extern double gj_cpu_lists_done_ms(gj_cpu_lists *j);
 
 /* Brute-force references for the tests: O(n^2), any order of p. */
 extern void gj_oracle_count_within(const gj_points *p, double eps,
@@ -469,10 +477,6 @@ extern gj_status gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 								  const gj_points *queries,
 								  const gj_knn_options *opt, int nthreads,
 								  gj_cpu_knn **out);
-extern gj_status gj_cpu_knn_next(gj_cpu_knn *j, int timeout_ms, gj_chunk **out);
-extern void gj_cpu_knn_release(gj_cpu_knn *j, gj_chunk *c);
-extern void gj_cpu_knn_free(gj_cpu_knn *j);
-extern double gj_cpu_knn_done_ms(gj_cpu_knn *j);
 
 /*
  * Brute-force kNN oracle, independent of the engines' k buffer: sorts all
