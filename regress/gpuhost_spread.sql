@@ -61,7 +61,7 @@ SELECT 'best over best',
        round((sp_best('knn cpu') / sp_best('knn gpu'))::numeric, 2);
 
 -- the GPU phases of eps 0.1 and of the kNN join, run by run (Wait Time: the
--- backend waiting for the engine's next chunk after its first; Total: the
+-- backend waiting for the engine's chunks, the first included; Total: the
 -- last row, inflated by EXPLAIN ANALYZE's per-row timing)
 SET gpujoin.device = gpu;
 CREATE TEMP TABLE sp_phases (query text, run int, read_ms float8, index_ms float8,
