@@ -7,7 +7,8 @@
 #      GPU checks (regress/gpuhost.sql), concurrent backends, the SQL
 #      benchmark (regress/gpuhost_bench.sql) and GPU cancel cases
 #      (regress/gpuhost_cancel.sql); the spread of the cells nearest a bar
-#      within one run (regress/gpuhost_spread.sql)
+#      within one run (regress/gpuhost_spread.sql); the backend's rate by
+#      result-buffer size (regress/gpuhost_emit.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpuhost_exitcheck.sh)
 # Built here beforehand (make, make regress/gpu_check regress/bench_gpu,
@@ -15,7 +16,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,densitysql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -104,6 +105,7 @@ fi
 has sqlbench && sql_step regress/gpuhost_bench.sql sql_bench.txt 14
 has read && sql_step regress/gpuhost_read.sql read.txt 14
 has spread && sql_step regress/gpuhost_spread.sql spread.txt 24
+has emit && sql_step regress/gpuhost_emit.sql emit.txt 10
 has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 12
