@@ -30,8 +30,4 @@ BEGIN
     END LOOP;
 END $$;
 \pset footer on
-SELECT method, count(*) AS runs, count(DISTINCT result) AS results,
-       round(min(seconds)::numeric, 3) AS min_s,
-       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds))::numeric, 3) AS median_s,
-       round(max(seconds)::numeric, 3) AS max_s
-FROM em_results WHERE round > 0 GROUP BY method ORDER BY median_s;
+SELECT * FROM pg_temp.spread_of('em_results');

@@ -38,11 +38,7 @@ BEGIN
 END $$;
 
 \pset footer on
-SELECT method, count(*) AS runs, count(DISTINCT result) AS results,
-       round(min(seconds)::numeric, 3) AS min_s,
-       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds))::numeric, 3) AS median_s,
-       round(max(seconds)::numeric, 3) AS max_s
-FROM sp_results WHERE round > 0 GROUP BY method ORDER BY method;
+SELECT * FROM pg_temp.spread_of('sp_results');
 WITH p AS (
     SELECT round,
            max(seconds) FILTER (WHERE method = 'eps 0.1 gpu') / max(seconds) FILTER (WHERE method = 'eps 0.1 ceiling') AS eps_vs_ceiling,

@@ -458,13 +458,12 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 		return GJ_OK;
 	}
 
-	j->nthreads = gj_threads_start(j->threads, nthreads, knn_worker, j, 0);
+	j->nthreads = gj_engine_start_workers(&j->eng, j->threads, nthreads, knn_worker, j, 0);
 	if (j->nthreads == 0)
 	{
 		cpu_knn_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
-	gj_queue_set_producers(j->eng.q, j->nthreads);
 	pthread_mutex_lock(&j->mu);
 	j->go = 1;
 	pthread_cond_broadcast(&j->cv);

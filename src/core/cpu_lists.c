@@ -277,10 +277,7 @@ gj_cpu_lists_start(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 		*out = j;
 		return GJ_OK;
 	}
-	gj_queue_set_producers(j->eng.q, nthreads);
-	j->nthreads = gj_threads_start(j->threads, nthreads, lists_worker, j, 0);
-	if (j->nthreads < nthreads)
-		gj_queue_set_producers(j->eng.q, j->nthreads);
+	j->nthreads = gj_engine_start_workers(&j->eng, j->threads, nthreads, lists_worker, j, 0);
 	if (j->nthreads == 0)
 	{
 		cpu_lists_free(&j->eng);

@@ -211,10 +211,7 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
 		*out = j;
 		return GJ_OK;
 	}
-	gj_queue_set_producers(j->eng.q, nthreads);
-	j->nthreads = gj_threads_start(j->threads, nthreads, probe_worker, j, 0);
-	if (j->nthreads < nthreads)
-		gj_queue_set_producers(j->eng.q, j->nthreads);
+	j->nthreads = gj_engine_start_workers(&j->eng, j->threads, nthreads, probe_worker, j, 0);
 	if (j->nthreads == 0)
 	{
 		cpu_probe_free(&j->eng);

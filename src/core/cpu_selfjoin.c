@@ -473,15 +473,13 @@ gj_cpu_selfjoin_start(const gj_grid *g, const gj_points *p, int nthreads,
 		j->args[t].j = j;
 		j->args[t].index = t;
 	}
-	j->nthreads = gj_threads_start(j->threads, nthreads, worker_main, j->args,
-								   sizeof(worker_arg));
-
+	j->nthreads = gj_engine_start_workers(&j->eng, j->threads, nthreads, worker_main, j->args,
+										  sizeof(worker_arg));
 	if (j->nthreads == 0)
 	{
 		cpu_selfjoin_free(&j->eng);
 		return GJ_ERR_THREAD;
 	}
-	gj_queue_set_producers(j->eng.q, j->nthreads);
 	pthread_mutex_lock(&j->mu);
 	j->go = 1;
 	pthread_cond_broadcast(&j->cv);

@@ -46,6 +46,28 @@ gj_engine_free(gj_engine *e)
 		e->free(e);
 }
 
+/*
+ * Start n worker threads fn(args + t * stride) as the engine's producers
+ * (gj_threads_start: every signal blocked); how many started, 0 when none
+ * did (the caller frees the engine).  The producers are counted before any
+ * thread runs and one comes off for each thread that did not start, so the
+ * queue ends when the last started worker ends, whatever the order: setting
+ * the count to the started threads afterwards would lose the producer_done
+ * of a worker that had already finished, and the queue would never end.
+ */
+int
+gj_engine_start_workers(gj_engine *e, pthread_t *threads, int n,
+						void *(*fn) (void *), void *args, size_t stride)
+{
+	int			started;
+
+	gj_queue_set_producers(e->q, n);
+	started = gj_threads_start(threads, n, fn, args, stride);
+	for (int t = started; t < n; t++)
+		gj_queue_producer_done(e->q);
+	return started;
+}
+
 /* Record st unless an error is recorded already, and end the queue. */
 void
 gj_engine_fail(gj_engine *e, gj_status st)

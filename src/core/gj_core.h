@@ -262,6 +262,8 @@ extern void gj_engine_release(gj_engine *e, gj_chunk *c);
 extern double gj_engine_done_ms(gj_engine *e);
 extern void gj_engine_free(gj_engine *e);
 extern void gj_engine_fail(gj_engine *e, gj_status st);
+extern int	gj_engine_start_workers(gj_engine *e, pthread_t *threads, int n,
+									void *(*fn) (void *), void *args, size_t stride);
 extern gj_status gj_engine_error(const gj_engine *e);
 
 /* Monotonic wall clock in milliseconds, for phase timings. */
