@@ -628,10 +628,11 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 		 * costs 1.5-2x a scan per row and the join waits for it (2M rows on
 		 * the 16-core H100 host: 81 ms with the 3 workers of the default
 		 * size rule, 56 ms with 5, 47 ms with 7; 1M 3-D rows: 39, 36, 32 ms).
-		 * A 32 kB threshold makes the rule give tables of 100K rows 5
-		 * workers and tables of a million or more 7-8, as many as a
-		 * default server has; max_parallel_workers_per_gather still caps
-		 * them.  Not on small machines, where extra workers only share the
+		 * A 32 kB threshold lets the rule give tables of a million rows or
+		 * more 7-8 workers, as many as a default server has;
+		 * max_parallel_workers_per_gather still caps them, and on small
+		 * tables the planner's costs still choose (a 100K-row table gets
+		 * none, which is also its fastest read).  Not on small machines, where extra workers only share the
 		 * same cores (2 cores: 97 ms with 3, 118 ms with 6).  The plan is
 		 * made at execution (a parameter), so here.
 		 */
