@@ -48,7 +48,7 @@ bf_kernel(const double *x, int n, int dims, double eps2, unsigned long long *cou
 }
 
 static gj_status
-run(const gj_points *p, double eps, int64_t *pairs, double *ms, double **dx,
+run(const gj_points *p, double eps2, int64_t *pairs, double *ms, double **dx,
 	unsigned long long **dcount, cudaEvent_t *ev, char *err, size_t errlen)
 {
 	int			n = (int) p->n;
@@ -71,11 +71,11 @@ run(const gj_points *p, double eps, int64_t *pairs, double *ms, double **dx,
 	GJ_CUDA_CHECK(err, errlen, cudaEventCreate(&ev[1]));
 	GJ_CUDA_CHECK(err, errlen, cudaEventRecord(ev[0]));
 	if (dims == 2)
-		bf_kernel<2><<<blocks, BF_BLOCK, shmem>>>(*dx, n, dims, eps * eps, *dcount);
+		bf_kernel<2><<<blocks, BF_BLOCK, shmem>>>(*dx, n, dims, eps2, *dcount);
 	else if (dims == 6)
-		bf_kernel<6><<<blocks, BF_BLOCK, shmem>>>(*dx, n, dims, eps * eps, *dcount);
+		bf_kernel<6><<<blocks, BF_BLOCK, shmem>>>(*dx, n, dims, eps2, *dcount);
 	else
-		bf_kernel<0><<<blocks, BF_BLOCK, shmem>>>(*dx, n, dims, eps * eps, *dcount);
+		bf_kernel<0><<<blocks, BF_BLOCK, shmem>>>(*dx, n, dims, eps2, *dcount);
 	GJ_CUDA_CHECK_LAUNCH(err, errlen, "bf_kernel");
 	GJ_CUDA_CHECK(err, errlen, cudaEventRecord(ev[1]));
 	GJ_CUDA_CHECK(err, errlen, cudaMemcpy(&h, *dcount, sizeof(h), cudaMemcpyDeviceToHost));
@@ -86,13 +86,13 @@ run(const gj_points *p, double eps, int64_t *pairs, double *ms, double **dx,
 }
 
 extern "C" gj_status
-gj_gpu_bruteforce_count(const gj_points *p, double eps, int64_t *pairs,
+gj_gpu_bruteforce_count(const gj_points *p, double eps2, int64_t *pairs,
 						double *ms, char *err, size_t errlen)
 {
 	double	   *dx = NULL;
 	unsigned long long *dcount = NULL;
 	cudaEvent_t ev[2] = {NULL, NULL};
-	gj_status	st = run(p, eps, pairs, ms, &dx, &dcount, ev, err, errlen);
+	gj_status	st = run(p, eps2, pairs, ms, &dx, &dcount, ev, err, errlen);
 
 	cudaFree(dx);
 	cudaFree(dcount);

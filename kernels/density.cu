@@ -476,7 +476,7 @@ run_free(density_run *r)
 
 /* Budget check, upload, device index; the per-row arrays. */
 static gj_status
-run_prepare(density_run *r, const gj_points *p, double eps,
+run_prepare(density_run *r, const gj_points *p, double eps2,
 			const gj_gpu_options *opt, int dbscan, gj_gpu_density_info *info,
 			char *err, size_t errlen)
 {
@@ -529,7 +529,7 @@ run_prepare(density_run *r, const gj_points *p, double eps,
 	}
 	if (st == GJ_OK)
 	{
-		st = gj_grid_plan_from_stats(&r->plan, p->dims, n, eps, st_dims);
+		st = gj_grid_plan_from_stats(&r->plan, p->dims, n, eps2, st_dims);
 		gj_grid_params_fill(&r->P, &r->plan);
 	}
 	if (st == GJ_OK)
@@ -591,7 +591,7 @@ run_finish(density_run *r, int64_t n, int32_t *val, uint8_t *core,
 }
 
 extern "C" gj_status
-gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
+gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 					const gj_gpu_options *opt, int32_t *counts,
 					gj_gpu_density_info *info, char *err, size_t errlen)
 {
@@ -604,11 +604,11 @@ gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
 	err[0] = '\0';
 	if (n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
-	if (!(eps > 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
 		return GJ_ERR_ARG;
 	if (n == 0)
 		return GJ_OK;
-	st = run_prepare(&r, p, eps, opt, 0, info, err, errlen);
+	st = run_prepare(&r, p, eps2, opt, 0, info, err, errlen);
 	if (st == GJ_OK)
 	{
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
@@ -634,7 +634,7 @@ gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
 }
 
 extern "C" gj_status
-gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
+gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 			  const gj_gpu_options *opt, int32_t *root, uint8_t *core,
 			  gj_gpu_density_info *info, char *err, size_t errlen)
 {
@@ -647,11 +647,11 @@ gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
 	err[0] = '\0';
 	if (n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
-	if (!(eps > 0.0) || minpts < 1 || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+	if (!(eps2 >= 0.0) || minpts < 1 || p->dims < 1 || p->dims > GJ_MAX_DIMS)
 		return GJ_ERR_ARG;
 	if (n == 0)
 		return GJ_OK;
-	st = run_prepare(&r, p, eps, opt, 1, info, err, errlen);
+	st = run_prepare(&r, p, eps2, opt, 1, info, err, errlen);
 	if (st == GJ_OK)
 	{
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);

@@ -77,7 +77,7 @@ typedef struct gj_gpu_stats
 
 typedef struct gj_gpu_selfjoin gj_gpu_selfjoin;
 
-extern gj_status gj_gpu_selfjoin_start(const gj_points *p, double eps,
+extern gj_status gj_gpu_selfjoin_start(const gj_points *p, double eps2,
 									   const gj_gpu_options *opt,
 									   gj_gpu_selfjoin **out,
 									   char *err, size_t errlen);
@@ -138,11 +138,11 @@ typedef struct gj_gpu_density_info
 	int64_t		launches;
 } gj_gpu_density_info;
 
-extern gj_status gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
+extern gj_status gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 									 const gj_gpu_options *opt, int32_t *counts,
 									 gj_gpu_density_info *info,
 									 char *err, size_t errlen);
-extern gj_status gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
+extern gj_status gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 							   const gj_gpu_options *opt, int32_t *root,
 							   uint8_t *core, gj_gpu_density_info *info,
 							   char *err, size_t errlen);
@@ -154,7 +154,7 @@ extern gj_status gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
 extern void gj_gpu_release_cache(void);
 
 /* Brute-force pair count on the GPU (benchmark reference); *ms: kernel time. */
-extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps,
+extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps2,
 										 int64_t *pairs, double *ms,
 										 char *err, size_t errlen);
 

@@ -23,11 +23,11 @@ gj_cuda_build_info(void)
 }
 
 gj_status
-gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
+gj_gpu_selfjoin_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 					  gj_gpu_selfjoin **out, char *err, size_t errlen)
 {
 	(void) p;
-	(void) eps;
+	(void) eps2;
 	(void) opt;
 	*out = NULL;
 	snprintf(err, errlen, "built without CUDA");
@@ -50,11 +50,11 @@ gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j)
 }
 
 gj_status
-gj_gpu_bruteforce_count(const gj_points *p, double eps, int64_t *pairs,
+gj_gpu_bruteforce_count(const gj_points *p, double eps2, int64_t *pairs,
 						double *ms, char *err, size_t errlen)
 {
 	(void) p;
-	(void) eps;
+	(void) eps2;
 	*pairs = 0;
 	*ms = 0;
 	snprintf(err, errlen, "built without CUDA");
@@ -96,12 +96,12 @@ gj_gpu_knn_error(const gj_gpu_knn *j)
 }
 
 gj_status
-gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
+gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 					const gj_gpu_options *opt, int32_t *counts,
 					gj_gpu_density_info *info, char *err, size_t errlen)
 {
 	(void) p;
-	(void) eps;
+	(void) eps2;
 	(void) cap;
 	(void) opt;
 	(void) counts;
@@ -111,12 +111,12 @@ gj_gpu_count_within(const gj_points *p, double eps, int32_t cap,
 }
 
 gj_status
-gj_gpu_dbscan(const gj_points *p, double eps, int32_t minpts,
+gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 			  const gj_gpu_options *opt, int32_t *root, uint8_t *core,
 			  gj_gpu_density_info *info, char *err, size_t errlen)
 {
 	(void) p;
-	(void) eps;
+	(void) eps2;
 	(void) minpts;
 	(void) opt;
 	(void) root;

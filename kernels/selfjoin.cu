@@ -584,7 +584,7 @@ free_buffers(struct gj_gpu_selfjoin *j)
 
 /* Size buffers from the budget, estimate pairs, cut the batches. */
 static gj_status
-prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
+prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps2,
 		const gj_gpu_options *opt, char *err, size_t errlen)
 {
 	size_t		free_b = 0,
@@ -654,7 +654,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 		if (st == GJ_OK)
 		{
 			t0 = gj_now_ms();
-			st = gj_grid_plan_from_stats(&j->plan, p->dims, n, eps, st_dims);
+			st = gj_grid_plan_from_stats(&j->plan, p->dims, n, eps2, st_dims);
 			gj_grid_params_fill(&j->P, &j->plan);
 			j->stats.plan_ms = gj_now_ms() - t0;
 		}
@@ -752,7 +752,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps,
 }
 
 extern "C" gj_status
-gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
+gj_gpu_selfjoin_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 					  gj_gpu_selfjoin **out, char *err, size_t errlen)
 {
 	struct gj_gpu_selfjoin *j;
@@ -771,10 +771,10 @@ gj_gpu_selfjoin_start(const gj_points *p, double eps, const gj_gpu_options *opt,
 	if (j->nstreams > GJ_GPU_MAX_STREAMS)
 		j->nstreams = GJ_GPU_MAX_STREAMS;
 
-	if (!(eps > 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
 		st = GJ_ERR_ARG;
 	else
-		st = prepare(j, p, eps, opt, err, errlen);
+		st = prepare(j, p, eps2, opt, err, errlen);
 	if (st == GJ_OK)
 	{
 		j->eng.q = gj_queue_create_external(j->pool, j->npool);

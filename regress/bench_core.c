@@ -51,7 +51,7 @@ run_engine(gj_points *p, double eps, int threads, double *build, double *join)
 	double		t0 = now();
 	volatile double sink = 0;
 
-	if (gj_grid_build(&g, p, eps) != GJ_OK)
+	if (gj_grid_build(&g, p, eps * eps) != GJ_OK)
 	{
 		fprintf(stderr, "grid build failed\n");
 		exit(2);
@@ -150,7 +150,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 		t0 = now();
-		bf_pairs = gj_oracle_selfjoin(&sub, bc->eps, NULL, NULL);
+		bf_pairs = gj_oracle_selfjoin(&sub, bc->eps * bc->eps, NULL, NULL);
 		bf = now() - t0;
 		sub_pairs = run_engine(&sub, bc->eps, 0, &sb, &sj);
 		if (sub_pairs != bf_pairs)

@@ -59,7 +59,7 @@ run_gpu(const gj_points *p, double eps, double *secs, gj_gpu_stats *stats)
 	int64_t		pairs = 0;
 	double		t0 = now();
 
-	st = gj_gpu_selfjoin_start(p, eps, NULL, &j, err, sizeof(err));
+	st = gj_gpu_selfjoin_start(p, eps * eps, NULL, &j, err, sizeof(err));
 	if (st != GJ_OK)
 	{
 		fprintf(stderr, "gpu start: %s %s\n", gj_status_name(st), err);
@@ -99,7 +99,7 @@ run_cpu(const gj_points *src, double eps, double *secs)
 	for (int64_t i = 0; i < src->n; i++)
 		gj_points_push(&p, src->ids[i], src->x + i * src->dims);
 	t0 = now();
-	if (gj_grid_build(&g, &p, eps) != GJ_OK || gj_cpu_selfjoin_start(&g, &p, 0, &j) != GJ_OK)
+	if (gj_grid_build(&g, &p, eps * eps) != GJ_OK || gj_cpu_selfjoin_start(&g, &p, 0, &j) != GJ_OK)
 		exit(1);
 	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
 	{
@@ -178,7 +178,7 @@ main(int argc, char **argv)
 		qsort(times, reps, sizeof(double), cmp_double);
 		gsec = times[reps / 2];
 		cp = run_cpu(&p, cases[c].eps, &csec);
-		if (do_bf && gj_gpu_bruteforce_count(&p, cases[c].eps, &bfp, &bfms, err, sizeof(err)) != GJ_OK)
+		if (do_bf && gj_gpu_bruteforce_count(&p, cases[c].eps * cases[c].eps, &bfp, &bfms, err, sizeof(err)) != GJ_OK)
 			fprintf(stderr, "brute force: %s\n", err);
 		if (cp != gp || (bfp >= 0 && bfp != gp))
 		{

@@ -49,7 +49,7 @@ cpu_pairs(const gj_points *p, double eps, gj_pairset *out)
 	gj_points_reserve(&c, p->n > 0 ? p->n : 1);
 	for (int64_t i = 0; i < p->n; i++)
 		gj_points_push(&c, p->ids[i], p->x + i * p->dims);
-	if (gj_grid_build(&g, &c, eps) != GJ_OK ||
+	if (gj_grid_build(&g, &c, eps * eps) != GJ_OK ||
 		gj_cpu_selfjoin_start(&g, &c, 0, &j) != GJ_OK)
 	{
 		fprintf(stderr, "cpu engine failed to start\n");
@@ -78,7 +78,7 @@ gpu_pairs(const gj_points *p, double eps, int64_t batch_pairs, gj_pairset *out,
 	gj_chunk   *ch;
 	gj_status	st;
 
-	st = gj_gpu_selfjoin_start(p, eps, &opt, &j, err, errlen);
+	st = gj_gpu_selfjoin_start(p, eps * eps, &opt, &j, err, errlen);
 	if (st != GJ_OK)
 		return st;
 	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &ch)) == GJ_OK || st == GJ_AGAIN)
@@ -181,7 +181,7 @@ check_cancel(uint64_t seed)
 	char		err[256];
 
 	gj_gen_points(&p, GJ_GEN_ONE_CELL, 200000, 2, seed);
-	st = gj_gpu_selfjoin_start(&p, 1.0, &opt, &j, err, sizeof(err));
+	st = gj_gpu_selfjoin_start(&p, 1.0 * 1.0, &opt, &j, err, sizeof(err));
 	if (st != GJ_OK)
 	{
 		failed++;
@@ -217,7 +217,7 @@ check_oom(uint64_t seed)
 	char		err[256];
 
 	gj_gen_points(&p, GJ_GEN_UNIFORM, 500000, 2, seed);
-	st = gj_gpu_selfjoin_start(&p, 0.5, &opt, &j, err, sizeof(err));
+	st = gj_gpu_selfjoin_start(&p, 0.5 * 0.5, &opt, &j, err, sizeof(err));
 	if (st == GJ_ERR_DEVICE_OOM && j == NULL)
 		passed++;
 	else

@@ -72,7 +72,7 @@ cpu_run(const gj_points *p, double eps, int32_t minpts, int threads, cpu_answers
 		row[p->ids[i]] = i;		/* ids are 0..n-1 */
 	gj_points_copy(&s, p, n);
 	t0 = gj_now_ms();
-	st = gj_grid_build(&g, &s, eps);
+	st = gj_grid_build(&g, &s, eps * eps);
 	a->index_ms = gj_now_ms() - t0;
 	if (st == GJ_OK)
 	{
@@ -142,8 +142,8 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 		int32_t    *ocl = malloc(sizeof(int32_t) * (n + 1));
 		uint8_t    *ok = malloc(n + 1);
 
-		gj_oracle_count_within(p, eps, oc);
-		gj_oracle_dbscan(p, eps, minpts, ocl, ok);
+		gj_oracle_count_within(p, eps * eps, oc);
+		gj_oracle_dbscan(p, eps * eps, minpts, ocl, ok);
 		for (int64_t i = 0; i < n; i++)
 			if ((oc[i] != a.counts[i] || ocl[i] != a.cluster[i] || ok[i] != a.core[i]) &&
 				bad++ == 0)
@@ -156,7 +156,7 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 	}
 
 	bad = 0;
-	st = gj_gpu_count_within(p, eps, 0, NULL, gc, &info, err, sizeof(err));
+	st = gj_gpu_count_within(p, eps * eps, 0, NULL, gc, &info, err, sizeof(err));
 	for (int64_t i = 0; i < n && st == GJ_OK; i++)
 		if (gc[i] != a.counts[i] && bad++ == 0)
 			snprintf(detail, sizeof(detail), "row %lld: GPU count %d, CPU %d", (long long) i,
@@ -166,7 +166,7 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 	result(st == GJ_OK && bad == 0, "gpu counts", name, seed, detail);
 
 	bad = 0;
-	st = gj_gpu_dbscan(p, eps, minpts, NULL, gr, gk, &info, err, sizeof(err));
+	st = gj_gpu_dbscan(p, eps * eps, minpts, NULL, gr, gk, &info, err, sizeof(err));
 	if (st == GJ_OK)
 		st = gj_dbscan_number(p, gr, gk, &ncl);
 	for (int64_t i = 0; i < n && st == GJ_OK; i++)
@@ -228,8 +228,8 @@ check_cancel(uint64_t seed)
 		t0 = gj_now_ms();
 		hook_at = t0 + 100;
 		gj_set_interrupt_hook(hook);
-		st = what == 0 ? gj_gpu_count_within(&p, 110.0, 0, NULL, v, &info, err, sizeof(err)) :
-			gj_gpu_dbscan(&p, 110.0, 5, NULL, v, k, &info, err, sizeof(err));
+		st = what == 0 ? gj_gpu_count_within(&p, 110.0 * 110.0, 0, NULL, v, &info, err, sizeof(err)) :
+			gj_gpu_dbscan(&p, 110.0 * 110.0, 5, NULL, v, k, &info, err, sizeof(err));
 		gj_set_interrupt_hook(NULL);
 		snprintf(detail, sizeof(detail), "%s after %.0f ms", gj_status_name(st),
 				 gj_now_ms() - t0);
@@ -382,11 +382,11 @@ run_bench(void)
 						int64_t		ncl;
 
 						t0 = gj_now_ms();
-						if (gj_gpu_count_within(&p, eps, 0, NULL, v, &info, err, sizeof(err)) != GJ_OK)
+						if (gj_gpu_count_within(&p, eps * eps, 0, NULL, v, &info, err, sizeof(err)) != GJ_OK)
 							printf("GPU counts failed: %s\n", err);
 						gcount = fmin(gcount, gj_now_ms() - t0);
 						t0 = gj_now_ms();
-						if (gj_gpu_dbscan(&p, eps, 5, NULL, v, c, &info, err, sizeof(err)) != GJ_OK ||
+						if (gj_gpu_dbscan(&p, eps * eps, 5, NULL, v, c, &info, err, sizeof(err)) != GJ_OK ||
 							gj_dbscan_number(&p, v, c, &ncl) != GJ_OK)
 							printf("GPU dbscan failed: %s\n", err);
 						gdb = fmin(gdb, gj_now_ms() - t0);

@@ -46,7 +46,7 @@ run_engine(gj_points *p, double eps, int threads, gj_pairset *out)
 	gj_cpu_selfjoin *j;
 	gj_status	st;
 
-	st = gj_grid_build(&g, p, eps);
+	st = gj_grid_build(&g, p, eps * eps);
 	if (st != GJ_OK)
 		return st;
 	st = gj_cpu_selfjoin_start(&g, p, threads, &j);
@@ -100,7 +100,7 @@ check_case(const char *name, uint64_t seed, gj_points *p, double eps, int thread
 	{
 		oracle_ctx	ctx = {&want, copy.ids};
 
-		gj_oracle_selfjoin(&copy, eps, oracle_emit, &ctx);
+		gj_oracle_selfjoin(&copy, eps * eps, oracle_emit, &ctx);
 	}
 	st = run_engine(p, eps, threads, &got);
 	if (st != GJ_OK)
@@ -146,7 +146,7 @@ check_cancel(uint64_t seed)
 	gj_status	st;
 
 	gj_gen_points(&p, GJ_GEN_ONE_CELL, 20000, 2, seed);
-	if (gj_grid_build(&g, &p, 1e6) != GJ_OK ||
+	if (gj_grid_build(&g, &p, 1e6 * 1e6) != GJ_OK ||
 		gj_cpu_selfjoin_start(&g, &p, 4, &j) != GJ_OK)
 	{
 		failed++;

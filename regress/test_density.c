@@ -86,10 +86,10 @@ check_counts_lists(const char *name, const gj_points *orig, double eps,
 	uint8_t    *listed = calloc(n + 1, 1);
 	entry	   *ref = malloc(sizeof(entry) * (n + 1));
 
-	gj_oracle_count_within(orig, eps, want);
+	gj_oracle_count_within(orig, eps * eps, want);
 	orow = rows_by_id(orig);
 	gj_points_copy(&p, orig, n);
-	if (gj_grid_build(&g, &p, eps) != GJ_OK)
+	if (gj_grid_build(&g, &p, eps * eps) != GJ_OK)
 	{
 		result(0, "grid", name, seed, "build failed");
 		goto done;
@@ -238,12 +238,12 @@ check_dbscan(const char *name, const gj_points *orig, double eps, int32_t minpts
 	char		detail[256] = "";
 	gj_status	st;
 
-	gj_oracle_dbscan(orig, eps, minpts, wc, wcore);
+	gj_oracle_dbscan(orig, eps * eps, minpts, wc, wcore);
 	for (int64_t i = 0; i < n; i++)
 		if (wc[i] + 1 > wantn)
 			wantn = wc[i] + 1;
 	gj_points_copy(&p, orig, n);
-	st = gj_grid_build(&g, &p, eps);
+	st = gj_grid_build(&g, &p, eps * eps);
 	if (st == GJ_OK)
 		st = gj_cpu_dbscan(&g, &p, minpts, threads, root, core);
 	if (st == GJ_OK)
@@ -297,7 +297,7 @@ check_interrupt(uint64_t seed)
 				s2;
 
 	gj_gen_points(&p, GJ_GEN_UNIFORM, 200000, 2, seed);
-	gj_grid_build(&g, &p, 0.5);
+	gj_grid_build(&g, &p, 0.5 * 0.5);
 	a = malloc(sizeof(int32_t) * p.n);
 	core = malloc(p.n);
 	interrupt_now = 1;

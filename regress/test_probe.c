@@ -86,7 +86,7 @@ run_probe(const gj_grid *g, const gj_points *p, double eps, const uint8_t *in,
 	po.symmetric = symmetric;
 	po.rows = rows;
 	po.nrows = nrows;
-	st = gj_cpu_probe_start(g, p, eps, &po, threads, &j);
+	st = gj_cpu_probe_start(g, p, eps * eps, &po, threads, &j);
 	free(rows);
 	if (st != GJ_OK)
 		return st;
@@ -124,7 +124,7 @@ check_restricted(const char *name, uint64_t seed, gj_points *p, double eps,
 	f.symmetric = symmetric;
 	f.out = &want;
 	f.ids = p->ids;
-	gj_oracle_selfjoin(p, eps, oracle_filtered, &f);
+	gj_oracle_selfjoin(p, eps * eps, oracle_filtered, &f);
 
 	for (int use_grid = 0; use_grid <= 1; use_grid++)
 	{
@@ -137,7 +137,7 @@ check_restricted(const char *name, uint64_t seed, gj_points *p, double eps,
 
 		gj_points_copy(&c, p, p->n);
 		if (use_grid)
-			st = gj_grid_build(&g, &c, eps);
+			st = gj_grid_build(&g, &c, eps * eps);
 		if (st == GJ_OK)
 			st = run_probe(use_grid ? &g : NULL, &c, eps, in, column, symmetric,
 						   1 + (int) (seed % 3), &got);
@@ -204,9 +204,9 @@ check_counts(const char *name, gj_kind kind, int64_t n, int dims, double nbrs,
 		p.ids[i] = i / 7;		/* "blocks" of 7 rows */
 	eps = gj_gen_typical_eps(kind, n, dims, nbrs);
 	want.ids = p.ids;
-	gj_oracle_selfjoin(&p, eps, count_emit, &want);
+	gj_oracle_selfjoin(&p, eps * eps, count_emit, &want);
 	gj_points_copy(&c, &p, n);
-	if (gj_grid_build(&g, &c, eps) != GJ_OK)
+	if (gj_grid_build(&g, &c, eps * eps) != GJ_OK)
 	{
 		failed++;
 		printf("FAIL counts %s: grid\n", name);
@@ -251,7 +251,7 @@ check_estimate(const char *name, gj_kind kind, int64_t n, int dims, double nbrs,
 
 	gj_gen_points(&p, kind, n, dims, seed);
 	eps = gj_gen_typical_eps(kind, n, dims, nbrs) * eps_scale;
-	if (gj_grid_build(&g, &p, eps) != GJ_OK)
+	if (gj_grid_build(&g, &p, eps * eps) != GJ_OK)
 	{
 		failed++;
 		printf("FAIL estimate %s: grid\n", name);
@@ -304,7 +304,7 @@ check_interrupt_midway(uint64_t seed)
 		gj_points_copy(&q, &p, p.n);
 		polls = 0;
 		gj_set_interrupt_hook(test_interrupt);
-		if (gj_grid_build(&g, &q, 0.1) == GJ_OK)
+		if (gj_grid_build(&g, &q, 0.1 * 0.1) == GJ_OK)
 			gj_grid_free(&g);
 		gj_set_interrupt_hook(NULL);
 		total = polls;
@@ -324,7 +324,7 @@ check_interrupt_midway(uint64_t seed)
 		polls = 0;
 		interrupt_after = 1 + (total - 1) * k / 5;
 		gj_set_interrupt_hook(test_interrupt);
-		st = gj_grid_build(&g, &q, 0.1);
+		st = gj_grid_build(&g, &q, 0.1 * 0.1);
 		gj_set_interrupt_hook(NULL);
 		for (int64_t i = 0; i < q.n; i++)
 			sum1 += q.ids[i];
@@ -360,7 +360,7 @@ check_interrupt(uint64_t seed)
 	gj_points_copy(&q, &p, p.n);
 	gj_set_interrupt_hook(test_interrupt);
 	interrupt_now = 1;
-	st1 = gj_grid_build(&g, &p, 1.0);
+	st1 = gj_grid_build(&g, &p, 1.0 * 1.0);
 	st2 = gj_knn_grid_build(&g, &q);
 	interrupt_now = 0;
 	if (gj_knn_grid_build(&g, &q) == GJ_OK)

@@ -338,6 +338,8 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 		case GJ_FN_NONE:
 			break;
 	}
+	/* the engines compare squared distances with eps2 */
+	spec->eps2 = spec->eps * spec->eps;
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 }

@@ -164,6 +164,7 @@ typedef struct GjJobSpec
 	GjInputSpec query;			/* knn_join: the query rows */
 	bool		has_query;
 	double		eps;
+	double		eps2;			/* the threshold on squared distances (metric's) */
 	bool		symmetric;
 	int32		k;
 	int32		minpts;			/* dbscan */

@@ -201,7 +201,7 @@ StartCpuSelfJoin(GjJob *job)
 
 	if (!res->have_grid)
 	{
-		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps),
+		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps2),
 					"building the grid index");
 		res->have_grid = true;
 	}
@@ -233,7 +233,7 @@ StartGpuSelfJoin(GjJob *job)
 	memset(&opt, 0, sizeof(opt));
 	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	opt.batch_pairs = gj_gpu_batch_pairs_guc;
-	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps, &opt, &gj, err, sizeof(err));
+	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps2, &opt, &gj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(gj);
@@ -261,7 +261,7 @@ StartProbe(GjJob *job)
 	rows = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter, &nlisted);
 	if ((double) nlisted * (double) res->points.n > GJ_PROBE_BRUTE_MAX)
 	{
-		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps),
+		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps2),
 					"building the grid index");
 		res->have_grid = true;
 		pfree(rows);
@@ -276,7 +276,7 @@ StartProbe(GjJob *job)
 	po.nrows = nlisted;
 	job->t_engine = gj_now_ms();
 	CheckStatus(gj_cpu_probe_start(res->have_grid ? &res->grid : NULL, &res->points,
-								   job->spec.eps, &po, GjCpuThreads(), &pj),
+								   job->spec.eps2, &po, GjCpuThreads(), &pj),
 				job->spec.fname);
 	res->engine = GJ_ENGINE(pj);
 	pfree(rows);
@@ -357,7 +357,7 @@ EnsureGrid(GjJob *job)
 
 	if (!res->have_grid)
 	{
-		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps),
+		CheckStatus(gj_grid_build(&res->grid, &res->points, job->spec.eps2),
 					"building the grid index");
 		res->have_grid = true;
 	}
@@ -376,10 +376,10 @@ GpuRows(GjJob *job)
 	memset(&opt, 0, sizeof(opt));
 	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	if (job->spec.shape == GJ_SHAPE_COUNTS)
-		st = gj_gpu_count_within(&res->points, job->spec.eps, 0, &opt,
+		st = gj_gpu_count_within(&res->points, job->spec.eps2, 0, &opt,
 								 res->rowval, &gi, err, sizeof(err));
 	else
-		st = gj_gpu_dbscan(&res->points, job->spec.eps, job->spec.minpts, &opt,
+		st = gj_gpu_dbscan(&res->points, job->spec.eps2, job->spec.minpts, &opt,
 						   res->rowval, res->rowflag, &gi, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);

@@ -137,7 +137,7 @@ SampleSelfJoin(Oid relid, ArrayType *cols, double eps, double *pairs)
 	in.sample_pct = 100.0 * f;
 	res = GjResourcesCreate(CurrentMemoryContext);
 	GjReadPoints(&in, &res->points, NULL);
-	st = gj_grid_build(&res->grid, &res->points, eps);
+	st = gj_grid_build(&res->grid, &res->points, eps * eps);
 	if (st != GJ_OK)
 	{
 		MemoryContextDelete(res->cxt);

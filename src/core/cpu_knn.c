@@ -162,7 +162,7 @@ gj_knn_grid_plan(gj_grid *g, const gj_points *refs, const gj_dim_stats *st)
 		{
 			double		occ;
 
-			res = gj_grid_plan_from_stats(g, dims, refs->n, w, st);
+			res = gj_grid_plan_from_stats(g, dims, refs->n, w * w, st);
 			if (res != GJ_OK || g->nidx == 0)
 				break;
 			res = occupancy(sample, s, refs->n, dims, g, &occ);
@@ -175,7 +175,7 @@ gj_knn_grid_plan(gj_grid *g, const gj_points *refs, const gj_dim_stats *st)
 	if (!(isfinite(w) && w > 0.0))
 		w = 1.0;
 	if (res == GJ_OK)
-		res = gj_grid_plan_from_stats(g, refs->dims, refs->n, w, st);
+		res = gj_grid_plan_from_stats(g, refs->dims, refs->n, w * w, st);
 	if (res == GJ_OK)
 		gj_grid_use_morton(g, st);
 	return res;

@@ -166,7 +166,7 @@ probe_worker(void *arg)
  * from opt->rows.  Returns at once; rows come from gj_engine_next.
  */
 gj_status
-gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
+gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps2,
 				   const gj_probe_options *opt, int nthreads,
 				   gj_cpu_probe **out)
 {
@@ -174,7 +174,7 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
 	int			want;
 
 	*out = NULL;
-	if (!(eps > 0.0) || (opt->column != 0 && opt->column != 1))
+	if (!(eps2 >= 0.0) || (opt->column != 0 && opt->column != 1))
 		return GJ_ERR_ARG;
 	if (nthreads <= 0)
 		nthreads = gj_cpu_count();
@@ -188,7 +188,7 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps,
 	j->eng.free = cpu_probe_free;
 	j->g = g;
 	j->p = p;
-	j->eps2 = eps * eps;
+	j->eps2 = eps2;
 	j->opt = *opt;
 	j->inq = calloc((size_t) p->n + 1, 1);
 	j->rows = malloc(sizeof(uint32_t) * (opt->nrows + 1));

@@ -11,8 +11,10 @@
  *
  * Exactness rule shared by every engine: a pair (i, j) of rows is within eps
  * when the float64 sum over dimensions 0..dims-1, in that order, of
- * (x_i - x_j)^2 is <= eps * eps (both products rounded to float64, no fused
- * multiply-add).  gj_pair_within() below is that rule.
+ * (x_i - x_j)^2 is <= eps2 (every operation rounded to float64 on its own,
+ * no fused multiply-add); gj_sqdist() below is that sum.  The engines take
+ * the threshold eps2 itself: eps * eps for the Euclidean metric, 2 * eps for
+ * the cosine distance of normalised rows (gj_points_normalize).
  */
 #ifndef GJ_CORE_H
 #define GJ_CORE_H
@@ -114,8 +116,7 @@ typedef struct gj_grid
 	double		width[GJ_MAX_INDEXED_DIMS];	/* cell side, >= eps */
 	int64_t		ncell_dim[GJ_MAX_INDEXED_DIMS];
 	int64_t		stride[GJ_MAX_INDEXED_DIMS];
-	double		eps;
-	double		eps2;			/* eps * eps, the inclusive threshold */
+	double		eps2;			/* the inclusive threshold on squared distances */
 	int64_t		npoints;
 	int64_t		ncells;			/* non-empty cells */
 	int64_t    *cell_id;		/* ncells, ascending */
@@ -134,9 +135,9 @@ typedef struct gj_dim_stats
 
 extern gj_status gj_points_stats(const gj_points *p, gj_dim_stats *st);
 extern gj_status gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n,
-										 double eps, const gj_dim_stats *st);
-extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps);
-extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps);
+										 double eps2, const gj_dim_stats *st);
+extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps2);
+extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps2);
 extern gj_status gj_grid_build_planned(gj_grid *g, gj_points *p);
 extern void gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st);
 extern void gj_grid_free(gj_grid *g);
@@ -322,7 +323,7 @@ typedef struct gj_probe_options
 typedef struct gj_cpu_probe gj_cpu_probe;
 
 extern gj_status gj_cpu_probe_start(const gj_grid *g, const gj_points *p,
-									double eps, const gj_probe_options *opt,
+									double eps2, const gj_probe_options *opt,
 									int nthreads, gj_cpu_probe **out);
 
 extern int	gj_cpu_count(void);
@@ -389,9 +390,9 @@ extern gj_status gj_cpu_lists_start(const gj_grid *g, const gj_points *p,
 									int nthreads, gj_cpu_lists **out);
 
 /* Brute-force references for the tests: O(n^2), any order of p. */
-extern void gj_oracle_count_within(const gj_points *p, double eps,
+extern void gj_oracle_count_within(const gj_points *p, double eps2,
 								   int32_t *counts);
-extern gj_status gj_oracle_dbscan(const gj_points *p, double eps,
+extern gj_status gj_oracle_dbscan(const gj_points *p, double eps2,
 								  int32_t minpts, int32_t *cluster,
 								  uint8_t *core);
 
@@ -410,7 +411,7 @@ extern void gj_block_async_signals(sigset_t *old);
  * emit for each pair; returns the number of pairs.  For tests and benchmarks.
  */
 typedef void (*gj_pair_fn) (void *arg, int64_t i, int64_t j, double dist);
-extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps,
+extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps2,
 								  gj_pair_fn emit, void *arg);
 
 /*

@@ -101,7 +101,7 @@ gj_points_stats(const gj_points *p, gj_dim_stats *st)
  * statistics.  Fills every field of g except the cell arrays.
  */
 gj_status
-gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n, double eps,
+gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n, double eps2,
 						const gj_dim_stats *st)
 {
 	dim_stat   *ds;
@@ -109,23 +109,19 @@ gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n, double eps,
 	int			ncand = 0;
 	int64_t		product = 1;
 
-	if (!(eps > 0.0) || !isfinite(eps) || dims < 1 || dims > GJ_MAX_DIMS)
+	if (!(eps2 >= 0.0) || dims < 1 || dims > GJ_MAX_DIMS)
 		return GJ_ERR_ARG;
 
 	memset(g, 0, sizeof(*g));
 	g->dims = dims;
-	g->eps = eps;
-	g->eps2 = eps * eps;
+	g->eps2 = eps2;
 	g->npoints = n;
 
 	/* eps*eps overflows: every finite pair passes, so use one cell */
 	if (!isfinite(g->eps2) || n < 2)
 		return GJ_OK;
 
-	base = sqrt(g->eps2 + 2.0 * GJ_DBL_TRUE_MIN);
-	if (base < eps)
-		base = eps;
-	base *= GJ_WIDTH_MARGIN;
+	base = sqrt(g->eps2 + 2.0 * GJ_DBL_TRUE_MIN) * GJ_WIDTH_MARGIN;
 
 	ds = malloc(sizeof(dim_stat) * dims);
 	if (ds == NULL)
@@ -186,9 +182,9 @@ gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n, double eps,
 	return GJ_OK;
 }
 
-/* The grid geometry for p and eps, without touching the points. */
+/* The grid geometry for p and eps2, without touching the points. */
 gj_status
-gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
+gj_grid_plan(gj_grid *g, const gj_points *p, double eps2)
 {
 	gj_dim_stats *st;
 	gj_status	res;
@@ -200,7 +196,7 @@ gj_grid_plan(gj_grid *g, const gj_points *p, double eps)
 		return GJ_ERR_NOMEM;
 	res = gj_points_stats(p, st);
 	if (res == GJ_OK)
-		res = gj_grid_plan_from_stats(g, p->dims, p->n, eps, st);
+		res = gj_grid_plan_from_stats(g, p->dims, p->n, eps2, st);
 	free(st);
 	return res;
 }
@@ -451,13 +447,13 @@ gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys, uint32_t *
  * cell arrays.  On failure g holds nothing to free.
  */
 gj_status
-gj_grid_build(gj_grid *g, gj_points *p, double eps)
+gj_grid_build(gj_grid *g, gj_points *p, double eps2)
 {
 	gj_status	st;
 
 	if (p->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
-	st = gj_grid_plan(g, p, eps);
+	st = gj_grid_plan(g, p, eps2);
 	if (st != GJ_OK)
 		return st;
 	return gj_grid_build_planned(g, p);

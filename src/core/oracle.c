@@ -10,11 +10,10 @@
 
 #include "gj_core.h"
 
-/* Emit every pair i < j of p within eps; returns their number. */
+/* Emit every pair i < j of p within eps (s <= eps2); returns their number. */
 int64_t
-gj_oracle_selfjoin(const gj_points *p, double eps, gj_pair_fn emit, void *arg)
+gj_oracle_selfjoin(const gj_points *p, double eps2, gj_pair_fn emit, void *arg)
 {
-	double		eps2 = eps * eps;
 	int64_t		count = 0;
 
 	for (int64_t i = 0; i < p->n; i++)
@@ -87,10 +86,8 @@ gj_oracle_knn(const gj_points *refs, const gj_points *queries, int64_t k,
 
 /* Rows within eps of each row, itself included, by testing every pair. */
 void
-gj_oracle_count_within(const gj_points *p, double eps, int32_t *counts)
+gj_oracle_count_within(const gj_points *p, double eps2, int32_t *counts)
 {
-	double		eps2 = eps * eps;
-
 	for (int64_t i = 0; i < p->n; i++)
 	{
 		int32_t		n = 0;
@@ -109,10 +106,9 @@ gj_oracle_count_within(const gj_points *p, double eps, int32_t *counts)
  * their smallest core id.  cluster[i] = -1 for noise.
  */
 gj_status
-gj_oracle_dbscan(const gj_points *p, double eps, int32_t minpts,
+gj_oracle_dbscan(const gj_points *p, double eps2, int32_t minpts,
 				 int32_t *cluster, uint8_t *core)
 {
-	double		eps2 = eps * eps;
 	int64_t		n = p->n;
 	int32_t    *counts = malloc(sizeof(int32_t) * (n + 1));
 	int64_t    *comp = malloc(sizeof(int64_t) * (n + 1));
@@ -130,7 +126,7 @@ gj_oracle_dbscan(const gj_points *p, double eps, int32_t minpts,
 		free(rank);
 		return GJ_ERR_NOMEM;
 	}
-	gj_oracle_count_within(p, eps, counts);
+	gj_oracle_count_within(p, eps2, counts);
 	for (int64_t i = 0; i < n; i++)
 	{
 		core[i] = counts[i] >= minpts;
