@@ -6,21 +6,22 @@
 #   make demo        build, install and run a sample join on a throwaway cluster
 
 EXTENSION = gpujoin
-EXTVERSION = 0.3
+EXTVERSION = 0.4
 
 MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
 	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o \
-	src/core/density.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o
+	src/core/density.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
+	src/core/normalize.o
 OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
-	src/custom_scan.o src/support.o $(CORE_OBJS)
+	src/custom_scan.o src/support.o src/pgvector.o $(CORE_OBJS)
 
 # The install script of this version, built from sql/gpujoin.sql; the
 # upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
-	sql/$(EXTENSION)--0.2--0.3.sql
+	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql
 EXTRA_CLEAN = regress/test_core regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \

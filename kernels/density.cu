@@ -488,7 +488,7 @@ run_prepare(density_run *r, const gj_points *p, double eps2,
 	double		t0 = gj_now_ms();
 	double	   *dx = NULL;
 	int64_t    *dids = NULL;
-	gj_dim_stats st_dims[GJ_MAX_DIMS];
+	gj_dim_stats *st_dims;
 	gj_status	st;
 	sigset_t	old;
 	cudaError_t e;
@@ -513,6 +513,9 @@ run_prepare(density_run *r, const gj_points *p, double eps2,
 	st = gj_gpu_stop_alloc(&r->d_stop, &r->stop_stream, err, errlen);
 	if (st != GJ_OK)
 		return st;
+	st_dims = (gj_dim_stats *) malloc(sizeof(gj_dim_stats) * p->dims);
+	if (st_dims == NULL)
+		return GJ_ERR_NOMEM;
 	st = gj_gpu_upload_stats(p, &dx, st_dims, r->stream, &info->upload_ms, err, errlen);
 	if (st == GJ_OK)
 	{
@@ -532,6 +535,7 @@ run_prepare(density_run *r, const gj_points *p, double eps2,
 		st = gj_grid_plan_from_stats(&r->plan, p->dims, n, eps2, st_dims);
 		gj_grid_params_fill(&r->P, &r->plan);
 	}
+	free(st_dims);
 	if (st == GJ_OK)
 	{
 		double		index_ms = 0;

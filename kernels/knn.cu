@@ -53,6 +53,7 @@
 #define KNN_MAX_BATCH 65536		/* queries per batch */
 #define KNN_MAX_ENTRIES ((int64_t) 16 << 20)	/* k-buffer entries per batch */
 #define KNN_MIN_FIRST_BATCH 2048	/* queries of the first batch, at least */
+#define KNN_REG_DIMS 8			/* queries up to this wide are copied to registers */
 
 typedef struct knn_batch_buf
 {
@@ -156,12 +157,17 @@ knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, const double *qx, int64_t nb,
 {
 	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	gj_kbuf		kb;
-	double		q[GJ_MAX_DIMS];
+	double		qreg[KNN_REG_DIMS];
+	const double *q = qx + t * dims;
 
 	if (t >= nb || gj_dev_stopped(G.stop))
 		return;
-	for (int d = 0; d < dims; d++)
-		q[d] = qx[t * dims + d];
+	if (dims <= KNN_REG_DIMS)
+	{
+		for (int d = 0; d < dims; d++)
+			qreg[d] = q[d];
+		q = qreg;
+	}
 	knn_buffer(&kb, B, t, stride, k, heap, first);
 	gj_knn_search_grid(&G, q, self0 >= 0 ? self0 + t : -1, &kb);
 	knn_store(&kb, B, t, last);
@@ -183,12 +189,17 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, in
 	int64_t		t = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	int			live = t < nb;
 	gj_kbuf		kb;
-	double		q[GJ_MAX_DIMS];
+	double		qreg[KNN_REG_DIMS];
+	const double *q = qx + t * dims;
 
 	if (live)
 	{
-		for (int d = 0; d < dims; d++)
-			q[d] = qx[t * dims + d];
+		if (dims <= KNN_REG_DIMS)
+		{
+			for (int d = 0; d < dims; d++)
+				qreg[d] = q[d];
+			q = qreg;
+		}
 		knn_buffer(&kb, B, t, stride, k, heap, first);
 	}
 	for (int64_t j0 = p0; j0 < p1; j0 += tile_n)

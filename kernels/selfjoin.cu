@@ -630,10 +630,12 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps2,
 		/* upload, statistics on the device, the plan, the device index */
 		double	   *dx = NULL;
 		int64_t    *dids = NULL;
-		gj_dim_stats st_dims[GJ_MAX_DIMS];
+		gj_dim_stats *st_dims = (gj_dim_stats *) malloc(sizeof(gj_dim_stats) * p->dims);
 		gj_status	st;
 		cudaError_t e;
 
+		if (st_dims == NULL)
+			return GJ_ERR_NOMEM;
 		st = gj_gpu_upload_stats(p, &dx, st_dims, j->streams[0],
 								 &j->stats.upload_ms, err, errlen);
 		if (st == GJ_OK)
@@ -663,6 +665,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps2,
 								   &j->stats.index_ms, err, errlen);
 		cudaFree(dx);
 		cudaFree(dids);
+		free(st_dims);
 		if (st != GJ_OK)
 			return st;
 	}

@@ -1,11 +1,12 @@
--- 0.1 -> 0.2 -> 0.3: ALTER EXTENSION UPDATE adds the support function, then the
--- per-row functions; the result is the same catalog as a fresh install.
-CREATE FUNCTION pg_temp.catalog() RETURNS TABLE (proname name, has_support boolean)
+-- 0.1 -> 0.2 -> 0.3 -> 0.4: ALTER EXTENSION UPDATE adds the support function,
+-- then the per-row functions, then the metric argument; the result is the
+-- same catalog (names, arguments, support) as a fresh install.
+CREATE FUNCTION pg_temp.catalog() RETURNS TABLE (proname name, args text, has_support boolean)
 LANGUAGE sql AS $$
-    SELECT p.proname, p.prosupport <> 0
+    SELECT p.proname, pg_get_function_arguments(p.oid), p.prosupport <> 0
     FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
     JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'gpujoin'
-    ORDER BY 1, 2
+    ORDER BY 1, 2, 3
 $$;
 CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.catalog();
 DROP EXTENSION gpujoin;

@@ -27,7 +27,12 @@
 
 #include "gpujoin.h"
 
-/* The functions by their C symbol (pg_proc.prosrc) and argument count. */
+/*
+ * The functions by their C symbol (pg_proc.prosrc) and argument count.
+ * Since 0.4 every one ends with metric; the 0.3 definitions, one argument
+ * shorter, still call this library until ALTER EXTENSION UPDATE, and mean
+ * l2.
+ */
 static const struct
 {
 	GjFunction	fn;
@@ -36,18 +41,18 @@ static const struct
 	GjShape		shape;
 }			functions[] =
 {
-	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 5, GJ_SHAPE_PAIRS},
-	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 3, GJ_SHAPE_PAIRS},
-	{GJ_FN_KNN_JOIN, "knn_join", 7, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 4, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 3, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 2, GJ_SHAPE_KNN},
-	{GJ_FN_NEIGHBOR_COUNTS, "eps_neighbor_counts", 4, GJ_SHAPE_COUNTS},
-	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 2, GJ_SHAPE_COUNTS},
-	{GJ_FN_NEIGHBORS, "eps_neighbors", 4, GJ_SHAPE_LISTS},
-	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 2, GJ_SHAPE_LISTS},
-	{GJ_FN_DBSCAN, "dbscan", 5, GJ_SHAPE_DBSCAN},
-	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 3, GJ_SHAPE_DBSCAN},
+	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 6, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 4, GJ_SHAPE_PAIRS},
+	{GJ_FN_KNN_JOIN, "knn_join", 8, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 5, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 4, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 3, GJ_SHAPE_KNN},
+	{GJ_FN_NEIGHBOR_COUNTS, "eps_neighbor_counts", 5, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 3, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBORS, "eps_neighbors", 5, GJ_SHAPE_LISTS},
+	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 3, GJ_SHAPE_LISTS},
+	{GJ_FN_DBSCAN, "dbscan", 6, GJ_SHAPE_DBSCAN},
+	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 4, GJ_SHAPE_DBSCAN},
 };
 
 /*
@@ -178,6 +183,26 @@ CheckMinpts(int32 minpts)
 				 errmsg("minpts must be at least 1, not %d", minpts)));
 }
 
+/* The metric argument: l2 (the default) or cosine. */
+static GjMetric
+MetricFromArg(const Datum *values, const bool *nulls, int argno)
+{
+	char	   *m;
+
+	if (argno < 0)
+		return GJ_METRIC_L2;	/* a 0.3 definition: no metric argument */
+	CheckNotNull(nulls, argno, "metric");
+	m = TextDatumGetCString(values[argno]);
+	if (strcmp(m, "l2") == 0)
+		return GJ_METRIC_L2;
+	if (strcmp(m, "cosine") == 0)
+		return GJ_METRIC_COSINE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("metric must be l2 or cosine, not \"%s\"", m)));
+	return GJ_METRIC_L2;		/* not reached */
+}
+
 static inline void
 CheckK(int32 k)
 {
@@ -213,6 +238,8 @@ void
 GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 				  const bool *nulls, int nargs, GjJobSpec *spec)
 {
+	int			metric_arg = -1;
+
 	memset(spec, 0, sizeof(*spec));
 	spec->fn = fn;
 	spec->filter_column = GJ_FILTER_NONE;
@@ -222,7 +249,9 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			spec->fname = functions[i].symbol;
 			spec->shape = functions[i].shape;
 			spec->is_knn = functions[i].shape == GJ_SHAPE_KNN;
-			if (nargs != functions[i].nargs)
+			if (nargs == functions[i].nargs)
+				metric_arg = nargs - 1;
+			else if (nargs != functions[i].nargs - 1)
 				elog(ERROR, "%s: expected %d arguments, got %d",
 					 spec->fname, functions[i].nargs, nargs);
 		}
@@ -338,8 +367,14 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 		case GJ_FN_NONE:
 			break;
 	}
-	/* the engines compare squared distances with eps2 */
-	spec->eps2 = spec->eps * spec->eps;
+	/*
+	 * The engines compare squared distances with eps2: eps * eps, or for
+	 * the cosine distance of normalised rows, which is half their squared
+	 * distance, 2 * eps (exact in float64).
+	 */
+	spec->metric = MetricFromArg(values, nulls, metric_arg);
+	spec->eps2 = spec->metric == GJ_METRIC_COSINE ? 2.0 * spec->eps : spec->eps * spec->eps;
+	spec->input.metric = spec->query.metric = spec->metric;
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 }

@@ -29,6 +29,7 @@ int			gj_device_guc = GJ_DEVICE_AUTO;
 int			gj_cpu_threads_guc = 0;
 int			gj_parallel_read_min_rows_guc = 100000;
 int			gj_gpu_memory_limit_guc = 0;
+int			gj_host_memory_limit_guc = 0;
 int			gj_gpu_batch_pairs_guc = 0;
 bool		gj_progress_guc = false;
 int			gj_knn_method_guc = GJ_KNN_AUTO;
@@ -160,6 +161,15 @@ _PG_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gpujoin.host_memory_limit",
+							"Most host memory a join's input points may take, in MB (0 = half the machine's memory).",
+							"Checked before and while reading: rows times (8 bytes a dimension + 8).",
+							&gj_host_memory_limit_guc,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("gpujoin.gpu_batch_pairs",
 							"Result pairs per GPU batch buffer (0 = automatic).",
 							"Smaller buffers mean more batches; for tuning and tests.",
@@ -222,6 +232,20 @@ ProbeGpu(void)
 	atexit(ExitWithoutCudaTeardown);
 	if (gpu_status == GJ_OK)
 		GjFaultTraceNote("gpu initialised");
+}
+
+/* Bytes of input points a join may hold (gpujoin.host_memory_limit). */
+int64
+GjHostMemoryLimit(void)
+{
+	long		pages = sysconf(_SC_PHYS_PAGES);
+	long		pagesize = sysconf(_SC_PAGESIZE);
+
+	if (gj_host_memory_limit_guc > 0)
+		return (int64) gj_host_memory_limit_guc * 1024 * 1024;
+	if (pages <= 0 || pagesize <= 0)
+		return INT64_MAX;
+	return (int64) pages * pagesize / 2;
 }
 
 /* Threads the CPU engine will use. */

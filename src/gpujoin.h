@@ -22,7 +22,7 @@
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.3"
+#define GPUJOIN_VERSION "0.4"
 
 /* gpujoin.device */
 typedef enum GjDevice
@@ -36,6 +36,7 @@ extern int	gj_device_guc;
 extern int	gj_cpu_threads_guc;
 extern int	gj_parallel_read_min_rows_guc;
 extern int	gj_gpu_memory_limit_guc;	/* MB, 0 = automatic */
+extern int	gj_host_memory_limit_guc;	/* MB, 0 = half the machine's */
 extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */
 extern bool gj_progress_guc;
 extern int	gj_knn_method_guc;	/* a gj_knn_method */
@@ -55,6 +56,7 @@ extern void GjRequireGpuIfSet(void);
 extern GjEngine GjChooseEngine(int64 npoints);
 extern bool GjGpuUsable(const char **why);
 extern int	GjCpuThreads(void);
+extern int64 GjHostMemoryLimit(void);
 extern void GjMarkGpuUnusable(const char *why);
 
 /*
@@ -79,10 +81,18 @@ extern GjResources *GjResourcesCreate(MemoryContext parent);
 extern void GjResourcesStopEngine(GjResources *res);
 extern void GjResourcesRelease(GjResources *res);
 
+/* The distance: Euclidean, or 1 - cosine similarity (rows normalised on read). */
+typedef enum GjMetric
+{
+	GJ_METRIC_L2 = 0,
+	GJ_METRIC_COSINE
+} GjMetric;
+
 /* What the reader is asked to read. */
 typedef struct GjInputSpec
 {
 	const char *fname;			/* SQL function name, for messages */
+	GjMetric	metric;			/* cosine: rows are normalised, zero rows dropped */
 	bool		is_query;		/* the _sql form */
 	Oid			nsp;			/* schema of gpujoin's functions */
 	/* relation form */
@@ -106,7 +116,7 @@ typedef struct GjInputSpec
 typedef struct GjReadStats
 {
 	int64		rows;			/* rows the query returned */
-	int64		skipped;		/* of which NULL, NaN or infinite */
+	int64		skipped;		/* of which NULL, NaN or infinite, or zero for cosine */
 	int			workers;		/* parallel workers' buffers combined */
 	double		ms;
 } GjReadStats;
@@ -165,6 +175,7 @@ typedef struct GjJobSpec
 	bool		has_query;
 	double		eps;
 	double		eps2;			/* the threshold on squared distances (metric's) */
+	GjMetric	metric;
 	bool		symmetric;
 	int32		k;
 	int32		minpts;			/* dbscan */

@@ -54,8 +54,8 @@
 #include "gpujoin.h"
 #include "reader.h"
 
-static inline void
-CheckDims(const char *fname, int dims)
+void
+GjCheckDims(const char *fname, int dims)
 {
 	if (dims > GJ_MAX_DIMS)
 		ereport(ERROR,
@@ -64,6 +64,16 @@ CheckDims(const char *fname, int dims)
 				 errdetail("gpujoin supports at most %d dimensions.",
 						   GJ_MAX_DIMS)));
 }
+
+/* A column that holds a whole point: float4[], float8[], vector, halfvec. */
+static bool
+IsPointColumnType(Oid t)
+{
+	return IsCoordArrayType(t) || GjPgvectorKind(t) != 0;
+}
+
+#define GJ_COORD_TYPES_DETAIL "Coordinates must be smallint, integer, bigint, real, double precision or numeric columns, or one real[], double precision[], vector or halfvec column."
+
 
 /* Column attnum of relid by exact name, or an UNDEFINED_COLUMN error. */
 static AttrNumber
@@ -154,7 +164,7 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s: cols must name at least one column", spec->fname)));
-	CheckDims(spec->fname, ncols);
+	GjCheckDims(spec->fname, ncols);
 
 	initStringInfo(&sql);
 	if (spec->sample_pct > 0)
@@ -198,14 +208,14 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 					 errmsg("%s: cols must not contain NULL", spec->fname)));
 		att = LookupColumn(relid, TextDatumGetCString(elems[i]));
 		t = getBaseType(get_atttype(relid, att));
-		if (IsCoordArrayType(t))
+		if (IsPointColumnType(t))
 		{
 			if (ncols != 1)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
 						 errmsg("%s: array column \"%s\" must be the only coordinate column",
 								spec->fname, get_attname(relid, att, false)),
-						 errhint("Pass either one real[] or double precision[] column or several numeric columns.")));
+						 errhint("Pass either one real[], double precision[], vector or halfvec column or several numeric columns.")));
 		}
 		else if (!IsCoordType(t))
 			ereport(ERROR,
@@ -213,7 +223,7 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 					 errmsg("%s: column \"%s\" has type %s", spec->fname,
 							get_attname(relid, att, false),
 							format_type_be(get_atttype(relid, att))),
-					 errdetail("Coordinates must be smallint, integer, bigint, real, double precision or numeric columns, or one real[] or double precision[] column.")));
+					 errdetail(GJ_COORD_TYPES_DETAIL)));
 		appendStringInfo(&sql, ", %s",
 						 quote_identifier(get_attname(relid, att, false)));
 	}
@@ -259,16 +269,17 @@ CheckRowShape(const char *fname, TupleDesc td, RowShape *shape)
 						format_type_be(TupleDescAttr(td, 0)->atttypid)),
 				 errdetail("The first column is the row id and must be smallint, integer or bigint.")));
 
-	if (natts == 2 && IsCoordArrayType(getBaseType(TupleDescAttr(td, 1)->atttypid)))
+	if (natts == 2 && IsPointColumnType(getBaseType(TupleDescAttr(td, 1)->atttypid)))
 	{
+		Oid			t = getBaseType(TupleDescAttr(td, 1)->atttypid);
+
 		shape->is_array = true;
-		shape->elem_type =
-			getBaseType(TupleDescAttr(td, 1)->atttypid) == FLOAT4ARRAYOID ?
-			FLOAT4OID : FLOAT8OID;
+		shape->vec = GjPgvectorKind(t);
+		shape->elem_type = t == FLOAT4ARRAYOID ? FLOAT4OID : FLOAT8OID;
 		return;
 	}
 	shape->ncoord = natts - 1;
-	CheckDims(fname, shape->ncoord);
+	GjCheckDims(fname, shape->ncoord);
 	shape->coord_types = palloc(sizeof(Oid) * shape->ncoord);
 	for (int i = 1; i < natts; i++)
 	{
@@ -280,7 +291,7 @@ CheckRowShape(const char *fname, TupleDesc td, RowShape *shape)
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("%s: coordinate column \"%s\" has type %s", fname,
 							NameStr(att->attname), format_type_be(att->atttypid)),
-					 errdetail("Coordinates must be smallint, integer, bigint, real, double precision or numeric columns, or one real[] or double precision[] column.")));
+					 errdetail(GJ_COORD_TYPES_DETAIL)));
 		shape->coord_types[i - 1] = t;
 	}
 }
@@ -377,24 +388,97 @@ ExpectedRows(Oid relid)
 	return (int64) Min((double) reltuples * 1.02 + 16, (double) GJ_MAX_ROWS);
 }
 
-/* Reserve room for the rows the planner expects of a relation. */
-static void
-ReserveFromStats(Oid relid, gj_points *pts)
+/* The rows a relation's statistics promise (-1 when never analysed). */
+static double
+RelationRows(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	float4		reltuples = -1;
 
 	if (HeapTupleIsValid(tup))
 	{
-		float4		reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
-
+		reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
 		ReleaseSysCache(tup);
-		if (reltuples > 0 && pts->dims > 0)
-		{
-			double		want = Min((double) reltuples * 1.02 + 16, (double) GJ_MAX_ROWS);
+	}
+	return reltuples;
+}
 
-			/* only a hint: on failure the buffer grows on demand */
-			(void) gj_points_reserve(pts, (int64_t) want);
-		}
+/*
+ * The input's host memory: rows of dims coordinates take 8 bytes a
+ * coordinate and 8 for the id.  An error, naming the sizes, when that is
+ * more than gpujoin.host_memory_limit allows.
+ */
+static void
+CheckHostMemory(const char *fname, double rows, int dims)
+{
+	int64		limit = GjHostMemoryLimit();
+	double		need = rows * (8.0 * dims + 8.0);
+
+	if (need <= (double) limit)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("%s: the input needs %.0f MB of memory, more than the %lld MB gpujoin.host_memory_limit allows",
+					fname, ceil(need / 1048576.0), (long long) (limit / 1048576)),
+			 errdetail("%.0f rows of %d dimensions take 8 bytes a coordinate and 8 bytes an id.",
+					   rows, dims),
+			 errhint("Raise gpujoin.host_memory_limit, or read fewer rows.")));
+}
+
+/*
+ * Before reading a relation: its statistics' rows against the memory
+ * limit, when the columns say the dimensions (scalar columns, or a vector
+ * column with a declared dimension); arrays are checked at their first row.
+ */
+static void
+PrecheckHostMemory(const GjInputSpec *spec)
+{
+	int			ncols = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
+	double		rows = RelationRows(spec->relid);
+	int			dims = ncols;
+
+	if (rows <= 0 || spec->sample_pct > 0 || spec->only_ids != NULL)
+		return;
+	if (ncols == 1)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		AttrNumber	att;
+		Oid			t;
+		int32		typmod;
+		Oid			coll;
+
+		deconstruct_array(spec->cols, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		att = get_attnum(spec->relid, TextDatumGetCString(elems[0]));
+		get_atttypetypmodcoll(spec->relid, att, &t, &typmod, &coll);
+		if (IsPointColumnType(getBaseType(t)))
+			dims = GjPgvectorKind(getBaseType(t)) != 0 && typmod > 0 ? typmod : 0;
+	}
+	if (dims > 0)
+		CheckHostMemory(spec->fname, rows, dims);
+}
+
+/*
+ * Once the dimensions are known: check what the relation's statistics
+ * promise against the memory limit, cap the buffer's growth at that limit,
+ * and reserve room for the expected rows.
+ */
+static void
+SizeFromStats(const GjInputSpec *spec, gj_points *pts)
+{
+	double		rows = -1;
+
+	pts->max_rows = (int64_t) Min((double) GjHostMemoryLimit() / (8.0 * pts->dims + 8.0),
+								  (double) GJ_MAX_ROWS);
+	if (!spec->is_query && spec->sample_pct <= 0)
+		rows = RelationRows(spec->relid);
+	if (rows > 0 && spec->only_ids == NULL)
+	{
+		CheckHostMemory(spec->fname, rows, pts->dims);
+		/* only a hint: on failure the buffer grows on demand */
+		(void) gj_points_reserve(pts, (int64_t) Min(rows * 1.02 + 16, (double) pts->max_rows));
 	}
 }
 
@@ -409,6 +493,7 @@ typedef struct GjReceiver
 	gj_points  *pts;
 	bool		packed;			/* the parallel read: one row, the count */
 	ParamListInfo params;		/* its token */
+	MemoryContext cxt;			/* the caller's: the row buffer lives there */
 	GjRowReader rd;
 } GjReceiver;
 
@@ -420,27 +505,50 @@ GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	if (r->packed)
 		return;
 	CheckRowShape(r->spec->fname, typeinfo, &r->rd.shape);
-	GjRowReaderInit(&r->rd, r->spec->fname, r->spec->only_ids, r->spec->nonly);
+	GjRowReaderInit(&r->rd, r->spec->fname, r->spec->only_ids, r->spec->nonly, r->cxt);
 	if (!r->rd.shape.is_array)
 	{
 		r->pts->dims = r->rd.shape.ncoord;
-		if (!r->spec->is_query && r->spec->only_ids == NULL)
-			ReserveFromStats(r->spec->relid, r->pts);
+		SizeFromStats(r->spec, r->pts);
 	}
 }
 
 void
 GjRowReaderInit(GjRowReader *rd, const char *fname, const int64 *only_ids,
-				int nonly)
+				int nonly, MemoryContext cxt)
 {
 	rd->fname = fname;
 	rd->only_ids = only_ids;
 	rd->nonly = nonly;
+	rd->cxt = cxt;
 	rd->all_float8 = !rd->shape.is_array;
 	for (int d = 0; d < rd->shape.ncoord; d++)
 		if (rd->shape.coord_types[d] != FLOAT8OID)
 			rd->all_float8 = false;
-	rd->dims = rd->shape.is_array ? 0 : rd->shape.ncoord;
+	rd->dims = 0;
+	rd->row = NULL;
+	if (!rd->shape.is_array)
+		GjRowReaderSetDims(rd, rd->shape.ncoord);
+}
+
+/*
+ * The dimensions of every row: the scalar columns', or the first array's
+ * or vector's, which later ones must match; sizes the row buffer.
+ */
+void
+GjRowReaderSetDims(GjRowReader *rd, int dims)
+{
+	if (rd->dims == dims)
+		return;
+	if (rd->dims != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: coordinate arrays have different lengths (%d and %d)",
+						rd->fname, rd->dims, dims),
+				 errdetail("Every array must have the same number of elements.")));
+	GjCheckDims(rd->fname, dims);
+	rd->row = MemoryContextAlloc(rd->cxt, sizeof(double) * Max(dims, 1));
+	rd->dims = dims;
 }
 
 /*
@@ -462,17 +570,7 @@ ArrayCoords(GjRowReader *rd, Datum value)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s: coordinate arrays must not be empty", fname)));
-	if (rd->dims == 0)
-	{
-		CheckDims(fname, len);
-		rd->dims = len;
-	}
-	else if (len != rd->dims)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s: coordinate arrays have different lengths (%d and %d)",
-						fname, rd->dims, len),
-				 errdetail("Every array must have the same number of elements.")));
+	GjRowReaderSetDims(rd, len);
 	if (ARR_HASNULL(arr))
 		return false;
 	if (rd->shape.elem_type == FLOAT8OID)
@@ -515,7 +613,14 @@ GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
 	}
 	if (rd->shape.is_array)
 	{
-		if (nulls[1] || !ArrayCoords(rd, values[1]))
+		if (nulls[1])
+		{
+			rd->nnull++;
+			return false;
+		}
+		if (rd->shape.vec != 0)
+			GjPgvectorCoords(rd, values[1]);
+		else if (!ArrayCoords(rd, values[1]))
 		{
 			rd->nnull++;
 			return false;
@@ -572,10 +677,11 @@ GjReceiveSlot(TupleTableSlot *slot, DestReceiver *self)
 	{
 		/* the first array row fixed the dimensions */
 		r->pts->dims = r->rd.dims;
-		if (!r->spec->is_query && r->spec->only_ids == NULL)
-			ReserveFromStats(r->spec->relid, r->pts);
+		SizeFromStats(r->spec, r->pts);
 	}
 	st = gj_points_push(r->pts, id, r->rd.row);
+	if (st == GJ_ERR_LIMIT && r->pts->n + 1 <= GJ_MAX_ROWS)
+		CheckHostMemory(r->spec->fname, (double) r->pts->n + 1, r->pts->dims);
 	if (st != GJ_OK)
 		GjCheckStatus(st, "reading input rows");
 	return true;
@@ -676,7 +782,8 @@ ParallelReadWanted(const GjInputSpec *spec)
 		ARR_NDIM(spec->cols) != 1 || ARR_HASNULL(spec->cols))
 		return false;
 	ncols = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
-	if (ncols < 1 || ncols > GJ_MAX_DIMS)
+	/* gpujoin_pack takes the token, the id and the coordinates as arguments */
+	if (ncols < 1 || ncols > FUNC_MAX_ARGS - 2)
 		return false;
 	if (ncols == 1)
 	{
@@ -717,6 +824,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjPackTarget *pack = NULL;
 	int64		token = 0;
 	GjRowReader *counts = &r.rd;
+	int64_t		nzero = 0;
 
 	memset(&r, 0, sizeof(r));
 	r.pub.receiveSlot = GjReceiveSlot;
@@ -726,6 +834,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	r.pub.mydest = DestNone;
 	r.spec = spec;
 	r.pts = pts;
+	r.cxt = caller_cxt;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "%s: SPI_connect failed", spec->fname);
@@ -747,6 +856,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			r.packed = true;
 		}
 		sql = BuildRelationQuery(spec, token);
+		PrecheckHostMemory(spec);
 
 		memset(&opt, 0, sizeof(opt));
 		opt.parseMode = RAW_PARSE_DEFAULT;
@@ -787,17 +897,31 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			stats->workers = Max(stats->workers, pack->partials);
 	}
 
-	if (counts->nnull + counts->nnonfinite > 0 && spec->sample_pct <= 0)
-		ereport(NOTICE,
-				(errmsg("%s: skipped %lld of %lld input rows",
-						spec->fname, (long long) (counts->nnull + counts->nnonfinite),
-						(long long) (counts->nrows - counts->nfiltered)),
-				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
-						   (long long) counts->nnull, (long long) counts->nnonfinite)));
+	if (spec->metric == GJ_METRIC_COSINE)
+		GjCheckStatus(gj_points_normalize(pts, &nzero), "normalising rows for the cosine metric");
+
+	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0)
+	{
+		if (nzero > 0)
+			ereport(NOTICE,
+					(errmsg("%s: skipped %lld of %lld input rows",
+							spec->fname, (long long) (counts->nnull + counts->nnonfinite + nzero),
+							(long long) (counts->nrows - counts->nfiltered)),
+					 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate, %lld only zero coordinates (no direction for the cosine metric).",
+							   (long long) counts->nnull, (long long) counts->nnonfinite,
+							   (long long) nzero)));
+		else
+			ereport(NOTICE,
+					(errmsg("%s: skipped %lld of %lld input rows",
+							spec->fname, (long long) (counts->nnull + counts->nnonfinite),
+							(long long) (counts->nrows - counts->nfiltered)),
+					 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
+							   (long long) counts->nnull, (long long) counts->nnonfinite)));
+	}
 	if (stats != NULL)
 	{
 		stats->rows += counts->nrows - counts->nfiltered;
-		stats->skipped += counts->nnull + counts->nnonfinite;
+		stats->skipped += counts->nnull + counts->nnonfinite + nzero;
 		stats->ms += gj_now_ms() - t0;
 	}
 }

@@ -273,7 +273,7 @@ ShapeFromArgs(FunctionCallInfo fcinfo, RowShape *shape)
 		return;
 	}
 	shape->ncoord = nargs - 3;
-	if (shape->ncoord > GJ_MAX_DIMS)
+	if (shape->ncoord > FUNC_MAX_ARGS)
 		elog(ERROR, "gpujoin_pack: too many coordinates");
 	shape->coord_types = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt,
 											sizeof(Oid) * shape->ncoord);
@@ -299,8 +299,8 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt = AggContext(fcinfo, "gpujoin_pack_trans");
 	PackState  *st = PG_ARGISNULL(0) ? NULL : (PackState *) PG_GETARG_POINTER(0);
-	Datum		values[GJ_MAX_DIMS + 1];
-	bool		nulls[GJ_MAX_DIMS + 1];
+	Datum		values[FUNC_MAX_ARGS];
+	bool		nulls[FUNC_MAX_ARGS];
 	int			nargs = PG_NARGS();
 	int64		id;
 	gj_status	s;
@@ -309,13 +309,13 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 	{
 		st = PackStateNew(aggcxt, PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1));
 		ShapeFromArgs(fcinfo, &st->rd.shape);
-		GjRowReaderInit(&st->rd, "gpujoin_pack", NULL, 0);
+		GjRowReaderInit(&st->rd, "gpujoin_pack", NULL, 0, aggcxt);
 		st->pts.dims = st->rd.dims;
 		UseShared(st);
 		if (st->shared != NULL && st->shared->dims != st->rd.dims)
 			st->shared = NULL;
 	}
-	if (nargs - 2 > GJ_MAX_DIMS + 1)
+	if (nargs - 2 > FUNC_MAX_ARGS)
 		elog(ERROR, "gpujoin_pack: too many arguments");
 	for (int i = 2; i < nargs; i++)
 	{

@@ -702,6 +702,16 @@ NextChunk(GjJob *job, bool *restarted)
 	}
 }
 
+/*
+ * The distance a row shows: the engines' Euclidean distance d, or for the
+ * cosine metric 1 - cosine similarity, d^2 / 2 of the normalised rows.
+ */
+static inline double
+OutDist(const GjJob *job, double d)
+{
+	return job->spec.metric == GJ_METRIC_COSINE ? d * d * 0.5 : d;
+}
+
 /* A one-dimensional array of n 8-byte values, copied as one block. */
 static Datum
 MakeArray8(const void *data, int64 n, Oid elemtype)
@@ -780,6 +790,12 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 			old = MemoryContextSwitchTo(job->rowcxt);
 			values[0] = Int64GetDatum(c->a[i]);
 			values[1] = MakeArray8(c->nb + c->off[i], c->off[i + 1] - c->off[i], INT8OID);
+			if (job->spec.metric == GJ_METRIC_COSINE)
+			{
+				/* the distances as the metric's, in place: the list is done with */
+				for (int64 e = c->off[i]; e < c->off[i + 1]; e++)
+					c->nd[e] = OutDist(job, c->nd[e]);
+			}
 			values[2] = MakeArray8(c->nd + c->off[i], c->off[i + 1] - c->off[i], FLOAT8OID);
 			MemoryContextSwitchTo(old);
 			nulls[0] = nulls[1] = nulls[2] = false;
@@ -852,11 +868,11 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	if (c->rank != NULL)
 	{
 		values[2] = Int32GetDatum(c->rank[i]);
-		values[3] = Float8GetDatum(c->dist[i]);
+		values[3] = Float8GetDatum(OutDist(job, c->dist[i]));
 		nulls[3] = false;
 	}
 	else
-		values[2] = Float8GetDatum(c->dist[i]);
+		values[2] = Float8GetDatum(OutDist(job, c->dist[i]));
 	job->rows_this_run++;
 	job->stats.rows_out++;
 	return true;

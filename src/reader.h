@@ -10,11 +10,16 @@
 #include "gpujoin.h"
 #include "catalog/pg_type_d.h"
 
+/* pgvector's types (pgvector.c), read without a build dependency */
+#define GJ_VEC_VECTOR 1
+#define GJ_VEC_HALFVEC 2
+
 /* How the coordinates of a result row are laid out. */
 typedef struct RowShape
 {
 	Oid			id_type;
-	bool		is_array;		/* one float4[]/float8[] column */
+	bool		is_array;		/* one float4[]/float8[], vector or halfvec column */
+	int			vec;			/* ... pgvector's GJ_VEC_*, or 0 for an array */
 	int			ncoord;			/* scalar coordinate columns */
 	Oid		   *coord_types;	/* their base types */
 	Oid			elem_type;		/* array element type */
@@ -42,7 +47,7 @@ IsCoordArrayType(Oid t)
 /*
  * Converting rows of one shape: counters of why rows were skipped, the
  * current row's coordinates, and the dimensions (fixed by the first array
- * for an array column).
+ * or vector for such a column).
  */
 typedef struct GjRowReader
 {
@@ -56,12 +61,17 @@ typedef struct GjRowReader
 	int64		nnull;
 	int64		nnonfinite;
 	int64		nfiltered;
-	double		row[GJ_MAX_DIMS];
+	double	   *row;			/* dims coordinates, in cxt */
+	MemoryContext cxt;
 } GjRowReader;
 
-/* After rd->shape is set. */
+/* After rd->shape is set; the row buffer lives in cxt. */
 extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
-							const int64 *only_ids, int nonly);
+							const int64 *only_ids, int nonly, MemoryContext cxt);
+extern void GjRowReaderSetDims(GjRowReader *rd, int dims);
+extern void GjCheckDims(const char *fname, int dims);
+extern int	GjPgvectorKind(Oid t);
+extern void GjPgvectorCoords(GjRowReader *rd, Datum value);
 extern bool GjConvertRow(GjRowReader *rd, const Datum *values,
 						 const bool *nulls, int64 *id);
 extern double DatumToFloat8(Datum d, Oid type);

@@ -103,9 +103,9 @@ SafeToSample(Oid relid, ArrayType *cols)
 	return true;
 }
 
-/* Pairs of eps_selfjoin(tbl, cols, eps) from a block sample of tbl. */
+/* Pairs of eps_selfjoin(tbl, cols, eps, .., metric) from a block sample of tbl. */
 static bool
-SampleSelfJoin(Oid relid, ArrayType *cols, double eps, double *pairs)
+SampleSelfJoin(Oid relid, ArrayType *cols, double eps, GjMetric metric, double *pairs)
 {
 	double		reltuples;
 	char		relkind;
@@ -135,9 +135,11 @@ SampleSelfJoin(Oid relid, ArrayType *cols, double eps, double *pairs)
 	in.relid = relid;
 	in.cols = cols;
 	in.sample_pct = 100.0 * f;
+	in.metric = metric;
 	res = GjResourcesCreate(CurrentMemoryContext);
 	GjReadPoints(&in, &res->points, NULL);
-	st = gj_grid_build(&res->grid, &res->points, eps * eps);
+	st = gj_grid_build(&res->grid, &res->points,
+					   metric == GJ_METRIC_COSINE ? 2.0 * eps : eps * eps);
 	if (st != GJ_OK)
 	{
 		MemoryContextDelete(res->cxt);
@@ -159,7 +161,9 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 			   *c1,
 			   *c2,
 			   *c3,
-			   *c4;
+			   *c4,
+			   *c5;
+	GjMetric	metric = GJ_METRIC_L2;
 	double		nq,
 				nr;
 	char		kind;
@@ -171,13 +175,25 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 			c1 = ConstArg(fexpr, 1);
 			c2 = ConstArg(fexpr, 2);
 			c4 = ConstArg(fexpr, 4);
+			c5 = list_length(fexpr->args) > 5 ? ConstArg(fexpr, 5) : NULL;
+			if (c5 != NULL && !c5->constisnull)
+			{
+				char	   *m = TextDatumGetCString(c5->constvalue);
+
+				if (strcmp(m, "cosine") == 0)
+					metric = GJ_METRIC_COSINE;
+				else if (strcmp(m, "l2") != 0)
+					return false;	/* the call will fail: no estimate */
+			}
+			else if (list_length(fexpr->args) > 5)
+				return false;	/* a metric not known at planning */
 			if (c0 == NULL || c1 == NULL || c2 == NULL || c4 == NULL ||
 				c0->constisnull || c1->constisnull || c2->constisnull || c4->constisnull ||
 				!(DatumGetFloat8(c2->constvalue) > 0) ||
 				!isfinite(DatumGetFloat8(c2->constvalue)) ||
 				!SampleSelfJoin(DatumGetObjectId(c0->constvalue),
 								DatumGetArrayTypeP(c1->constvalue),
-								DatumGetFloat8(c2->constvalue), rows))
+								DatumGetFloat8(c2->constvalue), metric, rows))
 				return false;
 			if (DatumGetBool(c4->constvalue))
 				*rows *= 2;

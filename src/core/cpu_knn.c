@@ -113,9 +113,11 @@ gj_knn_grid_plan(gj_grid *g, const gj_points *refs, const gj_dim_stats *st)
 
 	/* first guess: the bounding box of the widest dims, evenly filled */
 	{
-		double		ranges[GJ_MAX_DIMS];
+		double	   *ranges = malloc(sizeof(double) * refs->dims);
 		int			nr = 0;
 
+		if (ranges == NULL)
+			return GJ_ERR_NOMEM;
 		for (int d = 0; d < refs->dims; d++)
 		{
 			double		r = st[d].max - st[d].min;
@@ -139,6 +141,7 @@ gj_knn_grid_plan(gj_grid *g, const gj_points *refs, const gj_dim_stats *st)
 			logv += log(ranges[i]);
 			m++;
 		}
+		free(ranges);
 	}
 	w = m == 0 ? 1.0 : exp((logv + log(target) - log((double) refs->n + 1.0)) / m);
 

@@ -152,16 +152,21 @@ compact_block(void *arg, int64_t c0, int64_t c1, const int *stop)
 	compact_ctx *c = arg;
 	const gj_points *p = c->p;
 	int			dims = p->dims;
-	double		lo[GJ_MAX_DIMS],
-				hi[GJ_MAX_DIMS];
+	double	   *lo = malloc(sizeof(double) * 2 * dims);
+	double	   *hi = lo + dims;
 
 	for (int64_t cell = c0; cell < c1; cell++)
 	{
 		int64_t		r0 = c->g->cell_start[cell],
 					r1 = c->g->cell_start[cell + 1];
 
+		if (lo == NULL)
+		{
+			c->compact[cell] = 0;	/* no room to look: not compact, still exact */
+			continue;
+		}
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
-			return;
+			break;
 		memcpy(lo, p->x + r0 * dims, sizeof(double) * dims);
 		memcpy(hi, lo, sizeof(double) * dims);
 		for (int64_t r = r0 + 1; r < r1; r++)
@@ -175,6 +180,7 @@ compact_block(void *arg, int64_t c0, int64_t c1, const int *stop)
 		/* the corners' distance by the shared rule bounds every pair's */
 		c->compact[cell] = gj_sqdist(lo, hi, dims) <= c->g->eps2;
 	}
+	free(lo);
 }
 
 /* Per cell: are all its points within eps of each other?  NULL on OOM. */

@@ -30,7 +30,7 @@ extern "C"
 #endif
 
 /* Limits */
-#define GJ_MAX_DIMS				256		/* coordinates per point */
+#define GJ_MAX_DIMS				16000	/* coordinates per point (pgvector stores 16,000) */
 #define GJ_MAX_ROWS				INT32_MAX	/* rows travel as 32-bit indexes */
 #define GJ_MAX_INDEXED_DIMS		6		/* grid dimensions; 3^6 neighbours */
 #define GJ_MAX_CELLS_PER_DIM	(INT64_C(1) << 24)	/* keeps cell maths exact */
@@ -65,6 +65,7 @@ typedef struct gj_points
 	int			dims;
 	int64_t		n;
 	int64_t		cap;
+	int64_t		max_rows;		/* growth beyond this: GJ_ERR_LIMIT (0: none) */
 	double	   *x;				/* n * dims */
 	int64_t    *ids;			/* n */
 
@@ -82,6 +83,10 @@ extern gj_status gj_points_reserve(gj_points *p, int64_t n);
 extern gj_status gj_points_push(gj_points *p, int64_t id, const double *coords);
 extern void gj_points_replace(gj_points *p, double *x, int64_t *ids);
 extern void gj_points_free(gj_points *p);
+
+/* normalize.c: the cosine metric's rows, divided by their norms */
+extern int	gj_normalize_row(double *x, int dims);
+extern gj_status gj_points_normalize(gj_points *p, int64_t *nzero);
 
 /* The distance rule, shared by the CPU engine and the oracle. */
 static inline double

@@ -57,11 +57,13 @@ gj_points_reserve(gj_points *p, int64_t n)
 
 	if (n <= p->cap)
 		return GJ_OK;
-	if (n > GJ_MAX_ROWS)
+	if (n > GJ_MAX_ROWS || (p->max_rows > 0 && n > p->max_rows))
 		return GJ_ERR_LIMIT;
 	cap = p->cap < 1024 ? 1024 : p->cap;
 	while (cap < n)
 		cap = cap > GJ_MAX_ROWS / 2 ? GJ_MAX_ROWS : cap * 2;
+	if (p->max_rows > 0 && cap > p->max_rows)
+		cap = p->max_rows;		/* the last growth stops at the limit */
 
 	if (p->release != NULL)
 	{
