@@ -13,7 +13,8 @@ CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
 	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o \
 	src/core/density.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
-	src/core/normalize.o
+	src/core/normalize.o src/core/tile_distances.o src/core/tile_plan.o src/core/cpu_tiles.o \
+	src/core/pair_rows.o
 OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
 	src/custom_scan.o src/support.o src/pgvector.o $(CORE_OBJS)
 
@@ -22,7 +23,7 @@ OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql
-EXTRA_CLEAN = regress/test_core regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = regress/test_core regress/test_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -75,6 +76,11 @@ regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regre
 regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_probe.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+
+# Many dimensions: the tile join, the shapes built from its pairs, cosine.
+regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/test_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 # Neighbour counts, neighbour lists, DBSCAN.
 regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h

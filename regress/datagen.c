@@ -66,6 +66,7 @@ gj_gen_points(gj_points *p, gj_kind kind, int64_t n, int dims, uint64_t seed)
 		for (int d = 0; d < dims; d++)
 		{
 			double		u = gj_rng_uniform(&st);
+			double		w = (double) (d + 1) / dims;
 
 			switch (kind)
 			{
@@ -87,6 +88,37 @@ gj_gen_points(gj_points *p, gj_kind kind, int64_t n, int dims, uint64_t seed)
 				case GJ_GEN_GRID_SNAPPED:
 					row[d] = 0.5 * floor(21.0 * u);
 					break;
+				case GJ_GEN_LOWVAR_FIRST:
+					row[d] = 100.0 * w * w * u;
+					break;
+				case GJ_GEN_OFFSET:
+					row[d] = 1e4 + 0.01 * u;
+					break;
+				case GJ_GEN_FAR_CLUSTERS:
+					row[d] = (i % 2 ? 1e4 : -1e4) + 0.01 * u;
+					break;
+				case GJ_GEN_LATTICE_STEPS:
+					/* centre: row i / 8's integers; then a step in 1-2 dims */
+					row[d] = (double) ((gj_rng_next(&st) >> 40) % 3);
+					break;
+			}
+		}
+		if (kind == GJ_GEN_LATTICE_STEPS)
+		{
+			/*
+			 * Eight rows share each centre (the same seed for its draws);
+			 * each moves 0.5 or 1 along one or two dimensions, so rows of a
+			 * centre are exactly 0.5, 1, sqrt(0.5), sqrt(1.25) ... apart.
+			 */
+			uint64_t	cs = seed * 7919 + (uint64_t) (i / 8) + 1;
+
+			for (int d = 0; d < dims; d++)
+				row[d] = (double) ((gj_rng_next(&cs) >> 40) % 3);
+			for (int s = 0; s < 1 + (int) (i % 2); s++)
+			{
+				int			d = (int) (gj_rng_next(&st) % (uint64_t) dims);
+
+				row[d] += (gj_rng_next(&st) & 1) ? 0.5 : 1.0;
 			}
 		}
 		gj_points_push(p, i, row);
@@ -112,6 +144,13 @@ gj_gen_typical_eps(gj_kind kind, int64_t n, int dims, double neighbours)
 			break;
 		case GJ_GEN_GRID_SNAPPED:
 			extent = 10.0;
+			break;
+		case GJ_GEN_OFFSET:
+		case GJ_GEN_FAR_CLUSTERS:
+			extent = 0.01;
+			break;
+		case GJ_GEN_LATTICE_STEPS:
+			extent = 2.0;
 			break;
 		default:
 			extent = 100.0;

@@ -17,7 +17,13 @@ typedef enum gj_kind
 	GJ_GEN_CLUSTERS,			/* 20 Gaussian clusters (sd 2) in [0,100]^d */
 	GJ_GEN_DUPLICATES,			/* drawn from n/10 distinct uniform points */
 	GJ_GEN_ONE_CELL,			/* uniform in [0,1e-3]^d: one cell for most eps */
-	GJ_GEN_GRID_SNAPPED			/* multiples of 0.5 in [0,10]: exact-eps pairs */
+	GJ_GEN_GRID_SNAPPED,		/* multiples of 0.5 in [0,10]: exact-eps pairs */
+	/* for many dimensions */
+	GJ_GEN_LOWVAR_FIRST,		/* uniform, dimension d spread 100 (d+1)^2 / dims^2 */
+	GJ_GEN_OFFSET,				/* 1e4 + uniform in [0,0.01]: large norms, tiny differences */
+	GJ_GEN_FAR_CLUSTERS,		/* half at -1e4, half at +1e4, spread 0.01 */
+	GJ_GEN_LATTICE_STEPS		/* integer centres plus steps of 0.5 or 1 in a few
+								 * dimensions: many pairs exactly 0.5, 1, sqrt(0.5) apart */
 } gj_kind;
 
 extern uint64_t gj_rng_next(uint64_t *state);

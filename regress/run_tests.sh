@@ -25,7 +25,8 @@ log=$(mktemp -d)
 #    test_probe restricted self-join, size estimates, interrupt hook
 #    test_knn   CPU kNN engine vs the sorting oracle
 #    test_density neighbour counts, lists, DBSCAN vs brute-force oracles
-for t in core probe knn density; do
+#    test_tiles many dimensions: tile join, shapes from pairs, tiled kNN, cosine
+for t in core probe knn density tiles; do
 	prog=regress/test_$t
 	make -s "$prog" >/dev/null && "./$prog" | tee "$log/$t.txt" | grep -E "^(FAIL|$t:)"
 	line=$(grep -E "^$t: [0-9]+ passed, [0-9]+ failed" "$log/$t.txt" | tail -1)

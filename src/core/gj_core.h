@@ -394,6 +394,82 @@ extern gj_status gj_cpu_lists_start(const gj_grid *g, const gj_points *p,
 									const uint32_t *rows, int64_t nrows,
 									int nthreads, gj_cpu_lists **out);
 
+/*
+ * Many dimensions: tiles.  The CPU's inner loop (tile_distances.c): one
+ * row q against a block of GJ_TILE_REFS rows stored transposed in T, each
+ * lane the shared rule exactly; 0 when every lane is known to exceed bound
+ * (checked every few dimensions), else s[j] is row j's squared distance.
+ */
+#define GJ_TILE_REFS 32
+extern int	gj_tile_distances(const double *q, const double *T, int dims,
+							  double bound, double *s);
+extern void gj_tile_transpose(const double *x, int64_t n, int dims, int64_t r0,
+							  double *T);
+
+/*
+ * A tile plan (tile_plan.c): rows in blocks of `block`, and runs, each a
+ * query block qb with reference blocks [lo, hi), lo >= qb, whose rows are
+ * compared with qb's (within qb itself, pairs i < j only).  Every pair of
+ * rows that can pass the rule lies in exactly one run.
+ */
+typedef struct gj_tile_plan
+{
+	int64_t		n;
+	int			block;
+	int64_t		nblocks;
+	int64_t		nruns;
+	int64_t    *run_qb;
+	int64_t    *run_lo;
+	int64_t    *run_hi;
+	int64_t		units;			/* (query block, reference block) pairs */
+} gj_tile_plan;
+
+extern gj_status gj_tile_plan_brute(gj_tile_plan *tp, int64_t n, int block);
+extern void gj_tile_plan_free(gj_tile_plan *tp);
+extern void gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0,
+							   int64_t *r1);
+
+/*
+ * The CPU eps self-join by tiles (cpu_tiles.c), an engine like
+ * gj_cpu_selfjoin over p's rows in their current order.  Chunks carry
+ * (smaller id, larger id, distance), or with emit_rows the rows' numbers
+ * (smaller first) for the per-row shapes.
+ */
+typedef struct gj_tiles_options
+{
+	double		eps2;
+	int			emit_rows;
+} gj_tiles_options;
+
+typedef struct gj_cpu_tiles gj_cpu_tiles;
+
+extern gj_status gj_cpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
+									int nthreads, gj_cpu_tiles **out);
+extern int64_t gj_cpu_tiles_tested(const gj_cpu_tiles *j);
+
+/*
+ * Per-row answers from any engine's pairs (pair_rows.c).  A pair source
+ * starts a fresh run of an engine whose chunks carry row numbers (a < b,
+ * emit_rows) and distances; the shapes may run it more than once.  The
+ * answers are those of gj_cpu_count_within (itself included), of
+ * gj_cpu_dbscan (for gj_dbscan_number) and, for lists, every row's
+ * neighbours by (distance, id) as CSR arrays (malloc'd; GJ_ERR_LIMIT with
+ * *entries set when more than max_entries).
+ */
+typedef struct gj_pair_source
+{
+	gj_status	(*start) (void *arg, gj_engine **out);
+	void	   *arg;
+	int64_t		store_bytes;	/* DBSCAN keeps its pairs up to this (0: 1 GB) */
+} gj_pair_source;
+
+extern gj_status gj_pairs_count(const gj_pair_source *src, int64_t n, int32_t *counts);
+extern gj_status gj_pairs_dbscan(const gj_pair_source *src, const gj_points *p,
+								 int32_t minpts, int32_t *root, uint8_t *core);
+extern gj_status gj_pairs_lists(const gj_pair_source *src, const gj_points *p,
+								int64_t max_entries, int64_t **off, int64_t **nb,
+								double **nd, int64_t *entries);
+
 /* Brute-force references for the tests: O(n^2), any order of p. */
 extern void gj_oracle_count_within(const gj_points *p, double eps2,
 								   int32_t *counts);

@@ -1,0 +1,492 @@
+/*
+ * test_tiles.c
+ *		Unit tests of the many-dimension paths of the core: the tile join
+ *		(cpu_tiles.c), the per-row shapes built from its pairs (pair_rows.c),
+ *		the tiled kNN scan and the cosine normalisation, each against the
+ *		brute-force oracles, from 1 to 16,000 dimensions.
+ *
+ * Data: equal variance in every dimension (uniform), low-variance
+ * dimensions first, exponential, clustered, duplicates, steps of exactly
+ * 0.5 and 1 (pairs exactly eps apart), large norms with tiny differences,
+ * two far clusters.  eps is chosen from the data for about 0, 1 and 10
+ * neighbours a row, and everything.  A failure prints the case and seed:
+ *		test_tiles [seed]
+ * The last line is "tiles: N passed, N failed".
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/core/gj_core.h"
+#include "datagen.h"
+#include "pairset.h"
+
+static int	passed = 0;
+static int	failed = 0;
+
+static void
+result(bool ok, const char *what, const char *name, uint64_t seed, int64_t n,
+	   int dims, double eps2, const char *detail)
+{
+	if (ok)
+	{
+		passed++;
+		return;
+	}
+	failed++;
+	printf("FAIL %s %s seed=%llu n=%lld dims=%d eps2=%.17g: %s\n", what, name,
+		   (unsigned long long) seed, (long long) n, dims, eps2, detail ? detail : "");
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A squared radius giving about nb neighbours a row: the matching quantile
+ * of the squared distances from up to 40 rows to every row.
+ */
+static double
+eps2_for(const gj_points *p, double nb)
+{
+	int64_t		ns = p->n < 40 ? p->n : 40;
+	int64_t		m = 0;
+	double	   *d = malloc(sizeof(double) * (ns * p->n + 1));
+	double		e;
+	int64_t		at;
+
+	for (int64_t s = 0; s < ns; s++)
+	{
+		int64_t		i = s * (p->n / ns);
+
+		for (int64_t j = 0; j < p->n; j++)
+			if (j != i)
+				d[m++] = gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims);
+	}
+	if (m == 0)
+	{
+		free(d);
+		return 1.0;
+	}
+	qsort(d, m, sizeof(double), cmp_double);
+	at = (int64_t) (nb / (double) (p->n - 1) * (double) m);
+	at = at < 0 ? 0 : at >= m ? m - 1 : at;
+	e = d[at];
+	free(d);
+	return e;
+}
+
+typedef struct oracle_ctx
+{
+	gj_pairset *out;
+	const int64_t *ids;
+} oracle_ctx;
+
+static void
+oracle_emit(void *arg, int64_t i, int64_t j, double dist)
+{
+	oracle_ctx *ctx = arg;
+
+	gj_pairset_add(ctx->out, ctx->ids[i], ctx->ids[j], dist);
+}
+
+/* Drain an engine into a pair set; GJ_OK when it ended normally. */
+static gj_status
+drain(gj_engine *e, gj_pairset *out, bool rows, const gj_points *p)
+{
+	gj_status	st;
+
+	for (;;)
+	{
+		gj_chunk   *c;
+
+		st = gj_engine_next(e, 100, &c);
+		if (st == GJ_AGAIN)
+			continue;
+		if (st != GJ_OK)
+			break;
+		for (int k = 0; k < c->n; k++)
+		{
+			if (c->a[k] >= c->b[k] && (rows || c->a[k] > c->b[k]))
+				st = GJ_ERR_ARG;	/* rows must come smaller first */
+			if (rows)
+				gj_pairset_add(out, p->ids[c->a[k]], p->ids[c->b[k]], c->dist[k]);
+			else
+				gj_pairset_add(out, c->a[k], c->b[k], c->dist[k]);
+		}
+		gj_engine_release(e, c);
+		if (st == GJ_ERR_ARG)
+			break;
+	}
+	gj_engine_free(e);
+	return st == GJ_DONE ? GJ_OK : st;
+}
+
+/* The tile join of p against the oracle, in ids and in rows mode. */
+static void
+check_join(const char *name, uint64_t seed, const gj_points *p, double eps2, int threads)
+{
+	gj_pairset	want = {0};
+	oracle_ctx	ctx = {&want, p->ids};
+
+	gj_oracle_selfjoin(p, eps2, oracle_emit, &ctx);
+	for (int rows = 0; rows <= 1; rows++)
+	{
+		gj_pairset	got = {0};
+		gj_tiles_options opt = {eps2, rows};
+		gj_cpu_tiles *j;
+		gj_status	st = gj_cpu_tiles_start(p, &opt, threads, &j);
+		const char *why = NULL;
+		int64_t		at = -1;
+		char		detail[256];
+
+		if (st == GJ_OK)
+			st = drain(GJ_ENGINE(j), &got, rows, p);
+		if (st != GJ_OK)
+			why = gj_status_name(st);
+		else
+			why = gj_pairset_diff(&want, &got, &at);
+		snprintf(detail, sizeof(detail), "%s (oracle %lld pairs, engine %lld, threads %d)",
+				 why ? why : "", (long long) want.n, (long long) got.n, threads);
+		result(why == NULL, rows ? "tiles-rows" : "tiles", name, seed, p->n, p->dims,
+			   eps2, detail);
+		if (why != NULL)
+			gj_pairset_print_at("oracle", &want, "engine", &got, at);
+		gj_pairset_free(&got);
+	}
+	gj_pairset_free(&want);
+}
+
+/* A pair source for the shapes: the CPU tile join of p in rows mode. */
+typedef struct tiles_source
+{
+	const gj_points *p;
+	double		eps2;
+	int			threads;
+	int			runs;			/* how many times it started */
+} tiles_source;
+
+static gj_status
+start_tiles(void *arg, gj_engine **out)
+{
+	tiles_source *s = arg;
+	gj_tiles_options opt = {s->eps2, 1};
+	gj_cpu_tiles *j;
+	gj_status	st = gj_cpu_tiles_start(s->p, &opt, s->threads, &j);
+
+	s->runs++;
+	*out = st == GJ_OK ? GJ_ENGINE(j) : NULL;
+	return st;
+}
+
+/* Counts, DBSCAN and lists from the tile join's pairs, against the oracles. */
+static void
+check_shapes(const char *name, uint64_t seed, const gj_points *p, double eps2, int threads)
+{
+	int64_t		n = p->n;
+	tiles_source ts = {p, eps2, threads, 0};
+	gj_pair_source src = {start_tiles, &ts, 0};
+	int32_t    *want = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *got = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *wcore = malloc(n + 1);
+	uint8_t    *core = malloc(n + 1);
+	char		detail[256] = "";
+	int64_t		bad = 0;
+	gj_status	st;
+
+	/* counts */
+	gj_oracle_count_within(p, eps2, want);
+	st = gj_pairs_count(&src, n, got);
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+		if (got[i] != want[i] && bad++ == 0)
+			snprintf(detail, sizeof(detail), "row %lld: %d, oracle %d", (long long) i,
+					 got[i], want[i]);
+	result(st == GJ_OK && bad == 0, "pairs-count", name, seed, n, p->dims, eps2,
+		   st != GJ_OK ? gj_status_name(st) : detail);
+
+	/* DBSCAN, minpts 1 (every row core), 3 and 10 */
+	for (int m = 0; m < 3; m++)
+	{
+		int32_t		minpts = m == 0 ? 1 : m == 1 ? 3 : 10;
+		int64_t		ncl = 0;
+
+		/* minpts 3: the pairs are kept; else a store of 1 kB: runs again */
+		src.store_bytes = m == 1 ? 0 : 1024;
+		bad = 0;
+		detail[0] = '\0';
+		gj_oracle_dbscan(p, eps2, minpts, want, wcore);
+		st = gj_pairs_dbscan(&src, p, minpts, got, core);
+		if (st == GJ_OK)
+			st = gj_dbscan_number(p, got, core, &ncl);
+		for (int64_t i = 0; i < n && st == GJ_OK; i++)
+			if ((got[i] != want[i] || core[i] != wcore[i]) && bad++ == 0)
+				snprintf(detail, sizeof(detail), "row %lld: cluster %d core %d, oracle %d core %d",
+						 (long long) i, got[i], core[i], want[i], wcore[i]);
+		result(st == GJ_OK && bad == 0, "pairs-dbscan", name, seed, n, p->dims, eps2,
+			   st != GJ_OK ? gj_status_name(st) : detail);
+	}
+
+	/* lists: every row's neighbours by (distance, id), distances bit for bit */
+	{
+		gj_pairset	pairs = {0};
+		oracle_ctx	ctx = {&pairs, p->ids};
+		int64_t    *off,
+				   *nb;
+		double	   *nd;
+		int64_t		entries;
+
+		bad = 0;
+		detail[0] = '\0';
+		gj_oracle_selfjoin(p, eps2, oracle_emit, &ctx);
+		st = gj_pairs_lists(&src, p, INT64_MAX, &off, &nb, &nd, &entries);
+		if (st == GJ_OK && entries != 2 * pairs.n && bad++ == 0)
+			snprintf(detail, sizeof(detail), "%lld entries, oracle pairs %lld",
+					 (long long) entries, (long long) pairs.n);
+		for (int64_t i = 0; i < n && st == GJ_OK && bad == 0; i++)
+		{
+			/* the oracle's list of row i: brute force, then sorted */
+			int64_t		len = off[i + 1] - off[i],
+						m = 0;
+
+			for (int64_t k = 0; k < n; k++)
+			{
+				double		s;
+
+				if (k == i)
+					continue;
+				s = gj_sqdist(p->x + i * p->dims, p->x + k * p->dims, p->dims);
+				if (s <= eps2)
+					m++;
+			}
+			if (m != len && bad++ == 0)
+				snprintf(detail, sizeof(detail), "row %lld: %lld entries, oracle %lld",
+						 (long long) i, (long long) len, (long long) m);
+			for (int64_t e = off[i]; e < off[i + 1] && bad == 0; e++)
+			{
+				int64_t		k;
+
+				/* each entry is a true neighbour, at its exact distance ... */
+				for (k = 0; k < n && p->ids[k] != nb[e]; k++)
+					;
+				if (k == n || k == i ||
+					sqrt(gj_sqdist(p->x + i * p->dims, p->x + k * p->dims, p->dims)) != nd[e])
+				{
+					bad++;
+					snprintf(detail, sizeof(detail), "row %lld: entry %lld is no neighbour",
+							 (long long) i, (long long) (e - off[i]));
+				}
+				/* ... in (distance, id) order */
+				else if (e > off[i] && (nd[e] < nd[e - 1] ||
+										(nd[e] == nd[e - 1] && nb[e] <= nb[e - 1])))
+				{
+					bad++;
+					snprintf(detail, sizeof(detail), "row %lld: entry %lld out of order",
+							 (long long) i, (long long) (e - off[i]));
+				}
+			}
+		}
+		result(st == GJ_OK && bad == 0, "pairs-lists", name, seed, n, p->dims, eps2,
+			   st != GJ_OK ? gj_status_name(st) : detail);
+		if (st == GJ_OK)
+		{
+			free(off);
+			free(nb);
+			free(nd);
+		}
+		gj_pairset_free(&pairs);
+	}
+	free(want);
+	free(got);
+	free(wcore);
+	free(core);
+}
+
+static const struct
+{
+	gj_kind		kind;
+	const char *name;
+}			kinds[] = {
+	{GJ_GEN_UNIFORM, "uniform"},
+	{GJ_GEN_LOWVAR_FIRST, "lowvar-first"},
+	{GJ_GEN_EXPONENTIAL, "exponential"},
+	{GJ_GEN_CLUSTERS, "clusters"},
+	{GJ_GEN_DUPLICATES, "duplicates"},
+	{GJ_GEN_LATTICE_STEPS, "lattice-steps"},
+	{GJ_GEN_OFFSET, "offset"},
+	{GJ_GEN_FAR_CLUSTERS, "far-clusters"},
+};
+
+#define NKINDS ((int) (sizeof(kinds) / sizeof(kinds[0])))
+
+/* Every kind in dims dimensions, eps for 0, ~1, ~10 neighbours and all. */
+static void
+join_cases(int dims, int64_t n, uint64_t *seed)
+{
+	for (int k = 0; k < NKINDS; k++)
+	{
+		gj_points	p;
+		double		e1,
+					e10;
+
+		gj_gen_points(&p, kinds[k].kind, n, dims, *seed);
+		e1 = eps2_for(&p, 1.0);
+		e10 = eps2_for(&p, 10.0);
+		check_join(kinds[k].name, *seed, &p, e1 * 1e-6, 1 + (int) (*seed % 4));
+		check_join(kinds[k].name, *seed, &p, e1, 1 + (int) ((*seed + 1) % 4));
+		check_join(kinds[k].name, *seed, &p, e10, 1 + (int) ((*seed + 2) % 4));
+		if (n <= 700 && dims <= 257)
+		{
+			check_shapes(kinds[k].name, *seed, &p, e1, 2);
+			check_shapes(kinds[k].name, *seed, &p, e10, 3);
+		}
+		if (kinds[k].kind == GJ_GEN_LATTICE_STEPS)
+		{
+			/* the exact distances of the steps */
+			check_join(kinds[k].name, *seed, &p, 0.25, 2);
+			check_join(kinds[k].name, *seed, &p, 1.0, 3);
+			check_join(kinds[k].name, *seed, &p, 0.5, 2);
+		}
+		if (n <= 400)
+			check_join(kinds[k].name, *seed, &p, 1e300, 2);
+		gj_points_free(&p);
+		(*seed)++;
+	}
+}
+
+/* The hand-made boundary sets of every engine (datagen.c). */
+static void
+check_boundaries(void)
+{
+	gj_points	p;
+	const char *name;
+	double		eps[GJ_GEN_MAX_EPS];
+	int			neps;
+
+	for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
+	{
+		for (int e = 0; e < neps; e++)
+			check_join(name, 0, &p, eps[e] * eps[e], 2);
+		gj_points_free(&p);
+	}
+}
+
+/* Stopping a large tile join part-way returns promptly and leaks nothing. */
+static void
+check_cancel(uint64_t seed)
+{
+	gj_points	p;
+	gj_tiles_options opt = {1e300, 0};
+	gj_cpu_tiles *j;
+	gj_chunk   *c = NULL;
+	gj_status	st;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 20000, 16, seed);
+	st = gj_cpu_tiles_start(&p, &opt, 4, &j);
+	if (st == GJ_OK)
+	{
+		do
+			st = gj_engine_next(GJ_ENGINE(j), 100, &c);
+		while (st == GJ_AGAIN);
+		if (st == GJ_OK)
+			gj_engine_release(GJ_ENGINE(j), c);
+		gj_engine_free(GJ_ENGINE(j));	/* 200M pairs still to come */
+	}
+	result(st == GJ_OK, "cancel", "uniform", seed, p.n, p.dims, opt.eps2,
+		   gj_status_name(st));
+	gj_points_free(&p);
+}
+
+/*
+ * The cosine normalisation: known rows, zero rows dropped in order, and
+ * scale invariance (a row times 2^k normalises to the same bits).
+ */
+static void
+check_normalize(uint64_t seed)
+{
+	gj_points	p,
+				q;
+	double		r0[3] = {3, 0, 4},
+				r1[3] = {0, 0, 0},
+				r2[3] = {1e300, 1e300, 0},
+				r3[3] = {1e-310, 0, 0};
+	int64_t		nzero = 0;
+	bool		ok;
+	char		detail[128] = "";
+
+	gj_points_init(&p, 3);
+	gj_points_push(&p, 10, r0);
+	gj_points_push(&p, 11, r1);
+	gj_points_push(&p, 12, r2);
+	gj_points_push(&p, 13, r3);
+	ok = gj_points_normalize(&p, &nzero) == GJ_OK && nzero == 1 && p.n == 3 &&
+		p.ids[0] == 10 && p.ids[1] == 12 && p.ids[2] == 13 &&
+		p.x[0] == 0.6 && p.x[1] == 0.0 && p.x[2] == 0.8 &&
+		p.x[3] == 1.0 / sqrt(2.0) && p.x[4] == 1.0 / sqrt(2.0) && p.x[6] == 1.0;
+	if (!ok)
+		snprintf(detail, sizeof(detail), "nzero %lld n %lld x %.17g %.17g %.17g",
+				 (long long) nzero, (long long) p.n, p.x[0], p.x[2], p.x[3]);
+	result(ok, "normalize", "known rows", 0, p.n, 3, 0, detail);
+	gj_points_free(&p);
+
+	gj_gen_points(&p, GJ_GEN_CLUSTERS, 500, 33, seed);
+	gj_points_copy(&q, &p, p.n);
+	for (int64_t i = 0; i < q.n * q.dims; i++)
+		q.x[i] *= 1024.0;
+	ok = gj_points_normalize(&p, &nzero) == GJ_OK &&
+		gj_points_normalize(&q, &nzero) == GJ_OK &&
+		memcmp(p.x, q.x, sizeof(double) * p.n * p.dims) == 0;
+	result(ok, "normalize", "scale-invariant", seed, p.n, p.dims, 0, "");
+	gj_points_free(&p);
+	gj_points_free(&q);
+}
+
+/* Cosine: the tile join of normalised rows at eps2 = 2 eps. */
+static void
+check_cosine(uint64_t seed)
+{
+	gj_points	p;
+	int64_t		nzero;
+
+	gj_gen_points(&p, GJ_GEN_CLUSTERS, 600, 48, seed);
+	if (gj_points_normalize(&p, &nzero) != GJ_OK)
+		exit(2);
+	check_join("cosine-clusters", seed, &p, 2.0 * 0.0005, 3);
+	check_join("cosine-clusters", seed, &p, 2.0 * 0.01, 2);
+	gj_points_free(&p);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t	base = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261124;
+	uint64_t	seed = base;
+	static const int dim_list[] = {1, 2, 3, 7, 8, 9, 16, 31, 33, 64, 100, 257, 768};
+
+	printf("test_tiles: base seed %llu\n", (unsigned long long) base);
+	for (int n = 0; n <= 3; n++)
+	{
+		gj_points	p;
+
+		gj_gen_points(&p, GJ_GEN_UNIFORM, n, 20, seed);
+		check_join("tiny", seed++, &p, 1e300, 2);
+		gj_points_free(&p);
+	}
+	for (int d = 0; d < (int) (sizeof(dim_list) / sizeof(dim_list[0])); d++)
+		join_cases(dim_list[d], dim_list[d] <= 64 ? 700 : 300, &seed);
+	join_cases(2000, 120, &seed);
+	join_cases(16000, 40, &seed);
+	check_boundaries();
+	check_normalize(seed++);
+	check_cosine(seed++);
+	check_cancel(seed++);
+
+	printf("tiles: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
