@@ -78,9 +78,9 @@ regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h reg
 		regress/test_probe.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 # Many dimensions: the tile join, the shapes built from its pairs, cosine.
-regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h regress/knnset.c regress/knnset.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+		regress/test_tiles.c regress/datagen.c regress/pairset.c regress/knnset.c $(CORE_SRCS) -lm
 
 # Neighbour counts, neighbour lists, DBSCAN.
 regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h

@@ -21,6 +21,7 @@
 
 #include "../src/core/gj_core.h"
 #include "datagen.h"
+#include "knnset.h"
 #include "pairset.h"
 
 static int	passed = 0;
@@ -308,6 +309,43 @@ check_shapes(const char *name, uint64_t seed, const gj_points *p, double eps2, i
 	free(core);
 }
 
+/*
+ * The tiled brute-force kNN (cpu_knn.c) against the sorting oracle: a self
+ * join and a join of other queries, k from 1 to past the heap threshold.
+ */
+static void
+check_knn(const char *name, uint64_t seed, const gj_points *p, int threads)
+{
+	gj_points	qs;
+	static const int64_t ks[] = {1, 10, 40};
+
+	gj_gen_points(&qs, GJ_GEN_UNIFORM, p->n / 4 + 1, p->dims, seed + 1);
+	for (int64_t i = 0; i < qs.n * qs.dims; i++)
+		qs.x[i] = p->x[(i * 7) % (p->n * p->dims)] + 1e-3 * qs.x[i];	/* near the data */
+	for (int s = 0; s < 2; s++)
+		for (int kk = 0; kk < 3; kk++)
+		{
+			gj_knn_options opt = {.k = ks[kk], .exclude_self = s == 0, .method = GJ_KNN_BRUTE};
+			gj_knnset	want = {0},
+						got = {0};
+			gj_points	r;
+			gj_status	st;
+			const char *why;
+
+			gj_points_copy(&r, p, p->n);
+			st = gj_knn_run_oracle(p, s == 0 ? NULL : &qs, &opt, &want);
+			if (st == GJ_OK)
+				st = gj_knn_run_cpu(&r, s == 0 ? NULL : &qs, &opt, threads, &got);
+			why = st != GJ_DONE ? gj_status_name(st) : gj_knnset_diff(&want, &got);
+			result(why == NULL, s == 0 ? "knn-self" : "knn-join", name, seed, p->n,
+				   p->dims, (double) ks[kk], why);
+			gj_knnset_free(&want);
+			gj_knnset_free(&got);
+			gj_points_free(&r);
+		}
+	gj_points_free(&qs);
+}
+
 static const struct
 {
 	gj_kind		kind;
@@ -346,6 +384,8 @@ join_cases(int dims, int64_t n, uint64_t *seed)
 			check_shapes(kinds[k].name, *seed, &p, e1, 2);
 			check_shapes(kinds[k].name, *seed, &p, e10, 3);
 		}
+		if (dims >= 7)
+			check_knn(kinds[k].name, *seed, &p, 1 + (int) (*seed % 3));
 		if (kinds[k].kind == GJ_GEN_LATTICE_STEPS)
 		{
 			/* the exact distances of the steps */

@@ -269,14 +269,84 @@ emit_list(struct gj_cpu_knn *j, gj_chunk **chp, int64_t qid, const gj_kbuf *b)
 	return 1;
 }
 
+/*
+ * Brute force for queries [b0, b1) of the visiting order, tiled: each block
+ * of GJ_TILE_REFS references is transposed once for the whole batch and
+ * tested against every query with gj_tile_distances, the query's k-th
+ * distance so far as the bound (the scan's own early exit, vectorised), so
+ * a block costs one pass of vector arithmetic and a few offers.  kb holds
+ * the batch's buffers; 0 when stopped.
+ */
+static int
+brute_batch(struct gj_cpu_knn *j, int64_t b0, int64_t b1, gj_kbuf *kb, double *T,
+			gj_chunk **chp)
+{
+	const gj_points *refs = j->refs;
+	int			dims = refs->dims;
+	double		s[GJ_TILE_REFS];
+
+	for (int64_t r0 = 0; r0 < refs->n; r0 += GJ_TILE_REFS)
+	{
+		int			lanes = refs->n - r0 < GJ_TILE_REFS ? (int) (refs->n - r0) : GJ_TILE_REFS;
+
+		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+			return 0;
+		gj_tile_transpose(refs->x, refs->n, dims, r0, T);
+		for (int64_t i = b0; i < b1; i++)
+		{
+			uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
+			gj_kbuf    *b = &kb[i - b0];
+			double		bound = gj_kb_bound(b);
+
+			if (!gj_tile_distances(j->queries->x + (int64_t) qrow * dims, T, dims, bound, s))
+				continue;
+			for (int l = 0; l < lanes; l++)
+				if (s[l] <= bound && !(j->exclude_self && r0 + l == qrow))
+				{
+					gj_kb_offer(b, s[l], refs->ids[r0 + l]);
+					bound = gj_kb_bound(b);
+				}
+		}
+	}
+	for (int64_t i = b0; i < b1; i++)
+	{
+		uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
+
+		gj_kb_finish(&kb[i - b0]);
+		if (!emit_list(j, chp, j->queries->ids[qrow], &kb[i - b0]))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Queries per draw of a worker: GJ_KNN_BLOCK, fewer for brute force with a
+ * large k (the batch's k buffers stay under GJ_KNN_BATCH_ENTRIES).
+ */
+#define GJ_KNN_BATCH_ENTRIES (1 << 20)
+
+static int64_t
+draw_size(const struct gj_cpu_knn *j)
+{
+	int64_t		b = GJ_KNN_BATCH_ENTRIES / (j->k > 0 ? j->k : 1);
+
+	if (j->use_grid || b > GJ_KNN_BLOCK)
+		return GJ_KNN_BLOCK;
+	return b < 1 ? 1 : b;
+}
+
 static void *
 knn_worker(void *arg)
 {
 	struct gj_cpu_knn *j = arg;
 	int64_t		nq = j->nq;
 	int			dims = j->refs->dims;
-	double	   *bd = malloc(sizeof(double) * j->k);
-	int64_t    *bid = malloc(sizeof(int64_t) * j->k);
+	int64_t		draw = draw_size(j);
+	int64_t		nbuf = j->use_grid ? 1 : draw;
+	double	   *bd = malloc(sizeof(double) * j->k * nbuf);
+	int64_t    *bid = malloc(sizeof(int64_t) * j->k * nbuf);
+	gj_kbuf    *kb = malloc(sizeof(gj_kbuf) * nbuf);
+	double	   *T = j->use_grid ? NULL : malloc(sizeof(double) * GJ_TILE_REFS * dims);
 	gj_chunk   *ch = NULL;
 
 	pthread_mutex_lock(&j->mu);
@@ -284,32 +354,35 @@ knn_worker(void *arg)
 		pthread_cond_wait(&j->cv, &j->mu);
 	pthread_mutex_unlock(&j->mu);
 
-	if (bd == NULL || bid == NULL)
+	if (bd == NULL || bid == NULL || kb == NULL || (!j->use_grid && T == NULL))
 		knn_fail(j, GJ_ERR_NOMEM);
 	while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 	{
-		int64_t		b0 = __atomic_fetch_add(&j->next, GJ_KNN_BLOCK, __ATOMIC_RELAXED);
-		int64_t		b1 = b0 + GJ_KNN_BLOCK < nq ? b0 + GJ_KNN_BLOCK : nq;
+		int64_t		b0 = __atomic_fetch_add(&j->next, draw, __ATOMIC_RELAXED);
+		int64_t		b1 = b0 + draw < nq ? b0 + draw : nq;
 
 		if (b0 >= nq)
 			break;
+		if (!j->use_grid)
+		{
+			for (int64_t i = 0; i < b1 - b0; i++)
+				gj_kb_init(&kb[i], bd + i * j->k, bid + i * j->k, 1, (int) j->k, j->heap);
+			if (!brute_batch(j, b0, b1, kb, T, &ch))
+				break;
+			continue;
+		}
 		for (int64_t i = b0; i < b1; i++)
 		{
 			uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
 			const double *qx = j->queries->x + (int64_t) qrow * dims;
 			int64_t		self = j->exclude_self ? (int64_t) qrow : -1;
-			gj_kbuf		kb;
 
 			if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 				break;
-			gj_kb_init(&kb, bd, bid, 1, (int) j->k, j->heap);
-			if (j->use_grid)
-				gj_knn_search_grid(&j->G, qx, self, &kb);
-			else
-				gj_knn_scan(j->refs->x, j->refs->ids, dims, qx, 0,
-							j->refs->n, self, &kb, NULL);
-			gj_kb_finish(&kb);
-			if (!emit_list(j, &ch, j->queries->ids[qrow], &kb))
+			gj_kb_init(kb, bd, bid, 1, (int) j->k, j->heap);
+			gj_knn_search_grid(&j->G, qx, self, kb);
+			gj_kb_finish(kb);
+			if (!emit_list(j, &ch, j->queries->ids[qrow], kb))
 				break;
 		}
 	}
@@ -322,6 +395,8 @@ knn_worker(void *arg)
 	}
 	free(bd);
 	free(bid);
+	free(kb);
+	free(T);
 	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
