@@ -27,8 +27,13 @@ EXTRA_CLEAN = regress/test_core regress/test_tiles regress/test_probe regress/te
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade clustering clustering_postgis parallel_read
+	readonly upgrade clustering clustering_postgis parallel_read highdim
 REGRESS_OPTS = --inputdir=$(srcdir)
+# pgvector's input test, where pgvector is installed (regress/run_tests.sh
+# sets this when it finds the extension)
+ifdef WITH_PGVECTOR
+REGRESS += pgvector
+endif
 
 # No FMA contraction anywhere: distances must round identically everywhere.
 PG_CFLAGS = -ffp-contract=off -pthread -Wno-declaration-after-statement

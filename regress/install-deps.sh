@@ -2,10 +2,18 @@
 # Installs what building and testing gpujoin needs on Debian/Ubuntu, if missing:
 # a C toolchain, PostgreSQL 15 server and its headers (PGXS), postgresql-common
 # (pg_virtualenv), and for the tests PostGIS (dbscan is checked against
-# ST_ClusterDBSCAN).  Runs apt-get as root, or through sudo.  CUDA is optional:
-# the build uses nvcc when it is on PATH or in /usr/local/cuda.
+# ST_ClusterDBSCAN) and pgvector (vector/halfvec input is checked against
+# pgvector's own operators).  Runs apt-get as root, or through sudo.  CUDA is
+# optional: the build uses nvcc when it is on PATH or in /usr/local/cuda.
+#
+# Debian does not package pgvector: it is built from the source the
+# workplace provides beside this repository (../shared/deps/install-pgvector.sh,
+# or the script GJ_PGVECTOR_SCRIPT names).  Without it the pgvector test
+# does not run, and regress/run_tests.sh says so; everything else is
+# independent of pgvector.
 set -euo pipefail
 PGVER=${PGVER:-15}
+here=$(cd "$(dirname "$0")" && pwd)
 need=()
 command -v make >/dev/null || need+=(make)
 command -v gcc >/dev/null || need+=(gcc)
@@ -14,9 +22,18 @@ dpkg -s "postgresql-$PGVER" >/dev/null 2>&1 || need+=("postgresql-$PGVER")
 command -v pg_virtualenv >/dev/null || need+=(postgresql-common)
 # tests only: dbscan is checked against PostGIS ST_ClusterDBSCAN
 dpkg -s "postgresql-$PGVER-postgis-3" >/dev/null 2>&1 || need+=("postgresql-$PGVER-postgis-3")
-[ ${#need[@]} -eq 0 ] && exit 0
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-echo "install-deps: installing ${need[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if [ ${#need[@]} -gt 0 ]; then
+	echo "install-deps: installing ${need[*]}"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# tests only: pgvector, from source
+pg_config=/usr/lib/postgresql/$PGVER/bin/pg_config
+script=${GJ_PGVECTOR_SCRIPT:-$here/../../shared/deps/install-pgvector.sh}
+if [ ! -f "$("$pg_config" --sharedir)/extension/vector.control" ] && [ -f "$script" ]; then
+	echo "install-deps: building pgvector with $script"
+	$SUDO env PATH="$(dirname "$pg_config"):$PATH" bash "$script" >/dev/null
+fi
+exit 0

@@ -39,13 +39,19 @@ for t in core probe knn density tiles; do
 	fi
 done
 
-# 2. pg_regress, per device setting
+# 2. pg_regress, per device setting; the pgvector test where pgvector is installed
 chmod 777 "$log"
+with_pgvector=
+if [ -f "$("$PG_CONFIG" --sharedir)/extension/vector.control" ]; then
+	with_pgvector="WITH_PGVECTOR=1"
+else
+	echo "pgvector is not installed (regress/install-deps.sh builds it from ../shared/deps): its test (sql/pgvector.sql) did not run"
+fi
 for device in cpu auto; do
 	outdir="$log/regress-$device"
 	mkdir -p "$outdir" && chmod 777 "$outdir"
 	pg_virtualenv -v "$PGVER" -o "max_worker_processes=8" sh -c \
-		"PGOPTIONS='-c gpujoin.device=$device' make -s installcheck PG_CONFIG='$PG_CONFIG' \
+		"PGOPTIONS='-c gpujoin.device=$device' make -s installcheck $with_pgvector PG_CONFIG='$PG_CONFIG' \
 		 EXTRA_REGRESS_OPTS='--outputdir=$outdir'" >"$log/pg-$device.txt" 2>&1
 	ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$log/pg-$device.txt" || true)
 	bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log/pg-$device.txt" || true)

@@ -33,12 +33,20 @@ int			gj_host_memory_limit_guc = 0;
 int			gj_gpu_batch_pairs_guc = 0;
 bool		gj_progress_guc = false;
 int			gj_knn_method_guc = GJ_KNN_AUTO;
+int			gj_eps_method_guc = GJ_EPS_AUTO;
 bool		gj_custom_scan_guc = true;
 
 static const struct config_enum_entry knn_method_options[] = {
 	{"auto", GJ_KNN_AUTO, false},
 	{"grid", GJ_KNN_GRID, false},
 	{"brute", GJ_KNN_BRUTE, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry eps_method_options[] = {
+	{"auto", GJ_EPS_AUTO, false},
+	{"grid", GJ_EPS_GRID, false},
+	{"brute", GJ_EPS_BRUTE, false},
 	{NULL, 0, false}
 };
 
@@ -195,6 +203,19 @@ _PG_init(void)
 							 &gj_knn_method_guc,
 							 GJ_KNN_AUTO,
 							 knn_method_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpujoin.eps_method",
+							 "Search of the eps joins, counts, lists and DBSCAN: auto, grid or brute.",
+							 "grid compares each row with the rows of its neighbouring grid cells; "
+							 "brute compares every pair in vectorised tiles (tensor cores on the GPU). "
+							 "auto takes the grid up to 3 dimensions and otherwise whichever a sample "
+							 "says costs less; all give the same answer.",
+							 &gj_eps_method_guc,
+							 GJ_EPS_AUTO,
+							 eps_method_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -40,7 +40,16 @@ extern int	gj_host_memory_limit_guc;	/* MB, 0 = half the machine's */
 extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */
 extern bool gj_progress_guc;
 extern int	gj_knn_method_guc;	/* a gj_knn_method */
+extern int	gj_eps_method_guc;	/* a GjEpsMethod */
 extern bool gj_custom_scan_guc;
+
+/* gpujoin.eps_method: how the eps functions search. */
+typedef enum GjEpsMethod
+{
+	GJ_EPS_AUTO,
+	GJ_EPS_GRID,				/* each row against its neighbouring cells */
+	GJ_EPS_BRUTE				/* every pair, in tiles */
+} GjEpsMethod;
 
 /* The engine a join will run on, after applying gpujoin.device. */
 typedef enum GjEngine
@@ -75,6 +84,9 @@ typedef struct GjResources
 	gj_engine  *engine;			/* the running engine, whichever it is */
 	int32_t    *rowval;			/* per-row shapes: count or cluster, by row */
 	uint8_t    *rowflag;		/* dbscan: is_core, by row */
+	int64_t    *list_off;		/* lists from pairs: row i's are [off[i], off[i+1]) */
+	int64_t    *list_nb;		/* ... of these ids */
+	double	   *list_nd;		/* ... and distances */
 } GjResources;
 
 extern GjResources *GjResourcesCreate(MemoryContext parent);

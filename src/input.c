@@ -409,7 +409,7 @@ RelationRows(Oid relid)
  * more than gpujoin.host_memory_limit allows.
  */
 static void
-CheckHostMemory(const char *fname, double rows, int dims)
+CheckHostMemory(const char *fname, double rows, int dims, bool at_least)
 {
 	int64		limit = GjHostMemoryLimit();
 	double		need = rows * (8.0 * dims + 8.0);
@@ -418,8 +418,9 @@ CheckHostMemory(const char *fname, double rows, int dims)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-			 errmsg("%s: the input needs %.0f MB of memory, more than the %lld MB gpujoin.host_memory_limit allows",
-					fname, ceil(need / 1048576.0), (long long) (limit / 1048576)),
+			 errmsg("%s: the input needs %s%.0f MB of memory, more than the %lld MB gpujoin.host_memory_limit allows",
+					fname, at_least ? "at least " : "", ceil(need / 1048576.0),
+					(long long) (limit / 1048576)),
 			 errdetail("%.0f rows of %d dimensions take 8 bytes a coordinate and 8 bytes an id.",
 					   rows, dims),
 			 errhint("Raise gpujoin.host_memory_limit, or read fewer rows.")));
@@ -457,7 +458,7 @@ PrecheckHostMemory(const GjInputSpec *spec)
 			dims = GjPgvectorKind(getBaseType(t)) != 0 && typmod > 0 ? typmod : 0;
 	}
 	if (dims > 0)
-		CheckHostMemory(spec->fname, rows, dims);
+		CheckHostMemory(spec->fname, rows, dims, false);
 }
 
 /*
@@ -476,7 +477,7 @@ SizeFromStats(const GjInputSpec *spec, gj_points *pts)
 		rows = RelationRows(spec->relid);
 	if (rows > 0 && spec->only_ids == NULL)
 	{
-		CheckHostMemory(spec->fname, rows, pts->dims);
+		CheckHostMemory(spec->fname, rows, pts->dims, false);
 		/* only a hint: on failure the buffer grows on demand */
 		(void) gj_points_reserve(pts, (int64_t) Min(rows * 1.02 + 16, (double) pts->max_rows));
 	}
@@ -681,7 +682,7 @@ GjReceiveSlot(TupleTableSlot *slot, DestReceiver *self)
 	}
 	st = gj_points_push(r->pts, id, r->rd.row);
 	if (st == GJ_ERR_LIMIT && r->pts->n + 1 <= GJ_MAX_ROWS)
-		CheckHostMemory(r->spec->fname, (double) r->pts->n + 1, r->pts->dims);
+		CheckHostMemory(r->spec->fname, (double) r->pts->n + 1, r->pts->dims, true);
 	if (st != GJ_OK)
 		GjCheckStatus(st, "reading input rows");
 	return true;

@@ -58,7 +58,8 @@ typedef enum GjRunning
 	RUN_CPU_KNN,
 	RUN_GPU_KNN,
 	RUN_ROWS,					/* per-row answers computed: hand them out */
-	RUN_CPU_LISTS
+	RUN_CPU_LISTS,
+	RUN_CPU_TILES
 } GjRunning;
 
 struct GjJob
@@ -75,6 +76,8 @@ struct GjJob
 	uint32	   *subset;			/* restricted counts: the rows counted */
 	int64		nsubset;
 
+	gj_pair_source source;		/* per-row shapes by tiles: their pairs */
+
 	gj_chunk   *chunk;			/* the chunk being handed out */
 	int			pos;
 	bool		twice;			/* each pair gives (a, b) and (b, a) */
@@ -82,11 +85,16 @@ struct GjJob
 	bool		done;
 	int64		rows_this_run;	/* since the engine (re)started */
 
+	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
 	double		t_engine;		/* gj_now_ms() at the engine's start */
 	double		t_progress;
 	int64		progress_pairs;
 	GjJobStats	stats;
 };
+
+static void AllocRowResults(GjJob *job, int64 n);
+static void FinishRows(GjJob *job);
+static void NoticeIfEnormous(GjJob *job, double pairs);
 
 /* Why a core call was cancelled: the backend's own interrupt. */
 static void
@@ -244,6 +252,118 @@ StartGpuSelfJoin(GjJob *job)
 	job->stats.engine = "gpu";
 	job->running = RUN_GPU_SELFJOIN;
 	return true;
+}
+
+/*
+ * Tiles or the grid for an eps function on the given engine
+ * (gpujoin.eps_method).  auto: the grid up to GJ_TILES_MIN_DIMS
+ * dimensions, where it is at the hardware's limit; above, whichever a
+ * sample says costs less: the grid compares the pairs of adjacent cells,
+ * one row at a time, tiles compare every pair several times faster per
+ * pair (GJ_TILES_GAIN_*: vector lanes and early exits on the CPU, tensor
+ * cores on the GPU).
+ */
+#define GJ_TILES_MIN_DIMS 3
+#define GJ_TILES_GAIN_CPU 4.0
+#define GJ_TILES_GAIN_GPU 30.0
+#define GJ_TILES_SAMPLE_WORK 4e8	/* sampled pairs times dimensions, at most */
+
+static bool
+UseTiles(GjJob *job, GjEngine engine)
+{
+	const gj_points *p = &job->res->points;
+	double		cand,
+				within;
+	int64		m;
+
+	if (gj_eps_method_guc != GJ_EPS_AUTO)
+		return gj_eps_method_guc == GJ_EPS_BRUTE;
+	if (p->dims <= GJ_TILES_MIN_DIMS)
+		return false;
+	m = (int64) Min(8192.0, sqrt(2.0 * GJ_TILES_SAMPLE_WORK / p->dims));
+	CheckStatus(gj_sample_pair_shares(p, job->spec.eps2, m, &cand, &within),
+				"sampling the input");
+	job->tile_share = cand;
+	job->stats.estimated_pairs = within * (double) p->n * (double) (p->n - 1) / 2;
+	return cand * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
+}
+
+/* The self-join by tiles on the CPU (pairs as ids). */
+static void
+StartCpuTiles(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_tiles_options o;
+	gj_cpu_tiles *tj;
+
+	memset(&o, 0, sizeof(o));
+	o.eps2 = job->spec.eps2;
+	if (job->stats.estimated_pairs >= 0)
+		NoticeIfEnormous(job, job->stats.estimated_pairs);
+	job->t_engine = gj_now_ms();
+	CheckStatus(gj_cpu_tiles_start(&res->points, &o, GjCpuThreads(), &tj), job->spec.fname);
+	res->engine = GJ_ENGINE(tj);
+	job->stats.engine = "cpu (tiles)";
+	job->stats.threads = GjCpuThreads();
+	job->running = RUN_CPU_TILES;
+}
+
+/* A pair source for the per-row shapes: the CPU tile join, rows mode. */
+static gj_status
+StartCpuTileRows(void *arg, gj_engine **out)
+{
+	GjJob	   *job = (GjJob *) arg;
+	gj_tiles_options o;
+	gj_cpu_tiles *tj;
+	gj_status	st;
+
+	memset(&o, 0, sizeof(o));
+	o.eps2 = job->spec.eps2;
+	o.emit_rows = 1;
+	st = gj_cpu_tiles_start(&job->res->points, &o, GjCpuThreads(), &tj);
+	*out = st == GJ_OK ? GJ_ENGINE(tj) : NULL;
+	return st;
+}
+
+/*
+ * Per-row shapes by tiles: counts, DBSCAN or lists from the pairs of the
+ * tile join, into res->rowval/rowflag or the list arrays.
+ */
+static void
+TileRows(GjJob *job)
+{
+	GjResources *res = job->res;
+	int64		n = res->points.n;
+
+	job->source.start = StartCpuTileRows;
+	job->source.arg = job;
+	job->source.store_bytes = 0;
+	job->stats.engine = "cpu (tiles)";
+	job->stats.threads = GjCpuThreads();
+	if (job->spec.shape == GJ_SHAPE_LISTS)
+	{
+		int64_t		entries = 0;
+		gj_status	st = gj_pairs_lists(&job->source, &res->points,
+										GjHostMemoryLimit() / 16, &res->list_off,
+										&res->list_nb, &res->list_nd, &entries);
+
+		if (st == GJ_ERR_LIMIT)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("%s: the neighbour lists need %.0f MB of memory, more than the %lld MB gpujoin.host_memory_limit allows",
+							job->spec.fname, ceil((double) entries * 16.0 / 1048576.0),
+							(long long) (GjHostMemoryLimit() / 1048576)),
+					 errdetail("%lld list entries of 16 bytes each.", (long long) entries),
+					 errhint("Use a smaller eps, or eps_neighbor_counts.")));
+		CheckStatus(st, job->spec.fname);
+		return;
+	}
+	AllocRowResults(job, n);
+	if (job->spec.shape == GJ_SHAPE_COUNTS)
+		CheckStatus(gj_pairs_count(&job->source, n, res->rowval), job->spec.fname);
+	else
+		CheckStatus(gj_pairs_dbscan(&job->source, &res->points, job->spec.minpts,
+									res->rowval, res->rowflag), job->spec.fname);
 }
 
 /* The self-join restricted to the listed rows' pairs, on the CPU. */
@@ -416,6 +536,15 @@ StartRows(GjJob *job, bool allow_gpu)
 	int64		nrows = n;
 	gj_cpu_lists *lj;
 
+	if (!restricted && (!allow_gpu || GjChooseEngine(n) != GJ_ENGINE_GPU) &&
+		UseTiles(job, GJ_ENGINE_CPU))
+	{
+		/* many dimensions: the shapes from the tile join's pairs */
+		job->t_engine = gj_now_ms();
+		TileRows(job);
+		FinishRows(job);
+		return;
+	}
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
 		EnsureGrid(job);
@@ -462,6 +591,15 @@ StartRows(GjJob *job, bool allow_gpu)
 		job->stats.engine = restricted ? "cpu (restricted)" : "cpu";
 		job->stats.threads = GjCpuThreads();
 	}
+	FinishRows(job);
+}
+
+/* Per-row answers computed: number DBSCAN's clusters, then hand rows out. */
+static void
+FinishRows(GjJob *job)
+{
+	GjResources *res = job->res;
+
 	if (job->spec.shape == GJ_SHAPE_DBSCAN)
 		CheckStatus(gj_dbscan_number(&res->points, res->rowval, res->rowflag,
 									 &job->nclusters), job->spec.fname);
@@ -490,8 +628,12 @@ StartEngine(GjJob *job, bool allow_gpu)
 		job->twice = job->spec.symmetric;
 		if (job->spec.filter_column != GJ_FILTER_NONE)
 			StartProbe(job);
-		else if (!allow_gpu || GjChooseEngine(res->points.n) != GJ_ENGINE_GPU ||
-				 !StartGpuSelfJoin(job))
+		else if (allow_gpu && GjChooseEngine(res->points.n) == GJ_ENGINE_GPU &&
+				 StartGpuSelfJoin(job))
+			return;
+		else if (UseTiles(job, GJ_ENGINE_CPU))
+			StartCpuTiles(job);
+		else
 			StartCpuSelfJoin(job);
 		return;
 	}
@@ -763,6 +905,23 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		{
 			values[1] = Int64GetDatum((int64) res->rowval[i] - 1);	/* not itself */
 			nulls[1] = false;
+		}
+		else if (job->spec.shape == GJ_SHAPE_LISTS)
+		{
+			/* lists from pairs (tiles): row i's entries of the CSR arrays */
+			int64		e0 = res->list_off[row],
+						e1 = res->list_off[row + 1];
+			MemoryContext old;
+
+			MemoryContextReset(job->rowcxt);
+			old = MemoryContextSwitchTo(job->rowcxt);
+			if (job->spec.metric == GJ_METRIC_COSINE)
+				for (int64 e = e0; e < e1; e++)
+					res->list_nd[e] = OutDist(job, res->list_nd[e]);
+			values[1] = MakeArray8(res->list_nb + e0, e1 - e0, INT8OID);
+			values[2] = MakeArray8(res->list_nd + e0, e1 - e0, FLOAT8OID);
+			MemoryContextSwitchTo(old);
+			nulls[1] = nulls[2] = false;
 		}
 		else
 		{

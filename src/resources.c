@@ -66,6 +66,12 @@ GjResourcesRelease(GjResources *res)
 	res->rowval = NULL;
 	free(res->rowflag);
 	res->rowflag = NULL;
+	free(res->list_off);
+	free(res->list_nb);
+	free(res->list_nd);
+	res->list_off = NULL;
+	res->list_nb = NULL;
+	res->list_nd = NULL;
 	gj_points_free(&res->points);
 	gj_points_free(&res->queries);
 }

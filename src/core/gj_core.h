@@ -428,6 +428,8 @@ extern gj_status gj_tile_plan_brute(gj_tile_plan *tp, int64_t n, int block);
 extern void gj_tile_plan_free(gj_tile_plan *tp);
 extern void gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0,
 							   int64_t *r1);
+extern gj_status gj_sample_pair_shares(const gj_points *p, double eps2, int64_t m,
+									   double *cand, double *within);
 
 /*
  * The CPU eps self-join by tiles (cpu_tiles.c), an engine like

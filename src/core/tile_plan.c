@@ -75,3 +75,61 @@ gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0, int64_t *r1)
 	*r0 = b * tp->block;
 	*r1 = *r0 + tp->block < tp->n ? *r0 + tp->block : tp->n;
 }
+
+/*
+ * What the grid would cost against tiles, from a strided sample of up to m
+ * rows of p: *cand, the share of all pairs the grid compares (pairs of
+ * sampled rows in the same or adjacent cells, over all sampled pairs), and
+ * *within, the share that is within eps2.  Pairs of a sample are a sample
+ * of pairs, so both shares are unbiased; a few thousand rows give them to
+ * a few per cent when they are not tiny, which is all the choice needs.
+ */
+gj_status
+gj_sample_pair_shares(const gj_points *p, double eps2, int64_t m, double *cand,
+					  double *within)
+{
+	gj_points	s;
+	gj_grid		g;
+	int64_t		step,
+				nbr[GJ_MAX_FWD_NEIGHBOURS],
+				same = 0,
+				other = 0;
+	double		c = 0.0,
+				all;
+	gj_nbr_iter it;
+	gj_status	st;
+
+	*cand = *within = 0.0;
+	if (p->n < 2)
+		return GJ_OK;
+	m = m < p->n ? m : p->n;
+	step = p->n / m;
+	gj_points_init(&s, p->dims);
+	st = gj_points_reserve(&s, m + 1);
+	for (int64_t i = 0; st == GJ_OK && i < m; i++)
+		st = gj_points_push(&s, i, p->x + (i * step) * p->dims);
+	if (st == GJ_OK)
+		st = gj_grid_build(&g, &s, eps2);
+	if (st != GJ_OK)
+	{
+		gj_points_free(&s);
+		return st;
+	}
+	gj_nbr_iter_init(&it, &g, 0);
+	for (int64_t cell = 0; cell < g.ncells; cell++)
+	{
+		int			nn = gj_nbr_forward(&it, cell, nbr);
+		double		mc = (double) (g.cell_start[cell + 1] - g.cell_start[cell]);
+
+		c += mc * (mc - 1) / 2;
+		for (int k = 0; k < nn; k++)
+			c += mc * (double) (g.cell_start[nbr[k] + 1] - g.cell_start[nbr[k]]);
+	}
+	gj_grid_count_pairs(&g, &s, &same, &other);
+	all = (double) m * (double) (m - 1) / 2;
+	*cand = c / all;
+	*within = (double) (same + other) / all;
+	gj_grid_free(&g);
+	gj_points_free(&s);
+	return GJ_OK;
+}

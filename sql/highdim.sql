@@ -1,0 +1,140 @@
+-- Many dimensions: arrays, both search methods against a naive SQL join
+-- (the same float64 operations in the same order), per-row shapes, kNN,
+-- the cosine metric, and the host memory limit.
+SELECT setseed(0.2611);
+CREATE FUNCTION pg_temp.sq(a float8[], b float8[]) RETURNS float8
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE s float8 := 0;
+BEGIN
+    FOR i IN 1 .. array_length(a, 1) LOOP
+        s := s + (a[i] - b[i]) * (a[i] - b[i]);
+    END LOOP;
+    RETURN s;
+END $$;
+CREATE TABLE h16 (id int PRIMARY KEY, v float8[]);
+INSERT INTO h16 SELECT i, ARRAY(SELECT -ln(1 - random()) / 40 + 0 * i FROM generate_series(1, 16))
+FROM generate_series(1, 500) i;
+-- duplicates, and rows one step of exactly 0.5 away in the last coordinate
+INSERT INTO h16 SELECT 1000 + id, v FROM h16 WHERE id <= 15;
+INSERT INTO h16 SELECT 2000 + id, v[1:15] || ARRAY[0.5::float8] FROM h16 WHERE id <= 15;
+INSERT INTO h16 SELECT 3000 + id, v[1:15] || ARRAY[1.0::float8] FROM h16 WHERE id <= 15;
+-- every ordered pair's squared distance, once
+CREATE TEMP TABLE sq16 AS
+    SELECT a.id AS a, b.id AS b, pg_temp.sq(a.v, b.v) AS s FROM h16 a JOIN h16 b ON a.id <> b.id;
+CREATE TEMP TABLE naive16 AS
+    SELECT a, b, sqrt(s) AS dist FROM sq16 WHERE a < b AND s <= 0.12::float8 * 0.12::float8;
+SELECT count(*) > 200 AS enough_pairs FROM naive16;
+-- every method finds exactly the naive pairs, distances bit for bit
+SET gpujoin.eps_method = brute;
+SELECT count(*) AS diff_brute FROM (
+    (TABLE naive16 EXCEPT SELECT * FROM eps_selfjoin('h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_selfjoin('h16', '{v}', 0.12) EXCEPT TABLE naive16)) d;
+SET gpujoin.eps_method = grid;
+SELECT count(*) AS diff_grid FROM (
+    (TABLE naive16 EXCEPT SELECT * FROM eps_selfjoin('h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_selfjoin('h16', '{v}', 0.12) EXCEPT TABLE naive16)) d;
+RESET gpujoin.eps_method;
+SELECT count(*) AS diff_auto FROM (
+    (TABLE naive16 EXCEPT SELECT * FROM eps_selfjoin('h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_selfjoin('h16', '{v}', 0.12) EXCEPT TABLE naive16)) d;
+-- pairs exactly 0.5 apart: the rule decides, as the naive join does
+SET gpujoin.eps_method = brute;
+SELECT count(*) AS diff_at_half FROM (
+    (SELECT a, b FROM sq16 WHERE a < b AND s <= 0.25
+     EXCEPT SELECT a, b FROM eps_selfjoin('h16', '{v}', 0.5))
+    UNION ALL
+    (SELECT a, b FROM eps_selfjoin('h16', '{v}', 0.5)
+     EXCEPT SELECT a, b FROM sq16 WHERE a < b AND s <= 0.25)) d;
+
+-- per-row shapes: by tiles (brute) as by the grid, and the counts as the naive join's
+CREATE TEMP TABLE counts_b AS SELECT * FROM eps_neighbor_counts('h16', '{v}', 0.12);
+CREATE TEMP TABLE lists_b AS SELECT * FROM eps_neighbors('h16', '{v}', 0.12);
+CREATE TEMP TABLE dbscan_b AS SELECT * FROM dbscan('h16', '{v}', 0.12, 3);
+SET gpujoin.eps_method = grid;
+SELECT count(*) AS counts_differ FROM (
+    (TABLE counts_b EXCEPT SELECT * FROM eps_neighbor_counts('h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_neighbor_counts('h16', '{v}', 0.12) EXCEPT TABLE counts_b)) d;
+SELECT count(*) AS lists_differ FROM (
+    (TABLE lists_b EXCEPT SELECT * FROM eps_neighbors('h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_neighbors('h16', '{v}', 0.12) EXCEPT TABLE lists_b)) d;
+SELECT count(*) AS dbscan_differ FROM (
+    (TABLE dbscan_b EXCEPT SELECT * FROM dbscan('h16', '{v}', 0.12, 3))
+    UNION ALL
+    (SELECT * FROM dbscan('h16', '{v}', 0.12, 3) EXCEPT TABLE dbscan_b)) d;
+RESET gpujoin.eps_method;
+SELECT count(*) AS counts_vs_naive FROM (
+    SELECT c.id, c.n, coalesce(g.n, 0) AS want
+    FROM counts_b c LEFT JOIN (SELECT a AS id, count(*) AS n FROM
+        (SELECT a, b FROM naive16 UNION ALL SELECT b, a FROM naive16) s GROUP BY a) g USING (id)
+    WHERE c.n <> coalesce(g.n, 0)) d;
+SELECT count(*) FILTER (WHERE cluster IS NOT NULL) > 0 AS some_clustered,
+       count(*) FILTER (WHERE cluster IS NULL) > 0 AS some_noise FROM dbscan_b;
+
+-- kNN in 16 dimensions (brute force by tiles) against a ranking of every pair
+CREATE TEMP TABLE knn16 AS
+    SELECT a, b, rank::int, sqrt(s) AS dist FROM (
+        SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY s, b) AS rank FROM sq16) r
+    WHERE rank <= 4;
+SELECT count(*) AS knn_differ FROM (
+    (SELECT * FROM knn_selfjoin('h16', '{v}', 4) EXCEPT TABLE knn16)
+    UNION ALL
+    (TABLE knn16 EXCEPT SELECT * FROM knn_selfjoin('h16', '{v}', 4))) d;
+
+-- cosine: rows normalised by the documented rule, pairs within eps when
+-- the squared distance of the normalised rows is <= 2 eps, dist = d * d / 2
+CREATE FUNCTION pg_temp.unit(a float8[]) RETURNS float8[]
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE m float8 := 0; s float8 := 0; y float8[]; r float8;
+BEGIN
+    FOR i IN 1 .. array_length(a, 1) LOOP m := greatest(m, abs(a[i])); END LOOP;
+    FOR i IN 1 .. array_length(a, 1) LOOP y[i] := a[i] / m; s := s + y[i] * y[i]; END LOOP;
+    r := sqrt(s);
+    FOR i IN 1 .. array_length(a, 1) LOOP y[i] := y[i] / r; END LOOP;
+    RETURN y;
+END $$;
+CREATE TABLE hc (id int PRIMARY KEY, v float8[]);
+INSERT INTO hc SELECT i, ARRAY(SELECT (i % 7) + random() * 0.3 - 0.15 + 0 * d FROM generate_series(1, 24) d)
+FROM generate_series(1, 300) i;
+INSERT INTO hc SELECT 1000 + id, ARRAY(SELECT x * 1000 FROM unnest(v) x) FROM hc WHERE id <= 10;  -- same directions
+INSERT INTO hc VALUES (5000, array_fill(0.0::float8, ARRAY[24]));  -- no direction: skipped
+CREATE TEMP TABLE unit_hc AS SELECT id, pg_temp.unit(v) AS u FROM hc WHERE id <> 5000;
+CREATE TEMP TABLE naive_cos AS
+    SELECT a, b, sqrt(s) AS d FROM (
+        SELECT a.id AS a, b.id AS b, pg_temp.sq(a.u, b.u) AS s
+        FROM unit_hc a JOIN unit_hc b ON a.id < b.id) p
+    WHERE s <= 2 * 0.002::float8;
+SELECT count(*) > 100 AS enough_pairs FROM naive_cos;
+SELECT count(*) AS cosine_differ FROM (
+    (SELECT a, b, d * d * 0.5 FROM naive_cos
+     EXCEPT SELECT * FROM eps_selfjoin('hc', '{v}', 0.002, metric => 'cosine'))
+    UNION ALL
+    (SELECT * FROM eps_selfjoin('hc', '{v}', 0.002, metric => 'cosine')
+     EXCEPT SELECT a, b, d * d * 0.5 FROM naive_cos)) d;
+-- dist is 1 - cosine similarity (to rounding)
+SELECT max(abs(dist - (1 - (SELECT sum(x * y) FROM unnest(a.v, b.v) u(x, y))
+                        / sqrt((SELECT sum(x * x) FROM unnest(a.v) x))
+                        / sqrt((SELECT sum(y * y) FROM unnest(b.v) y))))) < 1e-12 AS is_cosine
+FROM eps_selfjoin('hc', '{v}', 0.002, metric => 'cosine') j JOIN hc a ON a.id = j.a JOIN hc b ON b.id = j.b;
+SELECT count(*) AS same_direction_at_zero FROM eps_selfjoin('hc', '{v}', 1e-9, metric => 'cosine')
+WHERE b = a + 1000;
+SELECT a, b, rank FROM knn_selfjoin('hc', '{v}', 2, metric => 'cosine') WHERE a IN (1, 1001) ORDER BY a, rank;
+SELECT count(*) AS rows_counted FROM eps_neighbor_counts('hc', '{v}', 0.002, metric => 'cosine');
+-- bad metrics
+SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => 'L2');
+SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => NULL);
+
+-- the host memory limit: checked before reading (statistics) and while reading
+CREATE TABLE hbig (id int PRIMARY KEY, v float8[]);
+INSERT INTO hbig SELECT i, array_fill(i::float8, ARRAY[100]) FROM generate_series(1, 3000) i;
+ANALYZE hbig;
+SET gpujoin.host_memory_limit = '1MB';
+SELECT count(*) FROM eps_selfjoin('hbig', '{v}', 0.5);
+SELECT count(*) FROM eps_selfjoin_sql('SELECT id, v FROM hbig', 0.5);
+SELECT count(*) FROM eps_selfjoin_sql('SELECT id, v FROM hbig WHERE id <= 1000', 0.5);
+RESET gpujoin.host_memory_limit;
+SELECT count(*) FROM eps_selfjoin('hbig', '{v}', 0.5);
