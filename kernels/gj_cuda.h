@@ -122,6 +122,37 @@ extern void gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st);
 extern const char *gj_gpu_knn_error(const gj_gpu_knn *j);
 
 /*
+ * The GPU eps self-join by tiles (tiles.cu), for many dimensions: every
+ * pair of p's rows (in their order), a tensor-core filter with a proven
+ * margin, the float64 rule for what it keeps.  An engine like
+ * gj_cpu_tiles, with the same chunks and the same answers.
+ * GJ_ERR_DEVICE_OOM: the points do not fit, run the CPU engine.
+ */
+typedef struct gj_gpu_tiles gj_gpu_tiles;
+
+typedef struct gj_gpu_tiles_info
+{
+	double		upload_ms;		/* points to the device */
+	double		prep_ms;		/* upload, centre, filter data, plan */
+	int			filter;			/* the tensor-core filter is in use */
+	int64_t		units;			/* block pairs to compare */
+	int64_t		batches;
+	int64_t		overflows;
+	int64_t		pairs;
+	double		done_ms;		/* gj_now_ms() when the last chunk was handed over */
+} gj_gpu_tiles_info;
+
+extern gj_status gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
+									const gj_gpu_options *gopt, gj_gpu_tiles **out,
+									char *err, size_t errlen);
+extern void gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info);
+extern const char *gj_gpu_tiles_error(const gj_gpu_tiles *j);
+
+/* For the GPU check: the filter's measured error, as a multiple of its float32 bound. */
+extern gj_status gj_gpu_tiles_gram_error(const gj_points *p, double *worst,
+										 char *err, size_t errlen);
+
+/*
  * Per-row answers on the GPU, synchronous, results in p's order (p is not
  * reordered): gj_gpu_count_within as gj_cpu_count_within (counts itself
  * included, capped at cap > 0), gj_gpu_dbscan as gj_cpu_dbscan (core flags

@@ -10,7 +10,9 @@
 #ifndef GJ_GPU_COMMON_CUH
 #define GJ_GPU_COMMON_CUH
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -53,6 +55,94 @@ gj_cuda_status(cudaError_t e)
 			return gj_cuda_status(e_); \
 		} \
 	} while (0)
+
+/*
+ * A device result buffer of pairs (two int64 values and a distance each):
+ * kernels count every pair in *count and write those whose slot is in
+ * [skip, skip + cap) (pair_driver.cu).
+ */
+typedef struct gj_out
+{
+	int64_t    *a;
+	int64_t    *b;
+	double	   *d;
+	unsigned long long *count;
+	unsigned long long cap;
+	unsigned long long skip;	/* slots before this are counted, not written */
+} gj_out;
+
+/* Take a result slot for (a, b, d); one atomic per group of threads that hit together. */
+__device__ __forceinline__ void
+gj_out_put(const gj_out &O, int64_t a, int64_t b, double d)
+{
+	cooperative_groups::coalesced_group g = cooperative_groups::coalesced_threads();
+	unsigned long long base = 0;
+
+	if (g.thread_rank() == 0)
+		base = atomicAdd(O.count, (unsigned long long) g.size());
+	base = g.shfl(base, 0) + g.thread_rank() - O.skip;
+	if (base < O.cap)			/* also false for slots before skip (wraps) */
+	{
+		O.a[base] = a;
+		O.b[base] = b;
+		O.d[base] = d;
+	}
+}
+
+/*
+ * The batch driver of the engines that stream pairs (pair_driver.cu): an
+ * engine pushes ranges [b0, b1) of its units of work and gives a launch
+ * function that runs one range into a result buffer on a stream; the
+ * driver thread runs them on several streams, splits a range whose pairs
+ * overflow its buffer, and hands finished chunks to the engine's queue.
+ */
+#define GJ_DRIVER_MAX_STREAMS 4
+
+typedef cudaError_t (*gj_batch_launch_fn) (void *ctx, uint64_t b0, uint64_t b1,
+										   const gj_out &O, cudaStream_t s);
+
+typedef struct gj_batch
+{
+	uint64_t	b0;
+	uint64_t	b1;
+	unsigned long long skip;
+} gj_batch;
+
+typedef struct gj_pair_driver
+{
+	gj_engine  *eng;			/* the engine fed: its queue, its first error */
+	gj_batch_launch_fn launch;
+	void	   *ctx;
+	int			windows;		/* one unit may overflow: rerun it with skip windows */
+	int			nstreams;
+	cudaStream_t streams[GJ_DRIVER_MAX_STREAMS];
+	cudaEvent_t events[GJ_DRIVER_MAX_STREAMS];
+	gj_out		out[GJ_DRIVER_MAX_STREAMS];
+	unsigned long long *h_count;	/* pinned, one per stream */
+	int64_t		cap;			/* pairs per buffer */
+	gj_chunk	pool[GJ_DRIVER_MAX_STREAMS + 1];	/* pinned host chunks */
+	int			npool;
+	gj_batch   *pending;		/* a stack */
+	int64_t		npending;
+	int64_t		cap_pending;
+	pthread_t	thread;
+	int			started;
+	int			stop;			/* atomic */
+	char		err[256];
+	int64_t		batches;		/* launches that delivered */
+	int64_t		overflows;		/* batches split and rerun */
+	int64_t		pairs;
+} gj_pair_driver;
+
+extern gj_status gj_driver_init(gj_pair_driver *d, gj_engine *eng, int nstreams,
+								char *err, size_t errlen);
+extern gj_status gj_driver_buffers(gj_pair_driver *d, int64_t cap, int64_t min_cap,
+								   int forced, char *err, size_t errlen);
+extern int	gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1,
+						   unsigned long long skip);
+extern gj_status gj_driver_start(gj_pair_driver *d, gj_batch_launch_fn launch,
+								 void *ctx, int windows);
+extern void gj_driver_stop(gj_pair_driver *d);
 
 /* Pinned host blocks cached across joins of a process (pinned.cu). */
 extern cudaError_t gj_pinned_alloc(void **out, size_t bytes);

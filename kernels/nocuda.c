@@ -125,3 +125,39 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 	snprintf(err, errlen, "built without CUDA");
 	return GJ_ERR_NODEVICE;
 }
+
+gj_status
+gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
+				   const gj_gpu_options *gopt, gj_gpu_tiles **out, char *err, size_t errlen)
+{
+	(void) p;
+	(void) opt;
+	(void) gopt;
+	*out = NULL;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+/* Never reached: start never succeeds in this build. */
+void
+gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
+{
+	(void) j;
+	memset(info, 0, sizeof(*info));
+}
+
+const char *
+gj_gpu_tiles_error(const gj_gpu_tiles *j)
+{
+	(void) j;
+	return "built without CUDA";
+}
+
+gj_status
+gj_gpu_tiles_gram_error(const gj_points *p, double *worst, char *err, size_t errlen)
+{
+	(void) p;
+	*worst = 0;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}

@@ -2,7 +2,9 @@
 # Everything that needs the GPU host, in one call (see README, "GPU host"):
 #   1. regress/gpu_check: GPU vs CPU engine on hundreds of cases
 #   2. compute-sanitizer (memcheck) on a quick gpu_check
-#   3. regress/bench_gpu: issue 3's benchmark table
+#   3. regress/bench_gpu: issue 3's benchmark table; regress/gpu_tiles:
+#      the tile join for many dimensions against the CPU's, under
+#      compute-sanitizer, and its benchmark (Syn16/32/64D2M, embeddings)
 #   4. PostgreSQL: the pg_regress suite with gpujoin.device = gpu, the SQL
 #      GPU checks (regress/gpuhost.sql), concurrent backends, the SQL
 #      benchmark (regress/gpuhost_bench.sql) and GPU cancel cases
@@ -16,7 +18,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,tilesbench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -44,6 +46,21 @@ fi
 if has bench; then
 	timeout ${GJ_BENCH_TIMEOUT:-240} ./regress/bench_gpu ${GJ_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.txt"
 fi
+if has tilescheck; then
+	timeout ${GJ_CHECK_TIMEOUT:-300} ./regress/gpu_tiles check > "$OUT/gpu_tiles.log" 2>&1
+	echo "gpu_tiles exit $?" >> "$OUT/gpu_tiles.log"
+	summary+=("gpu_tiles check: $(grep 'passed' "$OUT/gpu_tiles.log" | tail -1)")
+	grep -E '^(FAIL|gram|cancel)' "$OUT/gpu_tiles.log" | head -12
+fi
+if has tilessanitize; then
+	timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+		env GJ_GPU_CHECK_QUICK=1 ./regress/gpu_tiles check > "$OUT/tiles_sanitizer.log" 2>&1
+	rc=$?
+	summary+=("compute-sanitizer gpu_tiles: exit $rc; $(grep 'ERROR SUMMARY' "$OUT/tiles_sanitizer.log" | tail -1)")
+fi
+if has tilesbench; then
+	timeout ${GJ_BENCH_TIMEOUT:-400} ./regress/gpu_tiles bench ${GJ_TILES_BENCH:-all} 2>&1 | tee "$OUT/tiles_bench.md"
+fi
 if has knncheck; then
 	GJ_VERBOSE=1 timeout ${GJ_CHECK_TIMEOUT:-240} ./regress/gpu_knn check > "$OUT/gpu_knn.log" 2>&1
 	summary+=("gpu_knn check: $(tail -1 "$OUT/gpu_knn.log")")
@@ -64,6 +81,8 @@ if has pg; then
 	tests=$(awk '/^REGRESS = /{f=1} f{print; if ($0 !~ /\\$/) exit}' Makefile | sed 's/^REGRESS = //; s/\\//g' | tr -s ' \t\n' ' ')
 	# PostGIS is not staged on the GPU host: its comparison runs on CI only
 	[ -f "$GJ_PGBIN/../lib/postgis-3.so" ] || { tests=${tests/clustering_postgis/}; echo "pg_regress: clustering_postgis left out (no PostGIS here; CI runs it)"; }
+	# pgvector, when staged (../shared/deps/install-pgvector.sh .gpuhost/stage)
+	[ -f /opt/pgx/usr/share/postgresql/15/extension/vector.control ] && tests="$tests pgvector"
 	rdir=/tmp/gj_regress_out
 	rm -rf "$rdir" && mkdir -p "$rdir" && chmod 777 "$rdir"
 	PGOPTIONS='-c gpujoin.device=gpu' $GJ_PGREGRESS --bindir="$GJ_PGBIN" --inputdir=. \

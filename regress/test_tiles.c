@@ -141,7 +141,7 @@ check_join(const char *name, uint64_t seed, const gj_points *p, double eps2, int
 	for (int rows = 0; rows <= 1; rows++)
 	{
 		gj_pairset	got = {0};
-		gj_tiles_options opt = {eps2, rows};
+		gj_tiles_options opt = {.eps2 = eps2, .emit_rows = rows};
 		gj_cpu_tiles *j;
 		gj_status	st = gj_cpu_tiles_start(p, &opt, threads, &j);
 		const char *why = NULL;
@@ -178,7 +178,7 @@ static gj_status
 start_tiles(void *arg, gj_engine **out)
 {
 	tiles_source *s = arg;
-	gj_tiles_options opt = {s->eps2, 1};
+	gj_tiles_options opt = {.eps2 = s->eps2, .emit_rows = 1};
 	gj_cpu_tiles *j;
 	gj_status	st = gj_cpu_tiles_start(s->p, &opt, s->threads, &j);
 
@@ -422,7 +422,7 @@ static void
 check_cancel(uint64_t seed)
 {
 	gj_points	p;
-	gj_tiles_options opt = {1e300, 0};
+	gj_tiles_options opt = {.eps2 = 1e300};
 	gj_cpu_tiles *j;
 	gj_chunk   *c = NULL;
 	gj_status	st;

@@ -324,6 +324,17 @@ GjRequireGpuIfSet(void)
 GjEngine
 GjChooseEngine(int64 npoints)
 {
+	return GjChooseEngineFor(npoints, 0.0);
+}
+
+/*
+ * The same for work that grows faster than the rows: auto also takes the
+ * GPU when the pairs times the dimensions to compare reach
+ * GJ_AUTO_GPU_MIN_WORK (20,000 rows of 768 dimensions by tiles: 1.5e11).
+ */
+GjEngine
+GjChooseEngineFor(int64 npoints, double work)
+{
 	const char *why;
 
 	if (gj_device_guc == GJ_DEVICE_CPU)
@@ -333,7 +344,8 @@ GjChooseEngine(int64 npoints)
 		GjRequireGpuIfSet();
 		return GJ_ENGINE_GPU;
 	}
-	if (npoints >= GJ_AUTO_GPU_MIN_ROWS && GjGpuUsable(&why))
+	if ((npoints >= GJ_AUTO_GPU_MIN_ROWS || work >= GJ_AUTO_GPU_MIN_WORK) &&
+		GjGpuUsable(&why))
 		return GJ_ENGINE_GPU;
 	return GJ_ENGINE_CPU;
 }

@@ -60,9 +60,11 @@ typedef enum GjEngine
 
 #define GJ_AUTO_GPU_MIN_ROWS 100000
 #define GJ_AUTO_GPU_MIN_QUERIES 1024	/* kNN: fewer queries stay on the CPU */
+#define GJ_AUTO_GPU_MIN_WORK 1e10	/* pair-dimensions of tiles: the GPU below 100K rows */
 
 extern void GjRequireGpuIfSet(void);
 extern GjEngine GjChooseEngine(int64 npoints);
+extern GjEngine GjChooseEngineFor(int64 npoints, double work);
 extern bool GjGpuUsable(const char **why);
 extern int	GjCpuThreads(void);
 extern int64 GjHostMemoryLimit(void);

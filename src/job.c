@@ -59,8 +59,11 @@ typedef enum GjRunning
 	RUN_GPU_KNN,
 	RUN_ROWS,					/* per-row answers computed: hand them out */
 	RUN_CPU_LISTS,
-	RUN_CPU_TILES
+	RUN_CPU_TILES,
+	RUN_GPU_TILES
 } GjRunning;
+
+#define RUNNING_GPU(r) ((r) == RUN_GPU_SELFJOIN || (r) == RUN_GPU_KNN || (r) == RUN_GPU_TILES)
 
 struct GjJob
 {
@@ -77,6 +80,8 @@ struct GjJob
 	int64		nsubset;
 
 	gj_pair_source source;		/* per-row shapes by tiles: their pairs */
+	gj_status	gpu_status;		/* ... GJ_OK, or why the GPU gave them up */
+	char		gpu_err[256];
 
 	gj_chunk   *chunk;			/* the chunk being handed out */
 	int			pos;
@@ -280,12 +285,58 @@ UseTiles(GjJob *job, GjEngine engine)
 		return gj_eps_method_guc == GJ_EPS_BRUTE;
 	if (p->dims <= GJ_TILES_MIN_DIMS)
 		return false;
-	m = (int64) Min(8192.0, sqrt(2.0 * GJ_TILES_SAMPLE_WORK / p->dims));
-	CheckStatus(gj_sample_pair_shares(p, job->spec.eps2, m, &cand, &within),
-				"sampling the input");
-	job->tile_share = cand;
-	job->stats.estimated_pairs = within * (double) p->n * (double) (p->n - 1) / 2;
-	return cand * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
+	if (job->tile_share < 0)
+	{
+		/* once a job: a fallback to the CPU decides again from the same sample */
+		m = (int64) Min(8192.0, sqrt(2.0 * GJ_TILES_SAMPLE_WORK / p->dims));
+		CheckStatus(gj_sample_pair_shares(p, job->spec.eps2, m, &cand, &within),
+					"sampling the input");
+		job->tile_share = cand;
+		job->stats.estimated_pairs = within * (double) p->n * (double) (p->n - 1) / 2;
+	}
+	return job->tile_share * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
+}
+
+/* The engine of an eps function: by rows, or by the tiles' work in many dimensions. */
+static GjEngine
+ChooseEpsEngine(GjJob *job)
+{
+	const gj_points *p = &job->res->points;
+	double		work = p->dims > GJ_TILES_MIN_DIMS ?
+		0.5 * (double) p->n * (double) p->n * p->dims : 0.0;
+
+	return GjChooseEngineFor(p->n, work);
+}
+
+/* The self-join by tiles on the GPU; false (after a NOTICE) when the CPU must run it. */
+static bool
+StartGpuTiles(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_tiles_options o;
+	gj_gpu_options gopt;
+	gj_gpu_tiles *tj;
+	char		err[256];
+	gj_status	st;
+	double		t0 = gj_now_ms();
+
+	memset(&o, 0, sizeof(o));
+	o.eps2 = job->spec.eps2;
+	o.expected_pairs = Max(job->stats.estimated_pairs, 0.0);
+	memset(&gopt, 0, sizeof(gopt));
+	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	gopt.batch_pairs = gj_gpu_batch_pairs_guc;
+	st = gj_gpu_tiles_start(&res->points, &o, &gopt, &tj, err, sizeof(err));
+	if (st != GJ_OK)
+		return GpuStartFailed(job, st, err);
+	res->engine = GJ_ENGINE(tj);
+	job->stats.index_ms += gj_now_ms() - t0;
+	if (job->stats.estimated_pairs >= 0)
+		NoticeIfEnormous(job, job->stats.estimated_pairs);
+	job->t_engine = gj_now_ms();
+	job->stats.engine = "gpu (tiles)";
+	job->running = RUN_GPU_TILES;
+	return true;
 }
 
 /* The self-join by tiles on the CPU (pairs as ids). */
@@ -326,27 +377,90 @@ StartCpuTileRows(void *arg, gj_engine **out)
 }
 
 /*
- * Per-row shapes by tiles: counts, DBSCAN or lists from the pairs of the
- * tile join, into res->rowval/rowflag or the list arrays.
+ * The same on the GPU.  A GPU that cannot start hands the run to the CPU
+ * tile join (the status and message are kept for a NOTICE afterwards:
+ * nothing here may raise); a cancel is passed on.
  */
-static void
-TileRows(GjJob *job)
+static gj_status
+StartGpuTileRows(void *arg, gj_engine **out)
+{
+	GjJob	   *job = (GjJob *) arg;
+	gj_tiles_options o;
+	gj_gpu_options gopt;
+	gj_gpu_tiles *tj;
+	gj_status	st;
+
+	if (job->gpu_status != GJ_OK)
+		return StartCpuTileRows(arg, out);
+	memset(&o, 0, sizeof(o));
+	o.eps2 = job->spec.eps2;
+	o.emit_rows = 1;
+	o.expected_pairs = Max(job->stats.estimated_pairs, 0.0);
+	memset(&gopt, 0, sizeof(gopt));
+	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	st = gj_gpu_tiles_start(&job->res->points, &o, &gopt, &tj, job->gpu_err,
+							sizeof(job->gpu_err));
+	if (st == GJ_OK)
+	{
+		*out = GJ_ENGINE(tj);
+		return GJ_OK;
+	}
+	if (st == GJ_ERR_CANCELED)
+		return st;
+	job->gpu_status = st;
+	return StartCpuTileRows(arg, out);
+}
+
+/* Counts, DBSCAN or lists from the pairs of job->source. */
+static gj_status
+TileRowsFrom(GjJob *job, int64_t *entries)
 {
 	GjResources *res = job->res;
 	int64		n = res->points.n;
 
-	job->source.start = StartCpuTileRows;
+	if (job->spec.shape == GJ_SHAPE_LISTS)
+		return gj_pairs_lists(&job->source, &res->points, GjHostMemoryLimit() / 16,
+							  &res->list_off, &res->list_nb, &res->list_nd, entries);
+	AllocRowResults(job, n);
+	if (job->spec.shape == GJ_SHAPE_COUNTS)
+		return gj_pairs_count(&job->source, n, res->rowval);
+	return gj_pairs_dbscan(&job->source, &res->points, job->spec.minpts,
+						   res->rowval, res->rowflag);
+}
+
+/*
+ * Per-row shapes by tiles on the given engine: counts, DBSCAN or lists
+ * from the tile join's pairs, into res->rowval/rowflag or the list arrays.
+ * A GPU that fails, at its start or part-way, leaves the work to the CPU
+ * tile join (no row has gone out yet) with a NOTICE.
+ */
+static void
+TileRows(GjJob *job, GjEngine engine)
+{
+	int64_t		entries = 0;
+	gj_status	st;
+
+	job->source.start = engine == GJ_ENGINE_GPU ? StartGpuTileRows : StartCpuTileRows;
 	job->source.arg = job;
 	job->source.store_bytes = 0;
-	job->stats.engine = "cpu (tiles)";
+	job->gpu_status = GJ_OK;
+	st = TileRowsFrom(job, &entries);
+	if (engine == GJ_ENGINE_GPU && job->gpu_status == GJ_OK &&
+		(st == GJ_ERR_CUDA || st == GJ_ERR_DEVICE_OOM))
+	{
+		/* failed part-way: the message of the engine is gone, its status is not */
+		job->gpu_status = st;
+		snprintf(job->gpu_err, sizeof(job->gpu_err), "the GPU tile join failed while running");
+		job->source.start = StartCpuTileRows;
+		st = TileRowsFrom(job, &entries);
+	}
+	if (engine == GJ_ENGINE_GPU && job->gpu_status != GJ_OK)
+		GpuStartFailed(job, job->gpu_status, job->gpu_err);
+	job->stats.engine = engine == GJ_ENGINE_GPU && job->gpu_status == GJ_OK ?
+		"gpu (tiles)" : "cpu (tiles)";
 	job->stats.threads = GjCpuThreads();
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
-		int64_t		entries = 0;
-		gj_status	st = gj_pairs_lists(&job->source, &res->points,
-										GjHostMemoryLimit() / 16, &res->list_off,
-										&res->list_nb, &res->list_nd, &entries);
-
 		if (st == GJ_ERR_LIMIT)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -355,15 +469,8 @@ TileRows(GjJob *job)
 							(long long) (GjHostMemoryLimit() / 1048576)),
 					 errdetail("%lld list entries of 16 bytes each.", (long long) entries),
 					 errhint("Use a smaller eps, or eps_neighbor_counts.")));
-		CheckStatus(st, job->spec.fname);
-		return;
 	}
-	AllocRowResults(job, n);
-	if (job->spec.shape == GJ_SHAPE_COUNTS)
-		CheckStatus(gj_pairs_count(&job->source, n, res->rowval), job->spec.fname);
-	else
-		CheckStatus(gj_pairs_dbscan(&job->source, &res->points, job->spec.minpts,
-									res->rowval, res->rowflag), job->spec.fname);
+	CheckStatus(st, job->spec.fname);
 }
 
 /* The self-join restricted to the listed rows' pairs, on the CPU. */
@@ -536,14 +643,18 @@ StartRows(GjJob *job, bool allow_gpu)
 	int64		nrows = n;
 	gj_cpu_lists *lj;
 
-	if (!restricted && (!allow_gpu || GjChooseEngine(n) != GJ_ENGINE_GPU) &&
-		UseTiles(job, GJ_ENGINE_CPU))
+	if (!restricted)
 	{
-		/* many dimensions: the shapes from the tile join's pairs */
-		job->t_engine = gj_now_ms();
-		TileRows(job);
-		FinishRows(job);
-		return;
+		GjEngine	e = allow_gpu ? ChooseEpsEngine(job) : GJ_ENGINE_CPU;
+
+		if (UseTiles(job, e))
+		{
+			/* many dimensions: the shapes from the tile join's pairs */
+			job->t_engine = gj_now_ms();
+			TileRows(job, e);
+			FinishRows(job);
+			return;
+		}
 	}
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
@@ -628,8 +739,8 @@ StartEngine(GjJob *job, bool allow_gpu)
 		job->twice = job->spec.symmetric;
 		if (job->spec.filter_column != GJ_FILTER_NONE)
 			StartProbe(job);
-		else if (allow_gpu && GjChooseEngine(res->points.n) == GJ_ENGINE_GPU &&
-				 StartGpuSelfJoin(job))
+		else if (allow_gpu && ChooseEpsEngine(job) == GJ_ENGINE_GPU &&
+				 (UseTiles(job, GJ_ENGINE_GPU) ? StartGpuTiles(job) : StartGpuSelfJoin(job)))
 			return;
 		else if (UseTiles(job, GJ_ENGINE_CPU))
 			StartCpuTiles(job);
@@ -680,6 +791,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	job->res = res;
 	job->restart_ok = restart_ok;
 	job->stats.estimated_pairs = -1;
+	job->tile_share = -1;
 	job->stats.engine = "none";
 	job->stats.runs = 1;
 	job->t_progress = gj_now_ms();
@@ -755,6 +867,13 @@ EngineDoneMs(GjJob *job)
 		gj_gpu_selfjoin_stats((gj_gpu_selfjoin *) res->engine, &gs);
 		job->stats.batches = gs.batches;
 	}
+	else if (job->running == RUN_GPU_TILES)
+	{
+		gj_gpu_tiles_info ti;
+
+		gj_gpu_tiles_stats((gj_gpu_tiles *) res->engine, &ti);
+		job->stats.batches = ti.batches;
+	}
 	else if (job->running == RUN_GPU_KNN)
 	{
 		gj_gpu_knn_info gi;
@@ -778,6 +897,8 @@ GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
 	snprintf(err, sizeof(err), "%s",
 			 job->running == RUN_GPU_SELFJOIN ?
 			 gj_gpu_selfjoin_error((gj_gpu_selfjoin *) res->engine) :
+			 job->running == RUN_GPU_TILES ?
+			 gj_gpu_tiles_error((gj_gpu_tiles *) res->engine) :
 			 gj_gpu_knn_error((gj_gpu_knn *) res->engine));
 	GjResourcesStopEngine(res);
 	job->running = RUN_NONE;
@@ -821,7 +942,7 @@ NextChunk(GjJob *job, bool *restarted)
 			job->chunk = c;
 			job->pos = 0;
 			job->second = false;
-			if (job->running != RUN_GPU_SELFJOIN && job->running != RUN_GPU_KNN)
+			if (!RUNNING_GPU(job->running))
 				job->stats.batches++;
 			ProgressTick(job, c->n);
 			return true;
@@ -833,7 +954,7 @@ NextChunk(GjJob *job, bool *restarted)
 			job->stats.join_ms += (done > job->t_engine ? done : gj_now_ms()) - job->t_engine;
 			return false;
 		}
-		if ((job->running == RUN_GPU_SELFJOIN || job->running == RUN_GPU_KNN) &&
+		if (RUNNING_GPU(job->running) &&
 			st != GJ_ERR_CANCELED)
 		{
 			GpuFailedPartWay(job, st, restarted);

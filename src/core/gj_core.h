@@ -441,6 +441,8 @@ typedef struct gj_tiles_options
 {
 	double		eps2;
 	int			emit_rows;
+	double		expected_pairs; /* GPU: sizes its result buffers (0: unknown) */
+	int			no_filter;		/* GPU: every pair by the float64 rule (tests) */
 } gj_tiles_options;
 
 typedef struct gj_cpu_tiles gj_cpu_tiles;

@@ -1,0 +1,871 @@
+/*
+ * tiles.cu
+ *		The GPU eps self-join for many dimensions: blocks of 128 rows against
+ *		blocks of 128 rows, a tensor-core filter, and the exact rule for the
+ *		pairs the filter cannot rule out.
+ *
+ * Why.  In many dimensions a grid compares a large share of all pairs
+ * (2M exponential points in 16-D: 41% with 6 indexed dimensions) while
+ * true pairs are rare, so the work is distance arithmetic, and the GPU's
+ * fastest arithmetic is its tensor cores.  For unit vectors, or any
+ * vectors about a common centre m, |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: a
+ * matrix product of the blocks gives every pair's distance at once.
+ *
+ * Filter.  Each row's centred coordinates a = x - m (float64) are rounded
+ * to TF32 (f, 10-bit mantissa, relative error at most delta = 2^-11 +
+ * 2^-23), their squared norm N = |f|^2 is kept (in float64, then halved
+ * and rounded to float), and a bound R >= |a|.  A CTA computes G = F_Q
+ * F_B^T for a 128 x 128 tile with mma.sync m16n8k8 TF32 (float32
+ * accumulation) and keeps a pair when G >= (N_i + N_j)/2 - c.  The
+ * constant c is proved wide enough that no pair within eps is dropped,
+ * whatever the rounding:
+ *   - a pair within eps has the float64 rule's sum S <= eps2, so its real
+ *     squared distance T <= eps2 (1 + (d + 3) 2^-52) =: s0^2 (each term
+ *     of S is at least the real term times (1 - u)^3, the sum of
+ *     non-negative terms loses at most a factor (1 - u)^(d - 1));
+ *   - |f_i - f_j| <= |a_i - a_j| + delta (|a_i| + |a_j|), so
+ *     |f_i - f_j| <= rho = s0 + delta (R_Q + R_B), R_Q and R_B the largest
+ *     R of each block;
+ *   - the products of TF32 values are exact in float32 and the tensor
+ *     core's sum of K of them is within TACC K 2^-23 sum |f_ik f_jk| <=
+ *     TACC K 2^-23 |f_i| |f_j| (Cauchy-Schwarz; TACC = 8 is eight times
+ *     the bound of a float32 sum, room for accumulation that truncates or
+ *     aligns coarsely; regress/gpu_check measures the real error);
+ *   - the float32 epilogue adds two more roundings of (N_i + N_j)/2 - c.
+ * So c = rho^2 / 2 + E_G + E_h, where E_G bounds the product and E_h the
+ * epilogue, both from R_Q and R_B (tiles_constant()).  Every pair kept is
+ * then decided by the float64 rule itself, in column order, so the answer
+ * is exactly the CPU engine's.  The filter is only as tight as the data's
+ * norms about the centre allow: for rows far from the centre relative to
+ * eps (two far clusters, huge offsets with tiny differences) c grows until
+ * most pairs pass; a tile whose kept pairs overflow the CTA's list, or
+ * whose c is unusable, is then computed whole by the float64 rule (the
+ * slow path, exact as ever).
+ *
+ * Work.  The tile plan's units are (query block, reference block) pairs,
+ * every pair of blocks for brute force (tile_plan.c); the batch driver
+ * (pair_driver.cu) runs ranges of units, each CTA a run of consecutive
+ * units of one or two query blocks, keeping the query block in shared
+ * memory while it stays the same and the rows fit one chunk.  A unit makes
+ * at most 128 x 128 pairs, fewer than a result buffer holds, so a batch
+ * that overflows is split and never needs skip windows.  The stop word is
+ * read at every unit.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_common.cuh"
+
+#define TILE 128				/* rows of a block */
+#define TK 32					/* filter coordinates per shared-memory chunk */
+#define TSTRIDE (TK + 4)		/* padded row: conflict-free fragment loads */
+#define TTHREADS 256			/* 8 warps: 2 x 4 of 64 x 32 */
+#define TCAND 2048				/* kept pairs a CTA refines per unit */
+#define TUNITS_PER_CTA 8
+#define TDELTA 4.9e-4			/* >= 2^-11 + 2^-23 + rounding of centring */
+#define TACC 8.0				/* the tensor core's sum: within TACC K 2^-23 sum |products| */
+#define TILES_DEFAULT_BATCH ((int64_t) 2 << 20)
+#define TILES_MIN_BATCH ((int64_t) 1 << 16)
+#define TILES_MAX_UNITS_PER_BATCH ((uint64_t) 1 << 20)
+
+typedef struct tiles_params
+{
+	const double *x;			/* n x dims, float64 */
+	const int64_t *ids;			/* n, or NULL (rows mode) */
+	const float *f;				/* n x dp, TF32 values of the centred rows */
+	const float *h;				/* n: |f|^2 / 2 */
+	const double *blockr;		/* per block: the largest R of its rows */
+	const int64_t *run_qb;
+	const int64_t *run_lo;
+	const int64_t *run_u0;		/* nruns + 1: each run's first unit */
+	int64_t		nruns;
+	int64_t		n;
+	int			dims;
+	int			dp;				/* dims padded to a multiple of 8 */
+	double		eps2;
+	double		s0;				/* sqrt(eps2 (1 + (d + 3) 2^-52)), rounded up */
+	int			use_filter;
+	int			emit_rows;
+	const int  *stop;
+} tiles_params;
+
+/* The float32 round-to-nearest TF32 value of v (its low 13 bits zero). */
+__device__ __forceinline__ float
+to_tf32(float v)
+{
+	uint32_t	r;
+
+	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+	return __uint_as_float(r);
+}
+
+/*
+ * Per row: f = TF32 of the centred coordinates (zero past dims), h =
+ * |f|^2 / 2, r = a bound on |x - m| (the real centred norm).
+ */
+__global__ static void
+prep_kernel(const double *x, const double *m, int64_t n, int dims, int dp, float *f,
+			float *h, double *r)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	double		nf = 0.0,
+				na = 0.0;
+
+	if (i >= n)
+		return;
+	for (int k = 0; k < dp; k++)
+	{
+		float		v = 0.0f;
+
+		if (k < dims)
+		{
+			double		a = x[i * dims + k] - m[k];
+
+			v = to_tf32((float) a);
+			na += a * a;
+		}
+		f[i * dp + k] = v;
+		nf += (double) v * (double) v;
+	}
+	h[i] = (float) (nf * 0.5);
+	/* the computed norm, widened past every rounding in it and in a */
+	r[i] = sqrt(na) * (1.0 + 1e-9);
+}
+
+/* Per block of TILE rows: the largest r. */
+__global__ static void
+block_max_kernel(const double *r, int64_t n, int64_t nblocks, double *blockr)
+{
+	int64_t		b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	double		mx = 0.0;
+
+	if (b >= nblocks)
+		return;
+	for (int64_t i = b * TILE; i < n && i < (b + 1) * TILE; i++)
+		mx = r[i] > mx ? r[i] : mx;
+	blockr[b] = mx;
+}
+
+/*
+ * The filter's constant c for blocks of largest norms rq and rb (float,
+ * rounded up), or +inf when it cannot be used (see the file header).
+ */
+__device__ static float
+tiles_constant(const tiles_params &P, double rq, double rb)
+{
+	double		k = (double) P.dp;
+	double		g1 = (1.0 + TDELTA) * (1.0 + TDELTA);
+	double		rho = P.s0 + TDELTA * (rq + rb) + 1e-300;
+	double		eg = TACC * k * 0x1p-23 * g1 * rq * rb + k * 0x1p-148;
+	double		c0 = rho * rho * 0.5 + eg;
+	double		c = c0 + 0x1p-21 * (g1 * (rq * rq + rb * rb) + c0);
+
+	c *= 1.0 + 1e-12;
+	if (!(c < 1e37))
+		return INFINITY;
+	return __double2float_ru(c);
+}
+
+/* The float64 rule for rows i and j, stopping early once past eps2. */
+__device__ __forceinline__ double
+exact_sqdist(const tiles_params &P, int64_t i, int64_t j)
+{
+	const double *a = P.x + i * P.dims;
+	const double *b = P.x + j * P.dims;
+	double		s = 0.0;
+
+	for (int k = 0; k < P.dims; k++)
+	{
+		double		t = __dsub_rn(a[k], b[k]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+		if ((k & 7) == 7 && s > P.eps2)
+			break;
+	}
+	return s;
+}
+
+/* Emit rows i < j at squared distance s: as rows, or as ids, smaller first. */
+__device__ __forceinline__ void
+tiles_emit(const tiles_params &P, const gj_out &O, int64_t i, int64_t j, double s)
+{
+	if (P.emit_rows)
+		gj_out_put(O, i, j, sqrt(s));
+	else
+	{
+		int64_t		a = P.ids[i],
+					b = P.ids[j];
+
+		gj_out_put(O, a < b ? a : b, a < b ? b : a, sqrt(s));
+	}
+}
+
+/* Rows [row0, row0 + TILE) x chunk [k0, k0 + w) of f into s (zero past n). */
+__device__ __forceinline__ void
+load_chunk(const tiles_params &P, int64_t row0, int k0, int w, float *s)
+{
+	int			w4 = w / 4;
+
+	for (int e = threadIdx.x; e < TILE * w4; e += TTHREADS)
+	{
+		int			r = e / w4,
+					c = e - r * w4;
+		float4		v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+		if (row0 + r < P.n)
+			v = *(const float4 *) (P.f + (row0 + r) * P.dp + k0 + 4 * c);
+		*(float4 *) (s + r * TSTRIDE + 4 * c) = v;
+	}
+}
+
+__device__ __forceinline__ void
+mma_tf32(float *c, const uint32_t *a, const uint32_t *b)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/*
+ * One chunk of w coordinates (a multiple of 8) of the tile's products: the
+ * warp's 64 x 32 of G += A B^T from the query rows in sa and the reference
+ * rows in sb (row-major, TSTRIDE apart).  Fragments as mma.m16n8k8 .tf32
+ * lays them out: lane (g, t) = (lane / 4, lane % 4) holds A at rows g and
+ * g + 8, columns t and t + 4, B at column g, rows t and t + 4, and the
+ * sums at row g (elements 0, 1) and g + 8 (2, 3), columns 2t and 2t + 1.
+ */
+__device__ __forceinline__ void
+tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
+			  float acc[4][4][4])
+{
+	for (int kk = 0; kk < w; kk += 8)
+	{
+		uint32_t	af[4][4],
+					bf[4][2];
+
+		for (int mi = 0; mi < 4; mi++)
+		{
+			const float *s = sa + (wm * 64 + mi * 16 + g) * TSTRIDE + kk + t;
+
+			af[mi][0] = __float_as_uint(s[0]);
+			af[mi][1] = __float_as_uint(s[8 * TSTRIDE]);
+			af[mi][2] = __float_as_uint(s[4]);
+			af[mi][3] = __float_as_uint(s[8 * TSTRIDE + 4]);
+		}
+		for (int ni = 0; ni < 4; ni++)
+		{
+			const float *s = sb + (wn * 32 + ni * 8 + g) * TSTRIDE + kk + t;
+
+			bf[ni][0] = __float_as_uint(s[0]);
+			bf[ni][1] = __float_as_uint(s[4]);
+		}
+		for (int mi = 0; mi < 4; mi++)
+			for (int ni = 0; ni < 4; ni++)
+				mma_tf32(acc[mi][ni], af[mi], bf[ni]);
+	}
+}
+
+/* The row and column (within the tile) of element e of acc[mi][ni]. */
+#define ACC_ROW(wm, mi, g, e) ((wm) * 64 + (mi) * 16 + (g) + ((e) >= 2 ? 8 : 0))
+#define ACC_COL(wn, ni, t, e) ((wn) * 32 + (ni) * 8 + 2 * (t) + ((e) & 1))
+
+/*
+ * Units [u_begin, u_end) of a batch: for each, the filter on the tensor
+ * cores, then the float64 rule for the pairs it keeps (or for every pair,
+ * on the slow path).
+ */
+__global__ static void __launch_bounds__(TTHREADS)
+tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
+{
+	__shared__ __align__(16) float sa[TILE * TSTRIDE];
+	__shared__ __align__(16) float sb[TILE * TSTRIDE];
+	__shared__ float shq[TILE];	/* h_i - c, per query row */
+	__shared__ float shb[TILE];	/* h_j, per reference row */
+	__shared__ uint16_t cand[TCAND];
+	__shared__ int ncand;
+	__shared__ int stopped;
+	__shared__ float cconst;
+	uint64_t	u_begin = b0 + (uint64_t) blockIdx.x * TUNITS_PER_CTA;
+	uint64_t	u_end = u_begin + TUNITS_PER_CTA < b1 ? u_begin + TUNITS_PER_CTA : b1;
+	int			warp = threadIdx.x >> 5,
+				lane = threadIdx.x & 31;
+	int			g = lane >> 2,
+				t = lane & 3;
+	int			wm = warp >> 2,	/* rows wm * 64 .. */
+				wn = warp & 3;	/* columns wn * 32 .. */
+	int64_t		run = 0,
+				lo = 0,
+				hi = P.nruns;
+	int64_t		loaded_qb = -1;	/* the query block in sa, when one chunk holds it */
+
+	if (u_begin >= u_end)
+		return;
+	/* the run holding the first unit */
+	while (hi - lo > 1)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if ((uint64_t) P.run_u0[mid] <= u_begin)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	run = lo;
+	if (threadIdx.x == 0)
+		ncand = 0;
+
+	for (uint64_t u = u_begin; u < u_end; u++)
+	{
+		int64_t		qb,
+					rb,
+					q0,
+					r0;
+		bool		diag,
+					slow;
+
+		while ((uint64_t) P.run_u0[run + 1] <= u)
+			run++;
+		qb = P.run_qb[run];
+		rb = P.run_lo[run] + (int64_t) (u - (uint64_t) P.run_u0[run]);
+		q0 = qb * TILE;
+		r0 = rb * TILE;
+		diag = qb == rb;
+
+		if (threadIdx.x == 0)
+		{
+			stopped = gj_dev_stopped(P.stop);
+			cconst = P.use_filter ? tiles_constant(P, P.blockr[qb], P.blockr[rb]) : INFINITY;
+		}
+		__syncthreads();
+		if (stopped)
+			return;
+		slow = isinf(cconst);
+
+		if (!slow)
+		{
+			float		acc[4][4][4];
+
+			for (int mi = 0; mi < 4; mi++)
+				for (int ni = 0; ni < 4; ni++)
+					for (int e = 0; e < 4; e++)
+						acc[mi][ni][e] = 0.0f;
+			for (int r = threadIdx.x; r < TILE; r += TTHREADS)
+			{
+				shq[r] = q0 + r < P.n ? P.h[q0 + r] - cconst : INFINITY;
+				shb[r] = r0 + r < P.n ? P.h[r0 + r] : INFINITY;
+			}
+			for (int k0 = 0; k0 < P.dp; k0 += TK)
+			{
+				int			w = P.dp - k0 < TK ? P.dp - k0 : TK;
+
+				if (!(P.dp <= TK && loaded_qb == qb))
+					load_chunk(P, q0, k0, w, sa);
+				load_chunk(P, r0, k0, w, sb);
+				__syncthreads();
+				tile_products(sa, sb, w, wm, wn, g, t, acc);
+				__syncthreads();
+			}
+			loaded_qb = P.dp <= TK ? qb : -1;
+
+			/* keep a pair when G >= (h_i - c) + h_j */
+			for (int mi = 0; mi < 4; mi++)
+				for (int ni = 0; ni < 4; ni++)
+					for (int e = 0; e < 4; e++)
+					{
+						int			row = ACC_ROW(wm, mi, g, e);
+						int			col = ACC_COL(wn, ni, t, e);
+
+						if (acc[mi][ni][e] >= shq[row] + shb[col] && (!diag || row < col))
+						{
+							int			slot = atomicAdd(&ncand, 1);
+
+							if (slot < TCAND)
+								cand[slot] = (uint16_t) (row << 7 | col);
+						}
+					}
+			__syncthreads();
+			slow = ncand > TCAND;
+			if (!slow)
+				for (int c = threadIdx.x; c < ncand; c += TTHREADS)
+				{
+					int64_t		i = q0 + (cand[c] >> 7),
+								j = r0 + (cand[c] & 127);
+					double		s = exact_sqdist(P, i, j);
+
+					if (s <= P.eps2)
+						tiles_emit(P, O, i, j, s);
+				}
+		}
+		if (slow)
+		{
+			/* the float64 rule for every pair of the unit */
+			for (int e = threadIdx.x; e < TILE * TILE; e += TTHREADS)
+			{
+				int64_t		i = q0 + (e >> 7),
+							j = r0 + (e & 127);
+				double		s;
+
+				if (i >= P.n || j >= P.n || (diag && i >= j))
+					continue;
+				s = exact_sqdist(P, i, j);
+				if (s <= P.eps2)
+					tiles_emit(P, O, i, j, s);
+			}
+			loaded_qb = -1;
+		}
+		__syncthreads();
+		if (threadIdx.x == 0)
+			ncand = 0;
+		/* the next unit's first reads of ncand and sa come after a barrier */
+	}
+}
+
+/*
+ * The filter's products for blocks qb and rb of P.f, written out (tiles x
+ * tiles of float): what the tile kernel compares, for
+ * gj_gpu_tiles_gram_error.
+ */
+__global__ static void __launch_bounds__(TTHREADS)
+gram_kernel(tiles_params P, int64_t qb, int64_t rb, float *out)
+{
+	__shared__ __align__(16) float sa[TILE * TSTRIDE];
+	__shared__ __align__(16) float sb[TILE * TSTRIDE];
+	int			warp = threadIdx.x >> 5,
+				lane = threadIdx.x & 31;
+	int			g = lane >> 2,
+				t = lane & 3;
+	int			wm = warp >> 2,
+				wn = warp & 3;
+	float		acc[4][4][4];
+
+	for (int mi = 0; mi < 4; mi++)
+		for (int ni = 0; ni < 4; ni++)
+			for (int e = 0; e < 4; e++)
+				acc[mi][ni][e] = 0.0f;
+	for (int k0 = 0; k0 < P.dp; k0 += TK)
+	{
+		int			w = P.dp - k0 < TK ? P.dp - k0 : TK;
+
+		load_chunk(P, qb * TILE, k0, w, sa);
+		load_chunk(P, rb * TILE, k0, w, sb);
+		__syncthreads();
+		tile_products(sa, sb, w, wm, wn, g, t, acc);
+		__syncthreads();
+	}
+	for (int mi = 0; mi < 4; mi++)
+		for (int ni = 0; ni < 4; ni++)
+			for (int e = 0; e < 4; e++)
+				out[ACC_ROW(wm, mi, g, e) * TILE + ACC_COL(wn, ni, t, e)] = acc[mi][ni][e];
+}
+
+struct gj_gpu_tiles
+{
+	gj_engine	eng;			/* first: the queue, the first error, free */
+	gj_pair_driver drv;
+	tiles_params P;
+	gj_tile_plan plan;
+	double	   *d_x;
+	int64_t    *d_ids;
+	float	   *d_f;
+	float	   *d_h;
+	double	   *d_r;
+	double	   *d_blockr;
+	double	   *d_m;
+	int64_t    *d_runs;			/* run_qb, run_lo, run_u0 */
+	int		   *d_stop;
+	cudaStream_t stop_stream;
+	gj_gpu_tiles_info info;
+};
+
+static void gpu_tiles_free(gj_engine *e);
+
+/* The driver's launch: units [b0, b1). */
+static cudaError_t
+launch_units(void *ctx, uint64_t b0, uint64_t b1, const gj_out &O, cudaStream_t s)
+{
+	struct gj_gpu_tiles *j = (struct gj_gpu_tiles *) ctx;
+	uint64_t	ctas = (b1 - b0 + TUNITS_PER_CTA - 1) / TUNITS_PER_CTA;
+
+	if (ctas == 0)
+		return cudaSuccess;
+	tiles_kernel<<<(unsigned) ctas, TTHREADS, 0, s>>>(j->P, b0, b1, O);
+	return cudaGetLastError();
+}
+
+/* Device bytes the points and the filter take. */
+static size_t
+tiles_bytes(int64_t n, int dims, int dp)
+{
+	return (size_t) n * ((size_t) dims * 8 + (size_t) dp * 4 + 8 + 4 + 8) +
+		(size_t) ((n + TILE - 1) / TILE) * (8 + 24) + ((size_t) 32 << 20);
+}
+
+/* Upload, centre, filter data, plan; fills j->P. */
+static gj_status
+prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
+		const gj_gpu_options *gopt, char *err, size_t errlen)
+{
+	int64_t		n = p->n;
+	int			dims = p->dims;
+	int			dp = (dims + 7) / 8 * 8;
+	size_t		free_b = 0,
+				total_b = 0,
+				budget,
+				need;
+	cudaStream_t s = j->drv.streams[0];
+	gj_dim_stats *st = NULL;
+	double	   *m = NULL,
+				maxr = 0.0;
+	int64_t    *runs = NULL;
+	double	   *hblockr = NULL;
+	gj_status	res;
+	double		t0 = gj_now_ms();
+
+	GJ_CUDA_CHECK(err, errlen, cudaMemGetInfo(&free_b, &total_b));
+	budget = (size_t) (free_b * 0.9);
+	if (gopt != NULL && gopt->memory_limit > 0 && gopt->memory_limit < budget)
+		budget = gopt->memory_limit;
+	need = tiles_bytes(n, dims, dp) + (size_t) TILES_MIN_BATCH * 24 * j->drv.nstreams;
+	if (need > budget)
+	{
+		snprintf(err, errlen, "the points and their filter need about %zu MB of GPU memory, %zu MB are available",
+				 need >> 20, budget >> 20);
+		return GJ_ERR_DEVICE_OOM;
+	}
+	res = gj_gpu_stop_alloc(&j->d_stop, &j->stop_stream, err, errlen);
+	if (res != GJ_OK)
+		return res;
+
+	/* the points, and their per-dimension sums for the centre */
+	st = (gj_dim_stats *) malloc(sizeof(gj_dim_stats) * dims);
+	m = (double *) malloc(sizeof(double) * dims);
+	if (st == NULL || m == NULL)
+	{
+		free(st);
+		free(m);
+		return GJ_ERR_NOMEM;
+	}
+	res = gj_gpu_upload_stats(p, &j->d_x, st, s, &j->info.upload_ms, err, errlen);
+	for (int d = 0; res == GJ_OK && d < dims; d++)
+		m[d] = n > 0 ? st[d].sum / (double) n : 0.0;
+	free(st);
+	if (res != GJ_OK)
+	{
+		free(m);
+		return res;
+	}
+	if (!opt->emit_rows)
+	{
+		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_ids, sizeof(int64_t) * (n + 1)));
+		GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(j->d_ids, p->ids, sizeof(int64_t) * n,
+												   cudaMemcpyHostToDevice, s));
+	}
+
+	/* the plan: every pair of blocks */
+	res = gj_tile_plan_brute(&j->plan, n, TILE);
+	if (res != GJ_OK)
+	{
+		free(m);
+		return res;
+	}
+	runs = (int64_t *) malloc(sizeof(int64_t) * (3 * j->plan.nruns + 1));
+	hblockr = (double *) malloc(sizeof(double) * (j->plan.nblocks + 1));
+	if (runs == NULL || hblockr == NULL)
+	{
+		free(m);
+		free(runs);
+		free(hblockr);
+		return GJ_ERR_NOMEM;
+	}
+	{
+		int64_t		u = 0;
+
+		for (int64_t r = 0; r < j->plan.nruns; r++)
+		{
+			runs[r] = j->plan.run_qb[r];
+			runs[j->plan.nruns + r] = j->plan.run_lo[r];
+			runs[2 * j->plan.nruns + r] = u;
+			u += j->plan.run_hi[r] - j->plan.run_lo[r];
+		}
+		runs[3 * j->plan.nruns] = u;
+		j->plan.units = u;
+	}
+
+	{
+		cudaError_t e = cudaSuccess;
+		int64_t		nb = j->plan.nblocks;
+
+		if (e == cudaSuccess)
+			e = cudaMalloc(&j->d_m, sizeof(double) * dims);
+		if (e == cudaSuccess)
+			e = cudaMalloc(&j->d_f, sizeof(float) * (size_t) (n + 1) * dp);
+		if (e == cudaSuccess)
+			e = cudaMalloc(&j->d_h, sizeof(float) * (n + 1));
+		if (e == cudaSuccess)
+			e = cudaMalloc(&j->d_r, sizeof(double) * (n + 1));
+		if (e == cudaSuccess)
+			e = cudaMalloc(&j->d_blockr, sizeof(double) * (nb + 1));
+		if (e == cudaSuccess)
+			e = cudaMalloc(&j->d_runs, sizeof(int64_t) * (3 * j->plan.nruns + 1));
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(j->d_m, m, sizeof(double) * dims, cudaMemcpyHostToDevice, s);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(j->d_runs, runs, sizeof(int64_t) * (3 * j->plan.nruns + 1),
+								cudaMemcpyHostToDevice, s);
+		if (e == cudaSuccess && n > 0)
+		{
+			prep_kernel<<<(unsigned) ((n + 255) / 256), 256, 0, s>>>(j->d_x, j->d_m, n, dims, dp,
+																	 j->d_f, j->d_h, j->d_r);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess && nb > 0)
+		{
+			block_max_kernel<<<(unsigned) ((nb + 255) / 256), 256, 0, s>>>(j->d_r, n, nb, j->d_blockr);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(hblockr, j->d_blockr, sizeof(double) * nb, cudaMemcpyDeviceToHost, s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+		free(m);
+		free(runs);
+		if (e != cudaSuccess)
+		{
+			free(hblockr);
+			snprintf(err, errlen, "tile filter: %s", cudaGetErrorName(e));
+			cudaGetLastError();
+			return gj_cuda_status(e);
+		}
+		for (int64_t b = 0; b < nb; b++)
+			maxr = hblockr[b] > maxr ? hblockr[b] : maxr;
+		free(hblockr);
+	}
+	cudaFree(j->d_r);
+	j->d_r = NULL;
+
+	memset(&j->P, 0, sizeof(j->P));
+	j->P.x = j->d_x;
+	j->P.ids = j->d_ids;
+	j->P.f = j->d_f;
+	j->P.h = j->d_h;
+	j->P.blockr = j->d_blockr;
+	j->P.run_qb = j->d_runs;
+	j->P.run_lo = j->d_runs + j->plan.nruns;
+	j->P.run_u0 = j->d_runs + 2 * j->plan.nruns;
+	j->P.nruns = j->plan.nruns;
+	j->P.n = n;
+	j->P.dims = dims;
+	j->P.dp = dp;
+	j->P.eps2 = opt->eps2;
+	j->P.s0 = sqrt(opt->eps2 * (1.0 + (dims + 3) * 0x1p-52)) * (1.0 + 0x1p-50);
+	j->P.emit_rows = opt->emit_rows;
+	j->P.stop = j->d_stop;
+
+	/*
+	 * The filter, where its float32 arithmetic holds: eps2 well above
+	 * float32's smallest numbers, squared norms well below its largest.
+	 * Elsewhere every unit takes the slow path (the float64 rule).
+	 */
+	j->P.use_filter = opt->eps2 >= 1e-30 && opt->eps2 < 1e30 && maxr <= 1e18 &&
+		!opt->no_filter;
+	j->info.filter = j->P.use_filter;
+	j->info.units = j->plan.units;
+	j->info.prep_ms = gj_now_ms() - t0;
+	return GJ_OK;
+}
+
+/* Result buffers and the batches: ranges of units. */
+static gj_status
+plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
+			 const gj_gpu_options *gopt, char *err, size_t errlen)
+{
+	int64_t		cap;
+	uint64_t	units = (uint64_t) j->plan.units,
+				per;
+	double		per_unit;
+	gj_status	st;
+
+	if (gopt != NULL && gopt->batch_pairs > 0)
+		cap = gopt->batch_pairs;
+	else
+	{
+		cap = (int64_t) (1.25 * opt->expected_pairs) + TILES_MIN_BATCH;
+		cap = cap > TILES_DEFAULT_BATCH ? TILES_DEFAULT_BATCH : cap;
+	}
+	st = gj_driver_buffers(&j->drv, cap, TILES_MIN_BATCH, gopt != NULL && gopt->batch_pairs > 0,
+						   err, errlen);
+	if (st != GJ_OK)
+		return st;
+	/* units expected to fill 70% of a buffer, at most a bounded run of work */
+	per_unit = units > 0 ? opt->expected_pairs / (double) units : 0.0;
+	per = per_unit > 0 ? (uint64_t) (0.7 * (double) j->drv.cap / per_unit) : units;
+	if (per > TILES_MAX_UNITS_PER_BATCH)
+		per = TILES_MAX_UNITS_PER_BATCH;
+	if (per < TUNITS_PER_CTA)
+		per = TUNITS_PER_CTA;
+	/* pushed last first: the driver pops them in order */
+	for (uint64_t b = (units + per - 1) / per; b-- > 0;)
+	{
+		uint64_t	u0 = b * per,
+					u1 = u0 + per < units ? u0 + per : units;
+
+		if (!gj_driver_push(&j->drv, u0, u1, 0))
+			return GJ_ERR_NOMEM;
+	}
+	return GJ_OK;
+}
+
+extern "C" gj_status
+gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
+				   const gj_gpu_options *gopt, gj_gpu_tiles **out, char *err, size_t errlen)
+{
+	struct gj_gpu_tiles *j;
+	gj_status	st;
+
+	*out = NULL;
+	err[0] = '\0';
+	if (!(opt->eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+	if (p->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	j = (struct gj_gpu_tiles *) calloc(1, sizeof(struct gj_gpu_tiles));
+	if (j == NULL)
+		return GJ_ERR_NOMEM;
+	j->eng.free = gpu_tiles_free;
+	st = gj_driver_init(&j->drv, &j->eng, gopt != NULL ? gopt->nstreams : 0, err, errlen);
+	if (st == GJ_OK)
+		st = prepare(j, p, opt, gopt, err, errlen);
+	if (st == GJ_OK)
+		st = plan_batches(j, opt, gopt, err, errlen);
+	if (st == GJ_OK)
+		st = gj_driver_start(&j->drv, launch_units, j, 0);
+	if (st != GJ_OK)
+	{
+		if (err[0] == '\0')
+			snprintf(err, errlen, "%s", gj_status_name(st));
+		gpu_tiles_free(&j->eng);
+		return st;
+	}
+	*out = j;
+	return GJ_OK;
+}
+
+extern "C" void
+gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
+{
+	*info = j->info;
+	info->batches = j->drv.batches;
+	info->overflows = j->drv.overflows;
+	info->pairs = j->drv.pairs;
+	info->done_ms = j->eng.q != NULL ? gj_queue_done_ms(j->eng.q) : 0.0;
+}
+
+extern "C" const char *
+gj_gpu_tiles_error(const gj_gpu_tiles *j)
+{
+	return j->drv.err;
+}
+
+static void
+gpu_tiles_free(gj_engine *e)
+{
+	struct gj_gpu_tiles *j = (struct gj_gpu_tiles *) e;
+
+	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
+	gj_driver_stop(&j->drv);
+	cudaFree(j->d_x);
+	cudaFree(j->d_ids);
+	cudaFree(j->d_f);
+	cudaFree(j->d_h);
+	cudaFree(j->d_r);
+	cudaFree(j->d_blockr);
+	cudaFree(j->d_m);
+	cudaFree(j->d_runs);
+	gj_gpu_stop_free(j->d_stop, j->stop_stream);
+	cudaGetLastError();
+	gj_tile_plan_free(&j->plan);
+	gj_queue_destroy(j->eng.q);
+	free(j);
+}
+
+/*
+ * For the GPU check: the tensor core's error on the filter's products of
+ * p's first blocks (up to 8 x 8 block pairs), as the largest ratio of
+ * |G - exact| to K 2^-23 sum |f_ik f_jk|, the bound of a float32 sum.  The
+ * filter assumes at most TACC; the check wants a wide margin below it.
+ */
+extern "C" gj_status
+gj_gpu_tiles_gram_error(const gj_points *p, double *worst, char *err, size_t errlen)
+{
+	struct gj_gpu_tiles *j = (struct gj_gpu_tiles *) calloc(1, sizeof(struct gj_gpu_tiles));
+	gj_tiles_options opt;
+	gj_status	st;
+	float	   *dg = NULL,
+			   *hg = NULL,
+			   *hf = NULL;
+
+	*worst = 0.0;
+	err[0] = '\0';
+	if (j == NULL)
+		return GJ_ERR_NOMEM;
+	memset(&opt, 0, sizeof(opt));
+	opt.eps2 = 1.0;
+	opt.emit_rows = 1;
+	j->eng.free = gpu_tiles_free;
+	st = gj_driver_init(&j->drv, &j->eng, 1, err, errlen);
+	if (st == GJ_OK)
+		st = prepare(j, p, &opt, NULL, err, errlen);
+	if (st == GJ_OK)
+	{
+		int64_t		nb = j->plan.nblocks < 8 ? j->plan.nblocks : 8;
+		int			dp = j->P.dp;
+		int64_t		rows = nb * TILE < p->n ? nb * TILE : p->n;
+		cudaError_t e;
+
+		hg = (float *) malloc(sizeof(float) * TILE * TILE);
+		hf = (float *) malloc(sizeof(float) * (size_t) rows * dp);
+		e = hg != NULL && hf != NULL ? cudaMalloc(&dg, sizeof(float) * TILE * TILE) :
+			cudaErrorMemoryAllocation;
+		if (e == cudaSuccess)
+			e = cudaMemcpy(hf, j->d_f, sizeof(float) * (size_t) rows * dp, cudaMemcpyDeviceToHost);
+		for (int64_t qb = 0; e == cudaSuccess && qb < nb; qb++)
+			for (int64_t rb = 0; e == cudaSuccess && rb < nb; rb++)
+			{
+				gram_kernel<<<1, TTHREADS>>>(j->P, qb, rb, dg);
+				e = cudaGetLastError();
+				if (e == cudaSuccess)
+					e = cudaMemcpy(hg, dg, sizeof(float) * TILE * TILE, cudaMemcpyDeviceToHost);
+				for (int r = 0; e == cudaSuccess && r < TILE && qb * TILE + r < rows; r++)
+					for (int c = 0; c < TILE && rb * TILE + c < rows; c++)
+					{
+						const float *fi = hf + (qb * TILE + r) * dp;
+						const float *fj = hf + (rb * TILE + c) * dp;
+						double		exact = 0.0,
+									mag = 0.0,
+									ratio;
+
+						for (int k = 0; k < dp; k++)
+						{
+							exact += (double) fi[k] * (double) fj[k];
+							mag += fabs((double) fi[k] * (double) fj[k]);
+						}
+						ratio = fabs((double) hg[r * TILE + c] - exact) /
+							(dp * 0x1p-23 * mag + 1e-300);
+						*worst = ratio > *worst ? ratio : *worst;
+					}
+			}
+		if (e != cudaSuccess)
+		{
+			snprintf(err, errlen, "gram check: %s", cudaGetErrorName(e));
+			cudaGetLastError();
+			st = gj_cuda_status(e);
+		}
+	}
+	cudaFree(dg);
+	free(hg);
+	free(hf);
+	gpu_tiles_free(&j->eng);
+	return st;
+}

@@ -1,0 +1,547 @@
+/*
+ * gpu_tiles.c
+ *		The GPU tile join (kernels/tiles.cu) against the CPU tile join
+ *		(itself checked against brute force by test_tiles), and its timings.
+ *
+ *	gpu_tiles check [seed]   last line "gpu_tiles: N passed, N failed"
+ *	gpu_tiles bench [what]   the benchmark table (what: syn, embed, all)
+ *
+ * check: the tensor core's measured error on adversarial rows against
+ * the filter's assumed bound; every kind of data of test_tiles from 4 to
+ * 16,000 dimensions, eps for about 0, 1 and 10 neighbours and everything,
+ * as ids and as rows, with the filter and without, with tiny result
+ * buffers (batches split and rerun); cosine rows; the per-row shapes with
+ * the GPU as their pair source; cancel; a memory limit too small.  Pair
+ * sets must be equal, distances bit for bit.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../kernels/gj_cuda.h"
+#include "../src/core/gj_core.h"
+#include "datagen.h"
+#include "pairset.h"
+
+static int	passed = 0;
+static int	failed = 0;
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+result(int ok, const char *what, const char *name, uint64_t seed, const gj_points *p,
+	   double eps2, const char *detail)
+{
+	if (ok)
+	{
+		passed++;
+		return;
+	}
+	failed++;
+	printf("FAIL %s %s seed=%llu n=%lld dims=%d eps2=%.17g: %s\n", what, name,
+		   (unsigned long long) seed, (long long) p->n, p->dims, eps2, detail);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* A squared radius for about nb neighbours a row (as test_tiles.c). */
+static double
+eps2_for(const gj_points *p, double nb)
+{
+	int64_t		ns = p->n < 40 ? p->n : 40,
+				m = 0,
+				at;
+	double	   *d = malloc(sizeof(double) * (ns * p->n + 1));
+	double		e;
+
+	for (int64_t s = 0; s < ns; s++)
+		for (int64_t j = 0, i = s * (p->n / ns); j < p->n; j++)
+			if (j != i)
+				d[m++] = gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims);
+	qsort(d, m, sizeof(double), cmp_double);
+	at = (int64_t) (nb / (double) (p->n - 1) * (double) m);
+	at = at < 0 ? 0 : at >= m ? m - 1 : at;
+	e = m > 0 ? d[at] : 1.0;
+	free(d);
+	return e;
+}
+
+/* Drain an engine into a pair set (rows mapped to ids); its status. */
+static gj_status
+drain(gj_engine *e, gj_pairset *out, int rows, const gj_points *p)
+{
+	gj_status	st;
+	gj_chunk   *c;
+
+	while ((st = gj_engine_next(e, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	{
+		if (st == GJ_AGAIN)
+			continue;
+		for (int k = 0; k < c->n; k++)
+		{
+			if (rows)
+				gj_pairset_add(out, p->ids[c->a[k]], p->ids[c->b[k]], c->dist[k]);
+			else
+				gj_pairset_add(out, c->a[k], c->b[k], c->dist[k]);
+		}
+		gj_engine_release(e, c);
+	}
+	return st == GJ_DONE ? GJ_OK : st;
+}
+
+static gj_status
+cpu_pairs(const gj_points *p, double eps2, gj_pairset *out)
+{
+	gj_tiles_options o = {eps2, 0, 0, 0};
+	gj_cpu_tiles *j;
+	gj_status	st = gj_cpu_tiles_start(p, &o, 0, &j);
+
+	if (st != GJ_OK)
+		return st;
+	st = drain(GJ_ENGINE(j), out, 0, p);
+	gj_engine_free(GJ_ENGINE(j));
+	return st;
+}
+
+static gj_status
+gpu_pairs(const gj_points *p, const gj_tiles_options *o, int64_t batch, gj_pairset *out,
+		  gj_gpu_tiles_info *info, char *err, size_t errlen)
+{
+	gj_gpu_options g = {0, batch, 0};
+	gj_gpu_tiles *j;
+	gj_status	st = gj_gpu_tiles_start(p, o, &g, &j, err, errlen);
+
+	if (st != GJ_OK)
+		return st;
+	st = drain(GJ_ENGINE(j), out, o->emit_rows, p);
+	gj_gpu_tiles_stats(j, info);
+	if (st != GJ_OK)
+		snprintf(err, errlen, "%s", gj_gpu_tiles_error(j));
+	gj_engine_free(GJ_ENGINE(j));
+	return st;
+}
+
+/* GPU against CPU on p at eps2: as ids, as rows, unfiltered, small buffers. */
+static void
+check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
+{
+	gj_pairset	want = {0};
+	gj_status	st = cpu_pairs(p, eps2, &want);
+
+	for (int v = 0; v < 4; v++)
+	{
+		gj_tiles_options o = {eps2, v == 1, 0, v == 2};
+		int64_t		batch = v == 3 ? 65536 : 0;
+		gj_pairset	got = {0};
+		gj_gpu_tiles_info info;
+		char		err[256] = "",
+					detail[512];
+		const char *why = NULL;
+		int64_t		at = -1;
+		static const char *what[] = {"ids", "rows", "no-filter", "small-buffers"};
+
+		memset(&info, 0, sizeof(info));
+		if (st == GJ_OK)
+			st = gpu_pairs(p, &o, batch, &got, &info, err, sizeof(err));
+		why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
+		snprintf(detail, sizeof(detail), "%s: %s %s (cpu %lld pairs, gpu %lld, filter %d, %lld batches, %lld overflows)",
+				 what[v], why ? why : "", err, (long long) want.n, (long long) got.n,
+				 info.filter, (long long) info.batches, (long long) info.overflows);
+		result(why == NULL, "tiles", name, seed, p, eps2, detail);
+		if (why != NULL)
+			gj_pairset_print_at("cpu", &want, "gpu", &got, at);
+		gj_pairset_free(&got);
+	}
+	gj_pairset_free(&want);
+}
+
+static const struct
+{
+	gj_kind		kind;
+	const char *name;
+}			kinds[] = {
+	{GJ_GEN_UNIFORM, "uniform"},
+	{GJ_GEN_LOWVAR_FIRST, "lowvar-first"},
+	{GJ_GEN_EXPONENTIAL, "exponential"},
+	{GJ_GEN_CLUSTERS, "clusters"},
+	{GJ_GEN_DUPLICATES, "duplicates"},
+	{GJ_GEN_LATTICE_STEPS, "lattice-steps"},
+	{GJ_GEN_OFFSET, "offset"},
+	{GJ_GEN_FAR_CLUSTERS, "far-clusters"},
+};
+
+/* Rows with mixed signs and magnitudes whose products cancel: the worst for a sum. */
+static void
+check_gram(uint64_t seed)
+{
+	static const int dims_list[] = {8, 16, 64, 768, 4096};
+
+	for (int d = 0; d < 5; d++)
+	{
+		gj_points	p;
+		uint64_t	st = seed + d;
+		double		worst = 0.0;
+		char		err[256] = "",
+					detail[300];
+		gj_status	s;
+
+		gj_points_init(&p, dims_list[d]);
+		gj_points_reserve(&p, 1024);
+		for (int64_t i = 0; i < 1024; i++)
+		{
+			double		row[4096];
+
+			for (int k = 0; k < dims_list[d]; k++)
+			{
+				double		u = gj_rng_uniform(&st) - 0.5;
+
+				/* magnitudes over 2^12, alternating signs: heavy cancellation */
+				row[k] = ldexp(u, (int) (gj_rng_next(&st) % 13)) * ((k + i) % 2 ? 1 : -1);
+			}
+			gj_points_push(&p, i, row);
+		}
+		s = gj_gpu_tiles_gram_error(&p, &worst, err, sizeof(err));
+		snprintf(detail, sizeof(detail), "measured %.3g x the float32 bound, the filter assumes 8 (%s)",
+				 worst, err);
+		printf("gram error, %d dims: %.3g x the float32 bound\n", dims_list[d], worst);
+		result(s == GJ_OK && worst <= 4.0, "gram-error", "cancelling", seed, &p, 0, detail);
+		gj_points_free(&p);
+	}
+}
+
+/* A pair source on the GPU (rows), falling back to nothing: the check wants the GPU. */
+typedef struct source_arg
+{
+	const gj_points *p;
+	double		eps2;
+	int			gpu;
+} source_arg;
+
+static gj_status
+start_source(void *arg, gj_engine **out)
+{
+	source_arg *s = arg;
+	gj_tiles_options o = {s->eps2, 1, 0, 0};
+	char		err[256];
+
+	if (s->gpu)
+	{
+		gj_gpu_tiles *j;
+		gj_status	st = gj_gpu_tiles_start(s->p, &o, NULL, &j, err, sizeof(err));
+
+		*out = st == GJ_OK ? GJ_ENGINE(j) : NULL;
+		return st;
+	}
+	else
+	{
+		gj_cpu_tiles *j;
+		gj_status	st = gj_cpu_tiles_start(s->p, &o, 0, &j);
+
+		*out = st == GJ_OK ? GJ_ENGINE(j) : NULL;
+		return st;
+	}
+}
+
+/* Counts and DBSCAN from the GPU's pairs equal those from the CPU's. */
+static void
+check_shapes(const char *name, uint64_t seed, const gj_points *p, double eps2)
+{
+	int64_t		n = p->n;
+	source_arg	ca = {p, eps2, 0},
+				ga = {p, eps2, 1};
+	gj_pair_source cs = {start_source, &ca, 0},
+				gs = {start_source, &ga, 0};
+	int32_t    *a = malloc(sizeof(int32_t) * (n + 1)),
+			   *b = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *ka = malloc(n + 1),
+			   *kb = malloc(n + 1);
+	gj_status	s1 = gj_pairs_count(&cs, n, a),
+				s2 = gj_pairs_count(&gs, n, b);
+
+	result(s1 == GJ_OK && s2 == GJ_OK && memcmp(a, b, sizeof(int32_t) * n) == 0,
+		   "shapes-count", name, seed, p, eps2, gj_status_name(s2));
+	s1 = gj_pairs_dbscan(&cs, p, 4, a, ka);
+	s2 = gj_pairs_dbscan(&gs, p, 4, b, kb);
+	result(s1 == GJ_OK && s2 == GJ_OK && memcmp(a, b, sizeof(int32_t) * n) == 0 &&
+		   memcmp(ka, kb, n) == 0, "shapes-dbscan", name, seed, p, eps2, gj_status_name(s2));
+	free(a);
+	free(b);
+	free(ka);
+	free(kb);
+}
+
+/* Stop a large join after its first chunk: back at once, nothing leaked. */
+static void
+check_cancel(uint64_t seed)
+{
+	gj_points	p;
+	gj_tiles_options o = {1e300, 0, 0, 0};
+	gj_gpu_tiles *j;
+	gj_chunk   *c;
+	char		err[256] = "";
+	gj_status	st;
+	double		t0,
+				t1;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 200000, 64, seed);
+	st = gj_gpu_tiles_start(&p, &o, NULL, &j, err, sizeof(err));
+	if (st == GJ_OK)
+	{
+		while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_AGAIN)
+			;
+		if (st == GJ_OK)
+			gj_engine_release(GJ_ENGINE(j), c);
+		t0 = now();
+		gj_engine_free(GJ_ENGINE(j));	/* 2e10 pairs to come */
+		t1 = now();
+		printf("cancel: freed in %.1f ms\n", (t1 - t0) * 1e3);
+		if (st == GJ_OK && t1 - t0 > 1.0)
+			st = GJ_ERR_ARG;
+	}
+	result(st == GJ_OK, "cancel", "uniform", seed, &p, o.eps2, err);
+	gj_points_free(&p);
+}
+
+static void
+check_oom(uint64_t seed)
+{
+	gj_points	p;
+	gj_tiles_options o = {1.0, 0, 0, 0};
+	gj_gpu_options g = {1 << 20, 0, 0};
+	gj_gpu_tiles *j;
+	char		err[256] = "";
+	gj_status	st;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, 100000, 64, seed);
+	st = gj_gpu_tiles_start(&p, &o, &g, &j, err, sizeof(err));
+	if (st == GJ_OK)
+		gj_engine_free(GJ_ENGINE(j));
+	result(st == GJ_ERR_DEVICE_OOM, "oom", "uniform", seed, &p, 1.0, err);
+	gj_points_free(&p);
+}
+
+static int
+check_main(uint64_t seed)
+{
+	static const int dim_list[] = {4, 8, 16, 33, 64, 128, 256, 768, 2000, 16000};
+	/* GJ_GPU_CHECK_QUICK: every 5th case (for compute-sanitizer) */
+	int			quick = getenv("GJ_GPU_CHECK_QUICK") != NULL;
+	int			ncase = 0;
+
+	check_gram(seed++);
+	for (int d = 0; d < (int) (sizeof(dim_list) / sizeof(dim_list[0])); d++)
+		for (int k = 0; k < (int) (sizeof(kinds) / sizeof(kinds[0])); k++, seed++)
+		{
+			if (quick && ncase++ % 5 != 0)
+				continue;
+			{
+			int			dims = dim_list[d];
+			int64_t		n = dims <= 64 ? 3000 : dims <= 768 ? 1200 : dims <= 2000 ? 500 : 260;
+			gj_points	p;
+			double		e1,
+						e10;
+
+			gj_gen_points(&p, kinds[k].kind, n, dims, seed);
+			e1 = eps2_for(&p, 1.0);
+			e10 = eps2_for(&p, 10.0);
+			check_join(kinds[k].name, seed, &p, e1 * 1e-6);
+			check_join(kinds[k].name, seed, &p, e1);
+			check_join(kinds[k].name, seed, &p, e10);
+			if (kinds[k].kind == GJ_GEN_LATTICE_STEPS)
+			{
+				check_join(kinds[k].name, seed, &p, 0.25);
+				check_join(kinds[k].name, seed, &p, 1.0);
+			}
+			if (n <= 1200)
+				check_join(kinds[k].name, seed, &p, 1e300);
+			if (dims <= 128)
+				check_shapes(kinds[k].name, seed, &p, e10);
+			gj_points_free(&p);
+			}
+		}
+	{
+		/* cosine: normalised clustered rows, 768 dims */
+		gj_points	p;
+		int64_t		nz;
+
+		gj_gen_points(&p, GJ_GEN_CLUSTERS, 3000, 768, seed);
+		gj_points_normalize(&p, &nz);
+		check_join("cosine-768", seed, &p, 2 * 0.0005);
+		check_join("cosine-768", seed, &p, 2 * 0.002);
+		gj_points_free(&p);
+		seed++;
+	}
+	if (!quick)
+		check_cancel(seed++);
+	check_oom(seed++);
+	gj_gpu_release_cache();
+	printf("gpu_tiles: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
+
+/* --- bench --------------------------------------------------------------- */
+
+/* Pairs of a GPU run and its time (counting only). */
+static double
+time_gpu(const gj_points *p, double eps2, int no_filter, int64_t *pairs, gj_gpu_tiles_info *info)
+{
+	gj_tiles_options o = {eps2, 1, 0, no_filter};
+	gj_gpu_tiles *j;
+	gj_chunk   *c;
+	char		err[256];
+	gj_status	st;
+	double		t0 = now();
+
+	*pairs = 0;
+	st = gj_gpu_tiles_start(p, &o, NULL, &j, err, sizeof(err));
+	if (st != GJ_OK)
+	{
+		printf("gpu start: %s %s\n", gj_status_name(st), err);
+		return -1;
+	}
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
+		if (st == GJ_OK)
+		{
+			*pairs += c->n;
+			gj_engine_release(GJ_ENGINE(j), c);
+		}
+	gj_gpu_tiles_stats(j, info);
+	gj_engine_free(GJ_ENGINE(j));
+	return st == GJ_DONE ? now() - t0 : -1;
+}
+
+static double
+time_cpu(const gj_points *p, double eps2, int64_t *pairs)
+{
+	gj_tiles_options o = {eps2, 1, 0, 0};
+	gj_cpu_tiles *j;
+	gj_chunk   *c;
+	gj_status	st;
+	double		t0 = now();
+
+	*pairs = 0;
+	if (gj_cpu_tiles_start(p, &o, 0, &j) != GJ_OK)
+		return -1;
+	while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN)
+		if (st == GJ_OK)
+		{
+			*pairs += c->n;
+			gj_engine_release(GJ_ENGINE(j), c);
+		}
+	gj_engine_free(GJ_ENGINE(j));
+	return now() - t0;
+}
+
+/*
+ * One case: the GPU tile join of n rows, the CPU tile join of a subset of
+ * m rows scaled by (n/m)^2 (brute force: exactly quadratic), and the
+ * arithmetic limits: TF32 products (2 flops a pair-dimension at 495
+ * TFLOP/s dense), and the float64 rule (sub, mul, add: 3 instructions a
+ * pair-dimension at 33.5e12 a second on 132 SMs at 1.98 GHz).
+ */
+static void
+bench_case(const char *name, const gj_points *p, double eps, int64_t m, int cosine)
+{
+	double		eps2 = cosine ? 2 * eps : eps * eps;
+	double		pairs_all = 0.5 * (double) p->n * (double) (p->n - 1);
+	int64_t		gp = 0,
+				cp = 0;
+	gj_gpu_tiles_info info;
+	double		tg,
+				tg2,
+				tc,
+				tf32 = pairs_all * 2.0 * ((p->dims + 7) / 8 * 8) / 495e12,
+				fp64 = pairs_all * 3.0 * p->dims / 33.5e12;
+	gj_points	sub;
+
+	memset(&info, 0, sizeof(info));
+	tg = time_gpu(p, eps2, 0, &gp, &info);
+	tg2 = time_gpu(p, eps2, 0, &gp, &info);
+	tg = tg2 >= 0 && tg2 < tg ? tg2 : tg;
+	gj_points_copy(&sub, p, m < p->n ? m : p->n);
+	tc = time_cpu(&sub, eps2, &cp);
+	tc *= pairs_all / (0.5 * (double) sub.n * (double) (sub.n - 1));
+	printf("| %-22s | %9lld | %8.3f | %8.1f | %6.1fx | %7.3f | %7.3f | %5.2f | %d |\n",
+		   name, (long long) gp, tg, tc, tc / tg, tf32, fp64, tg / tf32, info.filter);
+	gj_points_free(&sub);
+}
+
+static int
+bench_main(const char *what)
+{
+	int			all = strcmp(what, "all") == 0;
+
+	printf("| case | pairs | GPU s | CPU s (scaled) | GPU vs CPU | TF32 limit s | FP64 rule limit s | GPU / TF32 | filter |\n");
+	printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+	if (all || strcmp(what, "syn") == 0)
+	{
+		static const struct
+		{
+			int			dims;
+			double		eps[3];
+		}			syn[] = {{16, {0.03, 0.04, 0.05}}, {32, {0.08, 0.09, 0.10}},
+		{64, {0.15, 0.16, 0.17}}};
+
+		for (int s = 0; s < 3; s++)
+		{
+			gj_points	p;
+
+			gj_gen_points(&p, GJ_GEN_EXPONENTIAL, 2000000, syn[s].dims, 1);
+			for (int e = 0; e < 3; e++)
+			{
+				char		name[64];
+
+				snprintf(name, sizeof(name), "Syn%dD2M eps %.2f", syn[s].dims, syn[s].eps[e]);
+				bench_case(name, &p, syn[s].eps[e], 200000, 0);
+			}
+			gj_points_free(&p);
+		}
+	}
+	if (all || strcmp(what, "embed") == 0)
+	{
+		gj_points	p;
+		int64_t		nz;
+
+		gj_gen_points(&p, GJ_GEN_CLUSTERS, 100000, 768, 2);
+		gj_points_normalize(&p, &nz);
+		bench_case("100K x 768 cosine 0.01", &p, 0.01, 20000, 1);
+		gj_points_free(&p);
+	}
+	gj_gpu_release_cache();
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	gj_cuda_device_info info;
+	const char *mode = argc > 1 ? argv[1] : "check";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (gj_cuda_probe(&info) != GJ_OK)
+	{
+		printf("gpu_tiles: no usable GPU: %s\n", info.error);
+		printf("gpu_tiles: 0 passed, 1 failed\n");
+		return 1;
+	}
+	printf("gpu_tiles: %s, %d SMs\n", info.name, info.sm_count);
+	if (strcmp(mode, "bench") == 0)
+		return bench_main(argc > 2 ? argv[2] : "all");
+	return check_main(argc > 2 ? strtoull(argv[2], NULL, 10) : 20261124);
+}
