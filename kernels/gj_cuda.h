@@ -56,6 +56,7 @@ typedef struct gj_gpu_options
 	size_t		memory_limit;	/* device bytes at most; 0: 90% of free */
 	int64_t		batch_pairs;	/* result pairs per buffer; 0: automatic */
 	int			nstreams;		/* 0: 3 */
+	int			no_filter;		/* kNN: no tensor-core filter (tests) */
 } gj_gpu_options;
 
 typedef struct gj_gpu_stats
@@ -111,6 +112,7 @@ typedef struct gj_gpu_knn_stats
 	int64_t		batches;		/* query batches */
 	int			heap;			/* max-heap k buffers, else arrays */
 	int			device_order;	/* queries were sorted on the device */
+	int			filter;			/* brute force with the tensor-core filter */
 	double		done_ms;		/* gj_now_ms() when the last list was handed over */
 } gj_gpu_knn_info;
 

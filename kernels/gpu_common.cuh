@@ -144,6 +144,35 @@ extern gj_status gj_driver_start(gj_pair_driver *d, gj_batch_launch_fn launch,
 								 void *ctx, int windows);
 extern void gj_driver_stop(gj_pair_driver *d);
 
+/*
+ * The kNN brute force's tensor-core filter (knn_tiles.cu): the references'
+ * filter rows, made once, and two batches' worth for the queries.
+ */
+typedef struct gj_knn_filter
+{
+	int			dims;
+	int			dp;
+	int64_t		nref;
+	int64_t		qcap;
+	double	   *m;				/* the centre: the references' column means */
+	float	   *rf;
+	float	   *rh;
+	double	   *rblockr;
+	float	   *qf[2];
+	float	   *qh[2];
+	double	   *qr[2];
+} gj_knn_filter;
+
+extern gj_status gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref,
+									   int dims, int64_t batch, cudaStream_t s, int *usable,
+									   char *err, size_t errlen);
+extern cudaError_t gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx,
+										const int64_t *rid, const double *qx, int64_t nq,
+										double *bd, int64_t *bid, int32_t *bn, int32_t *btop,
+										int k, int heap, int64_t self0, const int *stop,
+										cudaStream_t s);
+extern void gj_knn_filter_free(gj_knn_filter *kf);
+
 /* Pinned host blocks cached across joins of a process (pinned.cu). */
 extern cudaError_t gj_pinned_alloc(void **out, size_t bytes);
 extern void gj_pinned_free(void *p);

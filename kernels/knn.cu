@@ -110,6 +110,8 @@ struct gj_gpu_knn
 
 	int64_t		batch;			/* queries per batch */
 	knn_batch_buf buf[2];
+	gj_knn_filter kf;			/* brute force: the tensor-core filter (knn_tiles.cu) */
+	int			tc;				/* ... in use */
 
 	pthread_t	thread;
 	int			started;
@@ -693,6 +695,11 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 																 j->heap, self0, p == 0,
 																 p == j->npart - 1);
 		}
+		else if (j->tc)
+			KNN_TRY(j, gj_knn_filter_launch(&j->kf, B == &j->buf[0] ? 0 : 1, j->d_x[slot],
+											j->d_ids[slot], qx, nq, B->d_bd, B->d_bid,
+											B->d_bn, B->d_btop, j->k, j->heap, self0,
+											j->d_stop, B->stream), "kNN filter launch");
 		else
 		{
 			/* as many rows as fit the shared memory (19 at 256 dims) */
@@ -891,6 +898,7 @@ free_all(struct gj_gpu_knn *j)
 		if (B->done)
 			cudaEventDestroy(B->done);
 	}
+	gj_knn_filter_free(&j->kf);
 	if (j->copy_stream)
 		cudaStreamDestroy(j->copy_stream);
 	if (j->registered)
@@ -1031,6 +1039,25 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		if (st == GJ_OK && cudaStreamSynchronize(j->copy_stream) != cudaSuccess)
 			set_error(j, GJ_ERR_CUDA, "reference upload", cudaGetLastError());
 		st = j->eng.error != GJ_OK ? j->eng.error : st;
+	}
+	if (st == GJ_OK && !j->use_grid && j->npart == 1 && j->dims > GJ_KNN_GRID_MAX_DIMS &&
+		(gopt == NULL || !gopt->no_filter))
+	{
+		/*
+		 * many dimensions, every reference on the device: the tensor-core
+		 * filter, where the references' norms allow it and its rows fit
+		 * (otherwise the plain tiled scan, as exact, runs)
+		 */
+		st = gj_knn_filter_prepare(&j->kf, j->d_x[0], refs->n, j->dims, j->batch,
+								   j->copy_stream, &j->tc, err, errlen);
+		if (st == GJ_ERR_DEVICE_OOM)
+		{
+			gj_knn_filter_free(&j->kf);
+			j->tc = 0;
+			err[0] = '\0';
+			st = GJ_OK;
+		}
+		j->info.filter = j->tc;
 	}
 	if (st != GJ_OK)
 	{

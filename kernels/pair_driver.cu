@@ -13,8 +13,9 @@
  * copies of the others and the consumer's tuple writing.
  *
  * A kernel counts every pair it finds but writes only the first cap; a
- * batch whose count exceeds the buffer is split in two and both halves run
- * again, so no pair is ever dropped.  A batch of one unit that still
+ * batch whose count exceeds the buffer is split into as many pieces as its
+ * count says should each fill 70% of one, and they run again, so no pair
+ * is ever dropped (and a batch is rerun once, not once per halving).  A batch of one unit that still
  * overflows is rerun with skip windows (slots before skip are counted, not
  * written), which needs the unit's pairs to come out in a fixed order:
  * engines whose units cannot overflow a buffer never get there.
@@ -142,11 +143,19 @@ driver_main(void *arg)
 					d->overflows++;
 					if (cur[s].b1 - cur[s].b0 >= 2)
 					{
-						/* overflow: split the batch, run both halves again */
-						uint64_t	mid = cur[s].b0 + (cur[s].b1 - cur[s].b0) / 2;
+						/*
+						 * overflow: split the batch by its count, so that
+						 * each piece should fill 70% of a buffer, and run
+						 * the pieces again (pushed last first)
+						 */
+						uint64_t	len = cur[s].b1 - cur[s].b0;
+						uint64_t	pieces = (uint64_t) (count[s] / (0.7 * (double) d->cap)) + 1;
 
-						ok = gj_driver_push(d, mid, cur[s].b1, 0) &&
-							gj_driver_push(d, cur[s].b0, mid, 0);
+						pieces = pieces < 2 ? 2 : pieces > len ? len : pieces;
+						ok = 1;
+						for (uint64_t k = pieces; ok && k-- > 0;)
+							ok = gj_driver_push(d, cur[s].b0 + len * k / pieces,
+												cur[s].b0 + len * (k + 1) / pieces, 0);
 						if (!ok)
 						{
 							driver_fail(d, GJ_ERR_NOMEM, "batch list", cudaSuccess);

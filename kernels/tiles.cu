@@ -4,43 +4,10 @@
  *		blocks of 128 rows, a tensor-core filter, and the exact rule for the
  *		pairs the filter cannot rule out.
  *
- * Why.  In many dimensions a grid compares a large share of all pairs
- * (2M exponential points in 16-D: 41% with 6 indexed dimensions) while
- * true pairs are rare, so the work is distance arithmetic, and the GPU's
- * fastest arithmetic is its tensor cores.  For unit vectors, or any
- * vectors about a common centre m, |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: a
- * matrix product of the blocks gives every pair's distance at once.
- *
- * Filter.  Each row's centred coordinates a = x - m (float64) are rounded
- * to TF32 (f, 10-bit mantissa, relative error at most delta = 2^-11 +
- * 2^-23), their squared norm N = |f|^2 is kept (in float64, then halved
- * and rounded to float), and a bound R >= |a|.  A CTA computes G = F_Q
- * F_B^T for a 128 x 128 tile with mma.sync m16n8k8 TF32 (float32
- * accumulation) and keeps a pair when G >= (N_i + N_j)/2 - c.  The
- * constant c is proved wide enough that no pair within eps is dropped,
- * whatever the rounding:
- *   - a pair within eps has the float64 rule's sum S <= eps2, so its real
- *     squared distance T <= eps2 (1 + (d + 3) 2^-52) =: s0^2 (each term
- *     of S is at least the real term times (1 - u)^3, the sum of
- *     non-negative terms loses at most a factor (1 - u)^(d - 1));
- *   - |f_i - f_j| <= |a_i - a_j| + delta (|a_i| + |a_j|), so
- *     |f_i - f_j| <= rho = s0 + delta (R_Q + R_B), R_Q and R_B the largest
- *     R of each block;
- *   - the products of TF32 values are exact in float32 and the tensor
- *     core's sum of K of them is within TACC K 2^-23 sum |f_ik f_jk| <=
- *     TACC K 2^-23 |f_i| |f_j| (Cauchy-Schwarz; TACC = 8 is eight times
- *     the bound of a float32 sum, room for accumulation that truncates or
- *     aligns coarsely; regress/gpu_check measures the real error);
- *   - the float32 epilogue adds two more roundings of (N_i + N_j)/2 - c.
- * So c = rho^2 / 2 + E_G + E_h, where E_G bounds the product and E_h the
- * epilogue, both from R_Q and R_B (tiles_constant()).  Every pair kept is
- * then decided by the float64 rule itself, in column order, so the answer
- * is exactly the CPU engine's.  The filter is only as tight as the data's
- * norms about the centre allow: for rows far from the centre relative to
- * eps (two far clusters, huge offsets with tiny differences) c grows until
- * most pairs pass; a tile whose kept pairs overflow the CTA's list, or
- * whose c is unusable, is then computed whole by the float64 rule (the
- * slow path, exact as ever).
+ * The filter and its proof are in tile_math.cuh; here, the work and the
+ * kernel.  A tile whose kept pairs overflow the CTA's list, or whose
+ * constant c is unusable, is computed whole by the float64 rule (the slow
+ * path, exact as ever).
  *
  * Work.  The tile plan's units are (query block, reference block) pairs,
  * every pair of blocks for brute force (tile_plan.c); the batch driver
@@ -55,16 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_common.cuh"
+#include "tile_math.cuh"
 
-#define TILE 128				/* rows of a block */
-#define TK 32					/* filter coordinates per shared-memory chunk */
-#define TSTRIDE (TK + 4)		/* padded row: conflict-free fragment loads */
-#define TTHREADS 256			/* 8 warps: 2 x 4 of 64 x 32 */
 #define TCAND 2048				/* kept pairs a CTA refines per unit */
-#define TUNITS_PER_CTA 8
-#define TDELTA 4.9e-4			/* >= 2^-11 + 2^-23 + rounding of centring */
-#define TACC 8.0				/* the tensor core's sum: within TACC K 2^-23 sum |products| */
+#define TUNITS_PER_CTA 32
 #define TILES_DEFAULT_BATCH ((int64_t) 2 << 20)
 #define TILES_MIN_BATCH ((int64_t) 1 << 16)
 #define TILES_MAX_UNITS_PER_BATCH ((uint64_t) 1 << 20)
@@ -90,102 +51,6 @@ typedef struct tiles_params
 	const int  *stop;
 } tiles_params;
 
-/* The float32 round-to-nearest TF32 value of v (its low 13 bits zero). */
-__device__ __forceinline__ float
-to_tf32(float v)
-{
-	uint32_t	r;
-
-	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
-	return __uint_as_float(r);
-}
-
-/*
- * Per row: f = TF32 of the centred coordinates (zero past dims), h =
- * |f|^2 / 2, r = a bound on |x - m| (the real centred norm).
- */
-__global__ static void
-prep_kernel(const double *x, const double *m, int64_t n, int dims, int dp, float *f,
-			float *h, double *r)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-	double		nf = 0.0,
-				na = 0.0;
-
-	if (i >= n)
-		return;
-	for (int k = 0; k < dp; k++)
-	{
-		float		v = 0.0f;
-
-		if (k < dims)
-		{
-			double		a = x[i * dims + k] - m[k];
-
-			v = to_tf32((float) a);
-			na += a * a;
-		}
-		f[i * dp + k] = v;
-		nf += (double) v * (double) v;
-	}
-	h[i] = (float) (nf * 0.5);
-	/* the computed norm, widened past every rounding in it and in a */
-	r[i] = sqrt(na) * (1.0 + 1e-9);
-}
-
-/* Per block of TILE rows: the largest r. */
-__global__ static void
-block_max_kernel(const double *r, int64_t n, int64_t nblocks, double *blockr)
-{
-	int64_t		b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-	double		mx = 0.0;
-
-	if (b >= nblocks)
-		return;
-	for (int64_t i = b * TILE; i < n && i < (b + 1) * TILE; i++)
-		mx = r[i] > mx ? r[i] : mx;
-	blockr[b] = mx;
-}
-
-/*
- * The filter's constant c for blocks of largest norms rq and rb (float,
- * rounded up), or +inf when it cannot be used (see the file header).
- */
-__device__ static float
-tiles_constant(const tiles_params &P, double rq, double rb)
-{
-	double		k = (double) P.dp;
-	double		g1 = (1.0 + TDELTA) * (1.0 + TDELTA);
-	double		rho = P.s0 + TDELTA * (rq + rb) + 1e-300;
-	double		eg = TACC * k * 0x1p-23 * g1 * rq * rb + k * 0x1p-148;
-	double		c0 = rho * rho * 0.5 + eg;
-	double		c = c0 + 0x1p-21 * (g1 * (rq * rq + rb * rb) + c0);
-
-	c *= 1.0 + 1e-12;
-	if (!(c < 1e37))
-		return INFINITY;
-	return __double2float_ru(c);
-}
-
-/* The float64 rule for rows i and j, stopping early once past eps2. */
-__device__ __forceinline__ double
-exact_sqdist(const tiles_params &P, int64_t i, int64_t j)
-{
-	const double *a = P.x + i * P.dims;
-	const double *b = P.x + j * P.dims;
-	double		s = 0.0;
-
-	for (int k = 0; k < P.dims; k++)
-	{
-		double		t = __dsub_rn(a[k], b[k]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-		if ((k & 7) == 7 && s > P.eps2)
-			break;
-	}
-	return s;
-}
-
 /* Emit rows i < j at squared distance s: as rows, or as ids, smaller first. */
 __device__ __forceinline__ void
 tiles_emit(const tiles_params &P, const gj_out &O, int64_t i, int64_t j, double s)
@@ -201,92 +66,99 @@ tiles_emit(const tiles_params &P, const gj_out &O, int64_t i, int64_t j, double 
 	}
 }
 
-/* Rows [row0, row0 + TILE) x chunk [k0, k0 + w) of f into s (zero past n). */
+/*
+ * Rows [row0, row0 + TILE) of f when one chunk holds them (dp <= TK),
+ * copied into s asynchronously (cp.async, zero past n): the next unit's
+ * reference block travels while the current unit's comparisons run, and
+ * costs no registers.  async_wait, then a barrier, before s is read.
+ */
 __device__ __forceinline__ void
-load_chunk(const tiles_params &P, int64_t row0, int k0, int w, float *s)
+async_rows(const tiles_params &P, int64_t row0, float *s)
 {
-	int			w4 = w / 4;
+	int			w4 = P.dp / 4;
 
 	for (int e = threadIdx.x; e < TILE * w4; e += TTHREADS)
 	{
 		int			r = e / w4,
 					c = e - r * w4;
-		float4		v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		int			inside = row0 + r < P.n;
+		const float *src = P.f + (inside ? (row0 + r) * P.dp + 4 * c : 0);
+		unsigned	dst = (unsigned) __cvta_generic_to_shared(s + r * TSTRIDE + 4 * c);
 
-		if (row0 + r < P.n)
-			v = *(const float4 *) (P.f + (row0 + r) * P.dp + k0 + 4 * c);
-		*(float4 *) (s + r * TSTRIDE + 4 * c) = v;
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+					 :: "r"(dst), "l"(src), "r"(inside ? 16 : 0));
 	}
+	asm volatile("cp.async.commit_group;");
 }
 
 __device__ __forceinline__ void
-mma_tf32(float *c, const uint32_t *a, const uint32_t *b)
+async_wait(void)
 {
-	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+	asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 /*
- * One chunk of w coordinates (a multiple of 8) of the tile's products: the
- * warp's 64 x 32 of G += A B^T from the query rows in sa and the reference
- * rows in sb (row-major, TSTRIDE apart).  Fragments as mma.m16n8k8 .tf32
- * lays them out: lane (g, t) = (lane / 4, lane % 4) holds A at rows g and
- * g + 8, columns t and t + 4, B at column g, rows t and t + 4, and the
- * sums at row g (elements 0, 1) and g + 8 (2, 3), columns 2t and 2t + 1.
+ * Where a CTA is in the plan: the unit, its blocks, and the run's bounds
+ * kept in registers, so that moving to the next unit reads global memory
+ * only at the end of a run.
  */
-__device__ __forceinline__ void
-tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
-			  float acc[4][4][4])
+typedef struct unit_cursor
 {
-	for (int kk = 0; kk < w; kk += 8)
+	uint64_t	u;
+	int64_t		run;
+	uint64_t	run_end;		/* the run's last unit + 1 */
+	int64_t		qb;
+	int64_t		rb;
+} unit_cursor;
+
+__device__ __forceinline__ void
+cursor_run(const tiles_params &P, unit_cursor *c)
+{
+	while ((uint64_t) P.run_u0[c->run + 1] <= c->u)
+		c->run++;
+	c->run_end = (uint64_t) P.run_u0[c->run + 1];
+	c->qb = P.run_qb[c->run];
+	c->rb = P.run_lo[c->run] + (int64_t) (c->u - (uint64_t) P.run_u0[c->run]);
+}
+
+__device__ __forceinline__ void
+cursor_next(const tiles_params &P, unit_cursor *c)
+{
+	c->u++;
+	if (c->u < c->run_end)
+		c->rb++;
+	else
+		cursor_run(P, c);
+}
+
+/* The h values of this thread's 8 columns of reference block rb. */
+__device__ __forceinline__ void
+load_hcol(const tiles_params &P, int64_t rb, int wn, int t, float *hcol)
+{
+	for (int k = 0; k < 8; k++)
 	{
-		uint32_t	af[4][4],
-					bf[4][2];
+		int64_t		j = rb * TILE + ACC_COL(wn, k >> 1, t, k & 1);
 
-		for (int mi = 0; mi < 4; mi++)
-		{
-			const float *s = sa + (wm * 64 + mi * 16 + g) * TSTRIDE + kk + t;
-
-			af[mi][0] = __float_as_uint(s[0]);
-			af[mi][1] = __float_as_uint(s[8 * TSTRIDE]);
-			af[mi][2] = __float_as_uint(s[4]);
-			af[mi][3] = __float_as_uint(s[8 * TSTRIDE + 4]);
-		}
-		for (int ni = 0; ni < 4; ni++)
-		{
-			const float *s = sb + (wn * 32 + ni * 8 + g) * TSTRIDE + kk + t;
-
-			bf[ni][0] = __float_as_uint(s[0]);
-			bf[ni][1] = __float_as_uint(s[4]);
-		}
-		for (int mi = 0; mi < 4; mi++)
-			for (int ni = 0; ni < 4; ni++)
-				mma_tf32(acc[mi][ni], af[mi], bf[ni]);
+		hcol[k] = j < P.n ? P.h[j] : INFINITY;
 	}
 }
 
-/* The row and column (within the tile) of element e of acc[mi][ni]. */
-#define ACC_ROW(wm, mi, g, e) ((wm) * 64 + (mi) * 16 + (g) + ((e) >= 2 ? 8 : 0))
-#define ACC_COL(wn, ni, t, e) ((wn) * 32 + (ni) * 8 + 2 * (t) + ((e) & 1))
-
 /*
- * Units [u_begin, u_end) of a batch: for each, the filter on the tensor
- * cores, then the float64 rule for the pairs it keeps (or for every pair,
- * on the slow path).
+ * Units [b0 + TUNITS_PER_CTA * blockIdx.x, ...) of a batch: for each, the
+ * filter on the tensor cores, then the float64 rule for the pairs it keeps
+ * (or for every pair, on the slow path).  A software pipeline: while a
+ * unit's comparisons run, the next unit's reference rows (when one chunk
+ * holds them), h values and block bound are already being fetched.  The
+ * stop word is read every 8 units.
  */
-__global__ static void __launch_bounds__(TTHREADS)
+__global__ static void __launch_bounds__(TTHREADS, 2)
 tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 {
 	__shared__ __align__(16) float sa[TILE * TSTRIDE];
 	__shared__ __align__(16) float sb[TILE * TSTRIDE];
-	__shared__ float shq[TILE];	/* h_i - c, per query row */
-	__shared__ float shb[TILE];	/* h_j, per reference row */
 	__shared__ uint16_t cand[TCAND];
 	__shared__ int ncand;
 	__shared__ int stopped;
-	__shared__ float cconst;
 	uint64_t	u_begin = b0 + (uint64_t) blockIdx.x * TUNITS_PER_CTA;
 	uint64_t	u_end = u_begin + TUNITS_PER_CTA < b1 ? u_begin + TUNITS_PER_CTA : b1;
 	int			warp = threadIdx.x >> 5,
@@ -295,10 +167,16 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 				t = lane & 3;
 	int			wm = warp >> 2,	/* rows wm * 64 .. */
 				wn = warp & 3;	/* columns wn * 32 .. */
-	int64_t		run = 0,
-				lo = 0,
+	int			one_chunk = P.dp <= TK;
+	int64_t		lo = 0,
 				hi = P.nruns;
-	int64_t		loaded_qb = -1;	/* the query block in sa, when one chunk holds it */
+	int64_t		loaded_qb = -1;	/* the query block in sa and hrow (one chunk) */
+	int64_t		loaded_rb = -1;	/* the reference block already in sb */
+	float		hrow[8];		/* h of this thread's 8 query rows */
+	float		hcol[8];		/* ... and 8 reference columns */
+	double		brq,
+				brr;			/* the blocks' largest norms */
+	unit_cursor cur;
 
 	if (u_begin >= u_end)
 		return;
@@ -312,36 +190,40 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 		else
 			hi = mid;
 	}
-	run = lo;
+	cur.u = u_begin;
+	cur.run = lo;
+	cursor_run(P, &cur);
+	brq = P.blockr[cur.qb];
+	brr = P.blockr[cur.rb];
+	load_hcol(P, cur.rb, wn, t, hcol);
 	if (threadIdx.x == 0)
 		ncand = 0;
 
-	for (uint64_t u = u_begin; u < u_end; u++)
+	while (cur.u < u_end)
 	{
-		int64_t		qb,
-					rb,
-					q0,
-					r0;
-		bool		diag,
-					slow;
+		int64_t		qb = cur.qb,
+					rb = cur.rb,
+					q0 = qb * TILE,
+					r0 = rb * TILE;
+		bool		diag = qb == rb,
+					slow,
+					more = cur.u + 1 < u_end;
+		float		c;
 
-		while ((uint64_t) P.run_u0[run + 1] <= u)
-			run++;
-		qb = P.run_qb[run];
-		rb = P.run_lo[run] + (int64_t) (u - (uint64_t) P.run_u0[run]);
-		q0 = qb * TILE;
-		r0 = rb * TILE;
-		diag = qb == rb;
-
-		if (threadIdx.x == 0)
+		if (((cur.u - u_begin) & 7) == 0)
 		{
-			stopped = gj_dev_stopped(P.stop);
-			cconst = P.use_filter ? tiles_constant(P, P.blockr[qb], P.blockr[rb]) : INFINITY;
+			if (threadIdx.x == 0)
+				stopped = gj_dev_stopped(P.stop);
+			__syncthreads();
+			if (stopped)
+			{
+				async_wait();	/* no copy outlives the CTA */
+				return;
+			}
 		}
-		__syncthreads();
-		if (stopped)
-			return;
-		slow = isinf(cconst);
+		/* every thread the same constant: no wait on one thread */
+		c = P.use_filter ? filter_constant(P.s0, P.dp, brq, brr) : INFINITY;
+		slow = isinf(c);
 
 		if (!slow)
 		{
@@ -351,33 +233,57 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 				for (int ni = 0; ni < 4; ni++)
 					for (int e = 0; e < 4; e++)
 						acc[mi][ni][e] = 0.0f;
-			for (int r = threadIdx.x; r < TILE; r += TTHREADS)
-			{
-				shq[r] = q0 + r < P.n ? P.h[q0 + r] - cconst : INFINITY;
-				shb[r] = r0 + r < P.n ? P.h[r0 + r] : INFINITY;
-			}
+			if (qb != loaded_qb)
+				for (int k = 0; k < 8; k++)
+				{
+					int64_t		i = q0 + ACC_ROW(wm, k >> 1, g, (k & 1) * 2);
+
+					hrow[k] = i < P.n ? P.h[i] : INFINITY;
+				}
 			for (int k0 = 0; k0 < P.dp; k0 += TK)
 			{
 				int			w = P.dp - k0 < TK ? P.dp - k0 : TK;
 
-				if (!(P.dp <= TK && loaded_qb == qb))
-					load_chunk(P, q0, k0, w, sa);
-				load_chunk(P, r0, k0, w, sb);
+				if (!(one_chunk && loaded_qb == qb))
+					load_chunk(P.f, P.n, P.dp, q0, k0, w, sa);
+				if (one_chunk && loaded_rb == rb)
+					async_wait();	/* copied during the previous unit */
+				else
+					load_chunk(P.f, P.n, P.dp, r0, k0, w, sb);
 				__syncthreads();
 				tile_products(sa, sb, w, wm, wn, g, t, acc);
 				__syncthreads();
 			}
-			loaded_qb = P.dp <= TK ? qb : -1;
+			loaded_qb = one_chunk ? qb : -1;
+			loaded_rb = -1;
 
-			/* keep a pair when G >= (h_i - c) + h_j */
-			for (int mi = 0; mi < 4; mi++)
-				for (int ni = 0; ni < 4; ni++)
-					for (int e = 0; e < 4; e++)
+			/*
+			 * keep a pair when G >= h_i + (h_j - c): the 64 tests as bits
+			 * first (a few instructions each, no branch), then the rare
+			 * kept ones; hcol is reloaded for the next unit anyway
+			 */
+			{
+				uint32_t	keep[2] = {0, 0};
+
+				for (int k = 0; k < 8; k++)
+					hcol[k] -= c;
+				for (int mi = 0; mi < 4; mi++)
+					for (int ni = 0; ni < 4; ni++)
+						for (int e = 0; e < 4; e++)
+							keep[mi >> 1] |= (acc[mi][ni][e] >= hrow[mi * 2 + (e >> 1)] + hcol[ni * 2 + (e & 1)]) ?
+								1u << ((mi & 1) * 16 + ni * 4 + e) : 0u;
+				for (int h = 0; h < 2; h++)
+					while (keep[h] != 0)
 					{
+						int			b = __ffs(keep[h]) - 1;
+						int			mi = h * 2 + (b >> 4),
+									ni = (b >> 2) & 3,
+									e = b & 3;
 						int			row = ACC_ROW(wm, mi, g, e);
 						int			col = ACC_COL(wn, ni, t, e);
 
-						if (acc[mi][ni][e] >= shq[row] + shb[col] && (!diag || row < col))
+						keep[h] &= keep[h] - 1;
+						if (!diag || row < col)
 						{
 							int			slot = atomicAdd(&ncand, 1);
 
@@ -385,14 +291,41 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 								cand[slot] = (uint16_t) (row << 7 | col);
 						}
 					}
+			}
+		}
+		else
+		{
+			async_wait();		/* a copy for this unit, unused: let it land first */
+			loaded_qb = -1;
+			loaded_rb = -1;
+		}
+
+		/* the next unit's reads, on their way during this one's comparisons */
+		if (more)
+		{
+			cursor_next(P, &cur);
+			if (one_chunk && !slow)
+			{
+				async_rows(P, cur.rb * TILE, sb);	/* sb was last read before the barrier above */
+				loaded_rb = cur.rb;
+			}
+			if (cur.qb != qb)
+				brq = P.blockr[cur.qb];
+			brr = P.blockr[cur.rb];
+		}
+		else
+			cur.u++;
+
+		if (!slow)
+		{
 			__syncthreads();
 			slow = ncand > TCAND;
 			if (!slow)
-				for (int c = threadIdx.x; c < ncand; c += TTHREADS)
+				for (int k = threadIdx.x; k < ncand; k += TTHREADS)
 				{
-					int64_t		i = q0 + (cand[c] >> 7),
-								j = r0 + (cand[c] & 127);
-					double		s = exact_sqdist(P, i, j);
+					int64_t		i = q0 + (cand[k] >> 7),
+								j = r0 + (cand[k] & 127);
+					double		s = exact_sqdist(P.x + i * P.dims, P.x + j * P.dims, P.dims, P.eps2);
 
 					if (s <= P.eps2)
 						tiles_emit(P, O, i, j, s);
@@ -409,17 +342,19 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 
 				if (i >= P.n || j >= P.n || (diag && i >= j))
 					continue;
-				s = exact_sqdist(P, i, j);
+				s = exact_sqdist(P.x + i * P.dims, P.x + j * P.dims, P.dims, P.eps2);
 				if (s <= P.eps2)
 					tiles_emit(P, O, i, j, s);
 			}
-			loaded_qb = -1;
 		}
+		if (more)
+			load_hcol(P, cur.rb, wn, t, hcol);	/* hcol was last read in the epilogue */
 		__syncthreads();
 		if (threadIdx.x == 0)
 			ncand = 0;
-		/* the next unit's first reads of ncand and sa come after a barrier */
+		/* the next unit's first reads of ncand, sa and sb come after a barrier */
 	}
+	async_wait();
 }
 
 /*
@@ -448,8 +383,8 @@ gram_kernel(tiles_params P, int64_t qb, int64_t rb, float *out)
 	{
 		int			w = P.dp - k0 < TK ? P.dp - k0 : TK;
 
-		load_chunk(P, qb * TILE, k0, w, sa);
-		load_chunk(P, rb * TILE, k0, w, sb);
+		load_chunk(P.f, P.n, P.dp, qb * TILE, k0, w, sa);
+		load_chunk(P.f, P.n, P.dp, rb * TILE, k0, w, sb);
 		__syncthreads();
 		tile_products(sa, sb, w, wm, wn, g, t, acc);
 		__syncthreads();
@@ -659,7 +594,7 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 	j->P.dims = dims;
 	j->P.dp = dp;
 	j->P.eps2 = opt->eps2;
-	j->P.s0 = sqrt(opt->eps2 * (1.0 + (dims + 3) * 0x1p-52)) * (1.0 + 0x1p-50);
+	j->P.s0 = filter_s0(opt->eps2, dims);
 	j->P.emit_rows = opt->emit_rows;
 	j->P.stop = j->d_stop;
 
@@ -689,11 +624,14 @@ plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 
 	if (gopt != NULL && gopt->batch_pairs > 0)
 		cap = gopt->batch_pairs;
-	else
+	else if (opt->expected_pairs > 0)
 	{
+		/* no larger than the estimate needs: pinning host memory costs time */
 		cap = (int64_t) (1.25 * opt->expected_pairs) + TILES_MIN_BATCH;
 		cap = cap > TILES_DEFAULT_BATCH ? TILES_DEFAULT_BATCH : cap;
 	}
+	else
+		cap = TILES_DEFAULT_BATCH;	/* nothing known: the largest buffers */
 	st = gj_driver_buffers(&j->drv, cap, TILES_MIN_BATCH, gopt != NULL && gopt->batch_pairs > 0,
 						   err, errlen);
 	if (st != GJ_OK)

@@ -25,6 +25,7 @@
 
 static int	passed = 0;
 static int	failed = 0;
+static int	no_filter = 0;		/* runs without the tensor-core filter */
 
 static double
 now(void)
@@ -43,7 +44,7 @@ static gj_status
 run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 		size_t mem_limit, gj_knnset *out, gj_gpu_knn_info *info, double *secs)
 {
-	gj_gpu_options gopt = {mem_limit, 0, 0};
+	gj_gpu_options gopt = {mem_limit, 0, 0, no_filter};
 	gj_gpu_knn *j;
 	gj_status	st;
 	char		err[256];
@@ -190,6 +191,37 @@ do_check(void)
 	expect("host-order: sorted on the host", last_info.device_order == 0 && last_info.partitions == 1);
 	check("brute-64d", GJ_GEN_UNIFORM, 3000, 500, 64, 10, 0, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
 	check("brute-256d", GJ_GEN_CLUSTERS, 1000, 200, 256, 5, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
+
+	/*
+	 * many dimensions: the tensor-core filter (knn_tiles.cu) on every kind
+	 * of data, including the ones it cannot filter (far clusters, offsets:
+	 * then it keeps everything, still exact), ties (duplicates), k past the
+	 * heap threshold; and once without the filter
+	 */
+	{
+		static const gj_kind hk[] = {GJ_GEN_UNIFORM, GJ_GEN_EXPONENTIAL, GJ_GEN_CLUSTERS,
+		GJ_GEN_DUPLICATES, GJ_GEN_LOWVAR_FIRST, GJ_GEN_OFFSET, GJ_GEN_FAR_CLUSTERS,
+		GJ_GEN_LATTICE_STEPS};
+		static const char *hn[] = {"hd-uniform", "hd-exponential", "hd-clusters", "hd-duplicates",
+		"hd-lowvar-first", "hd-offset", "hd-far-clusters", "hd-lattice-steps"};
+		static const int hdims[] = {9, 16, 64, 200, 768};
+		static const int64_t hks[] = {1, 10, 40};
+
+		for (int t = 0; t < 8; t++)
+			for (int d = 0; d < 5; d++, seed++)
+			{
+				int64_t		n = hdims[d] <= 64 ? 4000 : 1500;
+
+				check(hn[t], hk[t], n, n / 5, hdims[d], hks[(t + d) % 3], 0, GJ_KNN_BRUTE, 0, 0, 1.0, seed);
+				if (hdims[d] >= 16 && t != 5 && t != 6)
+					expect("the tensor-core filter ran", last_info.filter == 1);
+				check(hn[t], hk[t], n, 0, hdims[d], hks[(t + d + 1) % 3], 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed);
+			}
+		no_filter = 1;
+		check("hd-no-filter", GJ_GEN_CLUSTERS, 3000, 0, 64, 10, 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
+		expect("no filter when told", last_info.filter == 0);
+		no_filter = 0;
+	}
 	check("big-self", GJ_GEN_EXPONENTIAL, 300000, 0, 2, 16, 1, GJ_KNN_AUTO, 0, 0, 1.0, seed++);
 	gj_gpu_release_cache();		/* the pinned blocks the joins cached */
 	printf("gpu_knn: %d passed, %d failed\n", passed, failed);
@@ -274,6 +306,85 @@ do_bench(void)
 	return 0;
 }
 
+/*
+ * Many dimensions, brute force: the GPU with the tensor-core filter, the
+ * GPU without it (the plain float64 scan), and the CPU engine on a subset
+ * of the queries, scaled to all of them (brute force costs the same per
+ * query).  Self kNN, k = 10.
+ */
+static int
+do_bench_hd(void)
+{
+	static const struct
+	{
+		const char *name;
+		gj_kind		kind;
+		int64_t		n;
+		int			dims;
+		int			cosine;
+	}			cases[] = {
+		{"clusters 1M x 128", GJ_GEN_CLUSTERS, 1000000, 128, 0},
+		{"clusters 100K x 768 cosine", GJ_GEN_CLUSTERS, 100000, 768, 1},
+		{"uniform 200K x 64", GJ_GEN_UNIFORM, 200000, 64, 0},
+	};
+
+	printf("| case | GPU filter s | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s |\n");
+	printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		gj_points	refs,
+					sub;
+		gj_knn_options opt = {.k = 10, .exclude_self = 1, .method = GJ_KNN_BRUTE};
+		gj_knnset	a = {0},
+					b = {0};
+		gj_gpu_knn_info info;
+		double		t1,
+					t2,
+					tc,
+					t0;
+		int64_t		nz,
+					m = 1000;
+		double		limit = (double) cases[c].n * cases[c].n * 2.0 * ((cases[c].dims + 7) / 8 * 8) / 495e12;
+
+		gj_gen_points(&refs, cases[c].kind, cases[c].n, cases[c].dims, 3001 + c);
+		if (cases[c].cosine)
+			gj_points_normalize(&refs, &nz);
+		run_gpu(&refs, NULL, &opt, 0, NULL, NULL, &t1);	/* warm-up */
+		run_gpu(&refs, NULL, &opt, 0, &a, &info, &t1);
+		no_filter = 1;
+		if (cases[c].n <= 200000)
+		{
+			run_gpu(&refs, NULL, &opt, 0, &b, NULL, &t2);
+			if (gj_knnset_diff(&a, &b) != NULL)
+			{
+				printf("%s: filter and plain scan differ\n", cases[c].name);
+				return 1;
+			}
+		}
+		else
+			t2 = -1;
+		no_filter = 0;
+		/* the CPU: m queries against every reference */
+		gj_points_copy(&sub, &refs, m);
+		{
+			gj_knn_options o2 = opt;
+			gj_points	r = refs;
+
+			o2.exclude_self = 0;
+			t0 = now();
+			gj_knn_run_cpu(&r, &sub, &o2, 0, NULL);
+			tc = (now() - t0) * (double) cases[c].n / (double) m;
+		}
+		printf("| %s | %.3f (filter %d) | %.3f | %.1f | %.0fx | %.3f |\n", cases[c].name, t1,
+			   info.filter, t2, tc, tc / t1, limit);
+		gj_knnset_free(&a);
+		gj_knnset_free(&b);
+		gj_points_free(&refs);
+		gj_points_free(&sub);
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -288,5 +399,7 @@ main(int argc, char **argv)
 	printf("device: %s (sm_%d%d, %d SMs)\n", dev.name, dev.major, dev.minor, dev.sm_count);
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
 		return do_bench();
+	if (argc > 1 && strcmp(argv[1], "benchhd") == 0)
+		return do_bench_hd();
 	return do_check();
 }

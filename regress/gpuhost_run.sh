@@ -11,6 +11,7 @@
 #      (regress/gpuhost_cancel.sql); the spread of the cells nearest a bar
 #      within one run (regress/gpuhost_spread.sql); the backend's rate by
 #      result-buffer size (regress/gpuhost_emit.sql)
+#      many dimensions in SQL (regress/gpuhost_highdim.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpuhost_exitcheck.sh)
 # Built here beforehand (make, make regress/gpu_check regress/bench_gpu,
@@ -18,7 +19,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,tilesbench,knncheck,knnsanitize,knnbench,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,highdimsql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -75,6 +76,9 @@ fi
 if has knnbench; then
 	timeout ${GJ_BENCH_TIMEOUT:-300} ./regress/gpu_knn bench 2>&1 | tee "$OUT/knn_bench.txt"
 fi
+if has knnbenchhd; then
+	timeout ${GJ_BENCH_TIMEOUT:-300} ./regress/gpu_knn benchhd 2>&1 | tee "$OUT/knn_bench_hd.md"
+fi
 if has pg; then
 	. .gpuhost/pg-up.sh
 	psql -qc "DROP DATABASE IF EXISTS gj_regress" -c "CREATE DATABASE gj_regress" postgres
@@ -126,6 +130,7 @@ has read && sql_step regress/gpuhost_read.sql read.txt 14
 has spread && sql_step regress/gpuhost_spread.sql spread.txt 24
 has emit && sql_step regress/gpuhost_emit.sql emit.txt 10
 has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
+has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 12
 	summary+=("gpu cancel: $(grep -c '| t ' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps)' "$OUT/cancel.txt") within 1 s of the timeout")

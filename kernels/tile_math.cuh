@@ -1,0 +1,252 @@
+/*
+ * tile_math.cuh
+ *		The tensor-core filter shared by the tile join (tiles.cu) and the
+ *		kNN join's brute force (knn_tiles.cu): rows as TF32, block products
+ *		on mma.sync, and the margin that makes the filter safe.
+ *
+ * Why.  In many dimensions the work is distance arithmetic, and the GPU's
+ * fastest arithmetic is its tensor cores.  For vectors about a common
+ * centre m, |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: a matrix product of two
+ * blocks of rows gives every pair's distance at once.
+ *
+ * Filter.  Each row's centred coordinates a = x - m (float64) are rounded
+ * to TF32 (f, 10-bit mantissa, relative error at most delta = 2^-11 +
+ * 2^-23), their squared norm N = |f|^2 is kept (in float64, then halved
+ * and rounded to float: h), and a bound R >= |a|.  A CTA computes G = F_Q
+ * F_B^T for a 128 x 128 tile with mma.sync m16n8k8 TF32 (float32
+ * accumulation) and keeps a pair when G >= h_i + (h_j - c), where c is
+ * proved wide enough that no pair the float64 rule puts at or under a
+ * threshold b (eps2, or a query's k-th distance) is dropped, whatever the
+ * rounding:
+ *   - a pair with the float64 rule's sum S <= b has real squared distance
+ *     T <= b (1 + (d + 3) 2^-52) =: s0^2 (each term of S is at least the
+ *     real term times (1 - u)^3, and the sum of non-negative terms loses at
+ *     most a factor (1 - u)^(d - 1));
+ *   - |f_i - f_j| <= |a_i - a_j| + delta (|a_i| + |a_j|), so
+ *     |f_i - f_j| <= rho = s0 + delta (R_Q + R_B), R_Q and R_B the largest
+ *     R of each block;
+ *   - the products of TF32 values are exact in float32 and the tensor
+ *     core's sum of K of them is within TACC K 2^-23 sum |f_ik f_jk| <=
+ *     TACC K 2^-23 |f_i| |f_j| (Cauchy-Schwarz; TACC = 2: K 2^-23 already
+ *     bounds a float32 sum that truncates instead of rounding, and twice
+ *     that leaves room for coarser alignment; measured on an H100 with
+ *     cancelling rows from 8 to 4,096 dimensions, the error stays under
+ *     0.19 of K 2^-23: regress/gpu_tiles checks it stays under 1);
+ *   - the float32 epilogue adds roundings of h and of its subtraction
+ *     and addition (in either order).
+ * So c = rho^2 / 2 + E_G + E_h, where E_G bounds the product and E_h the
+ * epilogue, both from R_Q and R_B (filter_constant()).  Every pair kept is
+ * then decided by the float64 rule itself, in column order, so the answer
+ * is exactly the CPU engine's.  The filter is only as tight as the data's
+ * norms about the centre allow: for rows far from the centre relative to
+ * the threshold (two far clusters, huge offsets with tiny differences) c
+ * grows until most pairs pass, and the callers fall back to the float64
+ * rule for every pair of such tiles.
+ */
+#ifndef GJ_TILE_MATH_CUH
+#define GJ_TILE_MATH_CUH
+
+#include "gpu_common.cuh"
+
+#define TILE 128				/* rows of a block */
+#define TK 32					/* filter coordinates per shared-memory chunk */
+#define TSTRIDE (TK + 4)		/* padded row: conflict-free fragment loads */
+#define TTHREADS 256			/* 8 warps: 2 x 4 of 64 x 32 */
+#define TDELTA 4.9e-4			/* >= 2^-11 + 2^-23 + rounding of centring */
+#define TACC 2.0				/* the tensor core's sum: within TACC K 2^-23 sum |products| */
+
+/* The float32 round-to-nearest TF32 value of v (its low 13 bits zero). */
+__device__ __forceinline__ float
+to_tf32(float v)
+{
+	uint32_t	r;
+
+	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+	return __uint_as_float(r);
+}
+
+/*
+ * Per row: f = TF32 of the centred coordinates (zero past dims), h =
+ * |f|^2 / 2, r = a bound on |x - m| (the real centred norm).
+ */
+__global__ static void
+prep_kernel(const double *x, const double *m, int64_t n, int dims, int dp, float *f,
+			float *h, double *r)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	double		nf = 0.0,
+				na = 0.0;
+
+	if (i >= n)
+		return;
+	for (int k = 0; k < dp; k++)
+	{
+		float		v = 0.0f;
+
+		if (k < dims)
+		{
+			double		a = x[i * dims + k] - m[k];
+
+			v = to_tf32((float) a);
+			na += a * a;
+		}
+		f[i * dp + k] = v;
+		nf += (double) v * (double) v;
+	}
+	h[i] = (float) (nf * 0.5);
+	/* the computed norm, widened past every rounding in it and in a */
+	r[i] = sqrt(na) * (1.0 + 1e-9);
+}
+
+/* Per block of TILE rows: the largest r. */
+__global__ static void
+block_max_kernel(const double *r, int64_t n, int64_t nblocks, double *blockr)
+{
+	int64_t		b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	double		mx = 0.0;
+
+	if (b >= nblocks)
+		return;
+	for (int64_t i = b * TILE; i < n && i < (b + 1) * TILE; i++)
+		mx = r[i] > mx ? r[i] : mx;
+	blockr[b] = mx;
+}
+
+/*
+ * s0 for a threshold b on squared distances (eps2, or a query's k-th
+ * distance): sqrt(b (1 + (d + 3) 2^-52)), rounded up, the largest real
+ * distance a pair passing the float64 rule at b can have.
+ */
+__device__ __host__ __forceinline__ double
+filter_s0(double b, int dims)
+{
+	return sqrt(b * (1.0 + (dims + 3) * 0x1p-52)) * (1.0 + 0x1p-50);
+}
+
+/*
+ * The filter's constant c for blocks of largest norms rq and rb (float,
+ * rounded up), or +inf when it cannot be used (see the file header).
+ */
+__device__ static float
+filter_constant(double s0, int dp, double rq, double rb)
+{
+	double		k = (double) dp;
+	double		g1 = (1.0 + TDELTA) * (1.0 + TDELTA);
+	double		rho = s0 + TDELTA * (rq + rb) + 1e-300;
+	double		eg = TACC * k * 0x1p-23 * g1 * rq * rb + k * 0x1p-148;
+	double		c0 = rho * rho * 0.5 + eg;
+	double		c = c0 + 0x1p-21 * (g1 * (rq * rq + rb * rb) + c0);
+
+	c *= 1.0 + 1e-12;
+	if (!(c < 1e37))
+		return INFINITY;
+	return __double2float_ru(c);
+}
+
+/* Rows [row0, row0 + TILE) x chunk [k0, k0 + w) of f (n x dp) into s (zero past n). */
+__device__ __forceinline__ void
+load_chunk(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
+{
+	int			w4 = w / 4;
+
+	for (int e = threadIdx.x; e < TILE * w4; e += TTHREADS)
+	{
+		int			r = e / w4,
+					c = e - r * w4;
+		float4		v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+		if (row0 + r < n)
+			v = *(const float4 *) (f + (row0 + r) * dp + k0 + 4 * c);
+		*(float4 *) (s + r * TSTRIDE + 4 * c) = v;
+	}
+}
+
+__device__ __forceinline__ void
+mma_tf32(float *c, const uint32_t *a, const uint32_t *b)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/*
+ * One chunk of w coordinates (a multiple of 8) of the tile's products: the
+ * warp's 64 x 32 of G += A B^T from the query rows in sa and the reference
+ * rows in sb (row-major, TSTRIDE apart).  Fragments as mma.m16n8k8 .tf32
+ * lays them out: lane (g, t) = (lane / 4, lane % 4) holds A at rows g and
+ * g + 8, columns t and t + 4, B at column g, rows t and t + 4, and the
+ * sums at row g (elements 0, 1) and g + 8 (2, 3), columns 2t and 2t + 1.
+ */
+__device__ __forceinline__ void
+tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
+			  float acc[4][4][4])
+{
+	for (int kk = 0; kk < w; kk += 8)
+	{
+		uint32_t	af[4][4],
+					bf[4][2];
+
+		for (int mi = 0; mi < 4; mi++)
+		{
+			const float *s = sa + (wm * 64 + mi * 16 + g) * TSTRIDE + kk + t;
+
+			af[mi][0] = __float_as_uint(s[0]);
+			af[mi][1] = __float_as_uint(s[8 * TSTRIDE]);
+			af[mi][2] = __float_as_uint(s[4]);
+			af[mi][3] = __float_as_uint(s[8 * TSTRIDE + 4]);
+		}
+		for (int ni = 0; ni < 4; ni++)
+		{
+			const float *s = sb + (wn * 32 + ni * 8 + g) * TSTRIDE + kk + t;
+
+			bf[ni][0] = __float_as_uint(s[0]);
+			bf[ni][1] = __float_as_uint(s[4]);
+		}
+		for (int mi = 0; mi < 4; mi++)
+			for (int ni = 0; ni < 4; ni++)
+				mma_tf32(acc[mi][ni], af[mi], bf[ni]);
+	}
+}
+
+/* The row and column (within the tile) of element e of acc[mi][ni]. */
+#define ACC_ROW(wm, mi, g, e) ((wm) * 64 + (mi) * 16 + (g) + ((e) >= 2 ? 8 : 0))
+#define ACC_COL(wn, ni, t, e) ((wn) * 32 + (ni) * 8 + 2 * (t) + ((e) & 1))
+
+/*
+ * The float64 rule for rows a and b (dims wide), stopping early once past
+ * bound (a pair that passes gets the full, identical sum).
+ */
+__device__ __forceinline__ double
+exact_sqdist(const double *a, const double *b, int dims, double bound)
+{
+	double		s = 0.0;
+
+	for (int k = 0; k < dims; k++)
+	{
+		double		t = __dsub_rn(a[k], b[k]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+		if ((k & 7) == 7 && s > bound)
+			break;
+	}
+	return s;
+}
+
+/* Column means of x (n x dims) into m (zeroed first), by atomic sums. */
+__global__ static void
+column_sum_kernel(const double *x, int64_t n, int dims, double *m)
+{
+	int64_t		r0 = (int64_t) blockIdx.x * 256;
+
+	for (int d = threadIdx.x; d < dims; d += blockDim.x)
+	{
+		double		s = 0.0;
+
+		for (int64_t i = r0; i < r0 + 256 && i < n; i++)
+			s += x[i * dims + d];
+		atomicAdd(&m[d], s / (double) n);
+	}
+}
+
+#endif							/* GJ_TILE_MATH_CUH */
