@@ -138,25 +138,13 @@ knn_tiles_kernel(knn_tiles_params P)
 		 * the 64 tests as bits, then the kept ones
 		 */
 		{
-			uint32_t	keep[2] = {0, 0};
+			uint32_t	keep[2];
+			int			row,
+						col;
 
-			for (int mi = 0; mi < 4; mi++)
-				for (int ni = 0; ni < 4; ni++)
-					for (int e = 0; e < 4; e++)
-						keep[mi >> 1] |= (acc[mi][ni][e] >= hrow[mi * 2 + (e >> 1)] + hcol[ni * 2 + (e & 1)]) ?
-							1u << ((mi & 1) * 16 + ni * 4 + e) : 0u;
-			for (int h = 0; h < 2; h++)
-				while (keep[h] != 0)
-				{
-					int			b = __ffs(keep[h]) - 1;
-					int			mi = h * 2 + (b >> 4),
-								ni = (b >> 2) & 3,
-								e = b & 3;
-					int			row = ACC_ROW(wm, mi, g, e);
-
-					keep[h] &= keep[h] - 1;
-					list[row * TILE + atomicAdd(&nlist[row], 1)] = (uint8_t) ACC_COL(wn, ni, t, e);
-				}
+			tile_keep_bits(acc, hrow, hcol, keep);
+			while (tile_next_kept(keep, wm, wn, g, t, &row, &col))
+				list[row * TILE + atomicAdd(&nlist[row], 1)] = (uint8_t) col;
 		}
 		__syncthreads();
 

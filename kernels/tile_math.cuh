@@ -214,6 +214,54 @@ tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, in
 #define ACC_COL(wn, ni, t, e) ((wn) * 32 + (ni) * 8 + 2 * (t) + ((e) & 1))
 
 /*
+ * A thread's 64 filter tests, acc >= hrow + hcol (hrow: its 8 rows, hcol:
+ * its 8 columns, in ACC_ROW/ACC_COL order), as bits: a few instructions a
+ * test and no branch, since kept pairs are rare; element (mi, ni, e) is
+ * bit (mi & 1) * 16 + ni * 4 + e of keep[mi >> 1].
+ */
+__device__ __forceinline__ void
+tile_keep_bits(const float acc[4][4][4], const float *hrow, const float *hcol, uint32_t *keep)
+{
+	keep[0] = keep[1] = 0;
+	for (int mi = 0; mi < 4; mi++)
+		for (int ni = 0; ni < 4; ni++)
+			for (int e = 0; e < 4; e++)
+				keep[mi >> 1] |= (acc[mi][ni][e] >= hrow[mi * 2 + (e >> 1)] + hcol[ni * 2 + (e & 1)]) ?
+					1u << ((mi & 1) * 16 + ni * 4 + e) : 0u;
+}
+
+/* Take the next kept element off keep (false: none left): its row and column in the tile. */
+__device__ __forceinline__ bool
+tile_next_kept(uint32_t *keep, int wm, int wn, int g, int t, int *row, int *col)
+{
+	int			b,
+				mi,
+				ni,
+				e;
+
+	/* words by name, not by a computed index: keep stays in registers */
+	if (keep[0] != 0)
+	{
+		b = __ffs(keep[0]) - 1;
+		keep[0] &= keep[0] - 1;
+		mi = b >> 4;
+	}
+	else if (keep[1] != 0)
+	{
+		b = __ffs(keep[1]) - 1;
+		keep[1] &= keep[1] - 1;
+		mi = 2 + (b >> 4);
+	}
+	else
+		return false;
+	ni = (b >> 2) & 3;
+	e = b & 3;
+	*row = ACC_ROW(wm, mi, g, e);
+	*col = ACC_COL(wn, ni, t, e);
+	return true;
+}
+
+/*
  * The float64 rule for rows a and b (dims wide), stopping early once past
  * bound (a pair that passes gets the full, identical sum).
  */

@@ -263,33 +263,20 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 			 * kept ones; hcol is reloaded for the next unit anyway
 			 */
 			{
-				uint32_t	keep[2] = {0, 0};
+				uint32_t	keep[2];
+				int			row,
+							col;
 
 				for (int k = 0; k < 8; k++)
 					hcol[k] -= c;
-				for (int mi = 0; mi < 4; mi++)
-					for (int ni = 0; ni < 4; ni++)
-						for (int e = 0; e < 4; e++)
-							keep[mi >> 1] |= (acc[mi][ni][e] >= hrow[mi * 2 + (e >> 1)] + hcol[ni * 2 + (e & 1)]) ?
-								1u << ((mi & 1) * 16 + ni * 4 + e) : 0u;
-				for (int h = 0; h < 2; h++)
-					while (keep[h] != 0)
+				tile_keep_bits(acc, hrow, hcol, keep);
+				while (tile_next_kept(keep, wm, wn, g, t, &row, &col))
+					if (!diag || row < col)
 					{
-						int			b = __ffs(keep[h]) - 1;
-						int			mi = h * 2 + (b >> 4),
-									ni = (b >> 2) & 3,
-									e = b & 3;
-						int			row = ACC_ROW(wm, mi, g, e);
-						int			col = ACC_COL(wn, ni, t, e);
+						int			slot = atomicAdd(&ncand, 1);
 
-						keep[h] &= keep[h] - 1;
-						if (!diag || row < col)
-						{
-							int			slot = atomicAdd(&ncand, 1);
-
-							if (slot < TCAND)
-								cand[slot] = (uint16_t) (row << 7 | col);
-						}
+						if (slot < TCAND)
+							cand[slot] = (uint16_t) (row << 7 | col);
 					}
 			}
 		}

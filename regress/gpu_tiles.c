@@ -550,8 +550,11 @@ main(int argc, char **argv)
 		int64_t		pairs = 0;
 		gj_gpu_tiles_info ti;
 
+		double		secs;
+
 		gj_gen_points(&p, GJ_GEN_EXPONENTIAL, 200000, 16, 1);
-		printf("profile: %.3f s, %lld pairs\n", time_gpu(&p, 0.03 * 0.03, 0, &pairs, &ti), (long long) pairs);
+		secs = time_gpu(&p, 0.03 * 0.03, 0, &pairs, &ti);
+		printf("profile: %.3f s, %lld pairs\n", secs, (long long) pairs);
 		gj_points_free(&p);
 		return 0;
 	}
