@@ -527,6 +527,117 @@ bench_main(const char *what)
 	return 0;
 }
 
+/*
+ * 20,000 rows of 16,000 dimensions (pgvector's largest) on both engines:
+ * the tile join's pairs, and kNN of 500 of the rows against all of them
+ * (brute force with the filter on the GPU), equal to the CPU's.
+ */
+static int
+big_main(void)
+{
+	gj_points	p,
+				q;
+	gj_pairset	want = {0},
+				got = {0};
+	gj_tiles_options o = {0, 0, 0, 0};
+	gj_gpu_tiles_info info;
+	gj_knn_options ko = {.k = 10, .method = GJ_KNN_BRUTE};
+	gj_gpu_options go = {0, 0, 0, 0};
+	gj_cpu_knn *ck;
+	gj_gpu_knn *gk;
+	gj_chunk   *c;
+	char		err[256] = "";
+	const char *why;
+	double		t0,
+				tc,
+				tg;
+	int64_t		at = -1,
+				nc = 0,
+				ng = 0,
+				differ = 0;
+	gj_status	st;
+
+	gj_gen_points(&p, GJ_GEN_CLUSTERS, 20000, 16000, 7);
+	/* eps for about 3 neighbours a row, from 4 rows' distances to all */
+	{
+		double	   *d = malloc(sizeof(double) * 4 * p.n);
+		int64_t		m = 0;
+
+		for (int s = 0; s < 4; s++)
+			for (int64_t j = 0; j < p.n; j++)
+				if (j != s * 5000)
+					d[m++] = gj_sqdist(p.x + (int64_t) s * 5000 * p.dims, p.x + j * p.dims, p.dims);
+		qsort(d, m, sizeof(double), cmp_double);
+		o.eps2 = d[(int64_t) (3.0 / (p.n - 1) * m)];
+		free(d);
+	}
+	t0 = now();
+	st = cpu_pairs(&p, o.eps2, &want);
+	tc = now() - t0;
+	t0 = now();
+	if (st == GJ_OK)
+		st = gpu_pairs(&p, &o, 0, &got, &info, err, sizeof(err));
+	tg = now() - t0;
+	why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
+	printf("big tiles: 20000 x 16000, %lld pairs, cpu %.1f s, gpu %.1f s, filter %d: %s %s\n",
+		   (long long) want.n, tc, tg, info.filter, why ? why : "equal", err);
+	result(why == NULL && want.n > 0, "big-tiles", "clusters", 7, &p, o.eps2, why ? why : "");
+
+	/* kNN: 500 queries (the first rows, moved a little) against all 20,000 */
+	gj_points_copy(&q, &p, 500);
+	for (int64_t i = 0; i < q.n * q.dims; i++)
+		q.x[i] += 0.25;
+	st = gj_cpu_knn_start(&p, NULL, &q, &ko, 0, &ck);
+	if (st == GJ_OK)
+		st = gj_gpu_knn_start(&p, &q, &ko, &go, &gk, err, sizeof(err));
+	if (st == GJ_OK)
+	{
+		/* both lists in rank order, query by query: compare as they come */
+		gj_pairset	a = {0},
+					b = {0};
+
+		while ((st = gj_engine_next(GJ_ENGINE(ck), 100, &c)) == GJ_OK || st == GJ_AGAIN)
+			if (st == GJ_OK)
+			{
+				for (int k = 0; k < c->n; k++)
+					gj_pairset_add(&a, c->a[k] * 100 + c->rank[k], c->b[k], c->dist[k]);
+				nc += c->n;
+				gj_engine_release(GJ_ENGINE(ck), c);
+			}
+		while ((st = gj_engine_next(GJ_ENGINE(gk), 100, &c)) == GJ_OK || st == GJ_AGAIN)
+			if (st == GJ_OK)
+			{
+				for (int k = 0; k < c->n; k++)
+					gj_pairset_add(&b, c->a[k] * 100 + c->rank[k], c->b[k], c->dist[k]);
+				ng += c->n;
+				gj_engine_release(GJ_ENGINE(gk), c);
+			}
+		why = st != GJ_DONE ? gj_status_name(st) : gj_pairset_diff(&a, &b, &at);
+		differ = why != NULL;
+		{
+			gj_gpu_knn_info ki;
+
+			gj_gpu_knn_stats(gk, &ki);
+			printf("big knn: 500 x 20000 x 16000, k 10: cpu %lld rows, gpu %lld rows, filter %d: %s\n",
+				   (long long) nc, (long long) ng, ki.filter, why ? why : "equal");
+		}
+		gj_engine_free(GJ_ENGINE(ck));
+		gj_engine_free(GJ_ENGINE(gk));
+		gj_pairset_free(&a);
+		gj_pairset_free(&b);
+	}
+	else
+		printf("big knn: could not start: %s %s\n", gj_status_name(st), err);
+	result(st == GJ_DONE && !differ && nc == 5000, "big-knn", "clusters", 7, &q, 0, why ? why : "");
+	gj_pairset_free(&want);
+	gj_pairset_free(&got);
+	gj_points_free(&p);
+	gj_points_free(&q);
+	gj_gpu_release_cache();
+	printf("gpu_tiles big: %d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -543,6 +654,8 @@ main(int argc, char **argv)
 	printf("gpu_tiles: %s, %d SMs\n", info.name, info.sm_count);
 	if (strcmp(mode, "bench") == 0)
 		return bench_main(argc > 2 ? argv[2] : "all");
+	if (strcmp(mode, "big") == 0)
+		return big_main();
 	if (strcmp(mode, "profile") == 0)
 	{
 		/* a few launches of the kernel on Syn16 (200K rows) for a profiler */
