@@ -20,6 +20,7 @@
 
 #include "gj_core.h"
 #include "knn_search.h"
+#include "block_bounds.h"
 
 #define GJ_KNN_BLOCK 64			/* queries per work-queue draw */
 #define GJ_KNN_SAMPLE 65536		/* points sampled to size the cells */
@@ -40,7 +41,7 @@ gj_knn_pick_method(const gj_knn_options *opt, int dims)
 {
 	if (opt->method != GJ_KNN_AUTO)
 		return opt->method;
-	return dims <= GJ_KNN_GRID_MAX_DIMS ? GJ_KNN_GRID : GJ_KNN_BRUTE;
+	return dims <= GJ_KNN_GRID_MAX_DIMS ? GJ_KNN_GRID : GJ_KNN_BLOCKS;
 }
 
 /*
@@ -220,6 +221,8 @@ struct gj_cpu_knn
 	int			heap;
 	uint32_t   *order;			/* queries in visiting order */
 	int64_t		nq;				/* queries to visit */
+	int			prune;			/* brute force skips blocks (GJ_KNN_BLOCKS) */
+	gj_block_bounds rb;			/* then: the references' blocks of GJ_TILE_REFS */
 
 	int			nthreads;
 	pthread_t  *threads;
@@ -278,35 +281,111 @@ emit_list(struct gj_cpu_knn *j, gj_chunk **chp, int64_t qid, const gj_kbuf *b)
  * the batch's buffers; 0 when stopped.
  */
 static int
-brute_batch(struct gj_cpu_knn *j, int64_t b0, int64_t b1, gj_kbuf *kb, double *T,
-			gj_chunk **chp)
+brute_block(struct gj_cpu_knn *j, int64_t b0, int64_t b1, int64_t r0, gj_kbuf *kb,
+			double *T)
 {
 	const gj_points *refs = j->refs;
 	int			dims = refs->dims;
+	int			lanes = refs->n - r0 < GJ_TILE_REFS ? (int) (refs->n - r0) : GJ_TILE_REFS;
 	double		s[GJ_TILE_REFS];
 
-	for (int64_t r0 = 0; r0 < refs->n; r0 += GJ_TILE_REFS)
+	gj_tile_transpose(refs->x, refs->n, dims, r0, T);
+	for (int64_t i = b0; i < b1; i++)
 	{
-		int			lanes = refs->n - r0 < GJ_TILE_REFS ? (int) (refs->n - r0) : GJ_TILE_REFS;
+		uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
+		gj_kbuf    *b = &kb[i - b0];
+		double		bound = gj_kb_bound(b);
+
+		if (!gj_tile_distances(j->queries->x + (int64_t) qrow * dims, T, dims, bound, s))
+			continue;
+		for (int l = 0; l < lanes; l++)
+			if (s[l] <= bound && !(j->exclude_self && r0 + l == qrow))
+			{
+				gj_kb_offer(b, s[l], refs->ids[r0 + l]);
+				bound = gj_kb_bound(b);
+			}
+	}
+	return 1;
+}
+
+typedef struct lb_block
+{
+	double		lb2;
+	int64_t		block;
+} lb_block;
+
+static int
+cmp_lb(const void *a, const void *b)
+{
+	const lb_block *x = a,
+			   *y = b;
+
+	if (x->lb2 != y->lb2)
+		return x->lb2 < y->lb2 ? -1 : 1;
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+/* Per worker: the batch's bounds and the blocks in visiting order. */
+typedef struct knn_scratch
+{
+	double	   *lo,
+			   *hi,
+			   *c;
+	lb_block   *order;
+} knn_scratch;
+
+/*
+ * Brute force for queries [b0, b1) (positions in the visiting order) into
+ * their k buffers, then out as lists.  With the index (prune), the
+ * reference blocks go nearest bound first, and the sweep ends at the first
+ * block whose bound is past every query's k-th distance: the rest are
+ * farther still (block_bounds.h proves the skip exact).  0 when stopped.
+ */
+static int
+brute_batch(struct gj_cpu_knn *j, int64_t b0, int64_t b1, gj_kbuf *kb, double *T,
+			knn_scratch *sc, gj_chunk **chp)
+{
+	const gj_points *refs = j->refs;
+	int			dims = refs->dims;
+	int64_t		nb = (refs->n + GJ_TILE_REFS - 1) / GJ_TILE_REFS;
+
+	if (j->prune)
+	{
+		double		r;
+		const uint32_t *rows = j->order != NULL ? j->order : NULL;
+
+		gj_bound_rows(j->queries->x, dims, rows, b0, b1, sc->lo, sc->hi, sc->c, &r);
+		for (int64_t b = 0; b < nb; b++)
+		{
+			sc->order[b].block = b;
+			sc->order[b].lb2 = gj_bounds_lb2(sc->lo, sc->hi, sc->c, r,
+											 j->rb.lo + b * dims, j->rb.hi + b * dims,
+											 j->rb.c + b * dims, j->rb.r[b], dims);
+			if (sc->order[b].lb2 != sc->order[b].lb2)
+				sc->order[b].lb2 = 0.0;	/* NaN: no bound */
+		}
+		qsort(sc->order, nb, sizeof(lb_block), cmp_lb);
+	}
+	for (int64_t v = 0; v < nb; v++)
+	{
+		int64_t		blk = j->prune ? sc->order[v].block : v;
 
 		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 			return 0;
-		gj_tile_transpose(refs->x, refs->n, dims, r0, T);
-		for (int64_t i = b0; i < b1; i++)
+		if (j->prune)
 		{
-			uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
-			gj_kbuf    *b = &kb[i - b0];
-			double		bound = gj_kb_bound(b);
+			double		worst = 0.0;
 
-			if (!gj_tile_distances(j->queries->x + (int64_t) qrow * dims, T, dims, bound, s))
-				continue;
-			for (int l = 0; l < lanes; l++)
-				if (s[l] <= bound && !(j->exclude_self && r0 + l == qrow))
-				{
-					gj_kb_offer(b, s[l], refs->ids[r0 + l]);
-					bound = gj_kb_bound(b);
-				}
+			for (int64_t i = b0; i < b1; i++)
+			{
+				double		bd = gj_kb_bound(&kb[i - b0]);
+
+				worst = bd > worst ? bd : worst;
+			}
+			if (gj_block_far(sc->order[v].lb2, gj_rule_s0(worst, dims)))
+				break;			/* this block and every later one */
 		}
+		brute_block(j, b0, b1, blk * GJ_TILE_REFS, kb, T);
 	}
 	for (int64_t i = b0; i < b1; i++)
 	{
@@ -348,13 +427,25 @@ knn_worker(void *arg)
 	gj_kbuf    *kb = malloc(sizeof(gj_kbuf) * nbuf);
 	double	   *T = j->use_grid ? NULL : malloc(sizeof(double) * GJ_TILE_REFS * dims);
 	gj_chunk   *ch = NULL;
+	knn_scratch sc;
+	int			sc_ok = 1;
+
+	memset(&sc, 0, sizeof(sc));
+	if (j->prune)
+	{
+		sc.lo = malloc(sizeof(double) * dims);
+		sc.hi = malloc(sizeof(double) * dims);
+		sc.c = malloc(sizeof(double) * dims);
+		sc.order = malloc(sizeof(lb_block) * (j->rb.nblocks + 1));
+		sc_ok = sc.lo != NULL && sc.hi != NULL && sc.c != NULL && sc.order != NULL;
+	}
 
 	pthread_mutex_lock(&j->mu);
 	while (!j->go)
 		pthread_cond_wait(&j->cv, &j->mu);
 	pthread_mutex_unlock(&j->mu);
 
-	if (bd == NULL || bid == NULL || kb == NULL || (!j->use_grid && T == NULL))
+	if (bd == NULL || bid == NULL || kb == NULL || (!j->use_grid && T == NULL) || !sc_ok)
 		knn_fail(j, GJ_ERR_NOMEM);
 	while (!__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 	{
@@ -367,7 +458,7 @@ knn_worker(void *arg)
 		{
 			for (int64_t i = 0; i < b1 - b0; i++)
 				gj_kb_init(&kb[i], bd + i * j->k, bid + i * j->k, 1, (int) j->k, j->heap);
-			if (!brute_batch(j, b0, b1, kb, T, &ch))
+			if (!brute_batch(j, b0, b1, kb, T, &sc, &ch))
 				break;
 			continue;
 		}
@@ -397,6 +488,10 @@ knn_worker(void *arg)
 	free(bid);
 	free(kb);
 	free(T);
+	free(sc.lo);
+	free(sc.hi);
+	free(sc.c);
+	free(sc.order);
 	gj_queue_producer_done(j->eng.q);
 	return NULL;
 }
@@ -510,6 +605,17 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 			}
 		}
 	}
+	else if (gj_knn_pick_method(opt, refs->dims) == GJ_KNN_BLOCKS && refs->n > GJ_TILE_REFS)
+	{
+		/* brute force with the index: the references' block bounds */
+		j->prune = 1;
+		st = gj_block_bounds_build(&j->rb, refs->x, refs->n, refs->dims, GJ_TILE_REFS);
+		if (st != GJ_OK)
+		{
+			cpu_knn_free(&j->eng);
+			return st;
+		}
+	}
 	if (opt->exclude_self && opt->self_rows != NULL)
 	{
 		/* some rows only: they are the visiting order (ascending rows) */
@@ -570,5 +676,6 @@ cpu_knn_free(gj_engine *e)
 	pthread_cond_destroy(&j->cv);
 	free(j->threads);
 	free(j->order);
+	gj_block_bounds_free(&j->rb);
 	free(j);
 }

@@ -13,6 +13,10 @@
  * (gj_tile_distances: one SIMD lane a pair, the shared rule exactly, an
  * early exit once every lane is past eps2).
  *
+ * With opt.prune (the blocks' index, block_index.c), a block of
+ * GJ_TILE_REFS reference rows whose bounds are provably farther than eps
+ * from the query block's is skipped whole.
+ *
  * Pieces are at most GJ_TILES_PIECE reference rows long, so the long runs
  * of the first query blocks do not leave one worker finishing alone; a
  * worker draws them from an atomic counter (the work queue).  Pairs go out
@@ -26,6 +30,7 @@
 #include <string.h>
 
 #include "gj_core.h"
+#include "block_bounds.h"
 
 #define GJ_TILES_PIECE 8192		/* reference rows in one piece of work */
 
@@ -35,6 +40,8 @@ struct gj_cpu_tiles
 	const gj_points *p;
 	gj_tiles_options opt;
 	gj_tile_plan plan;
+	gj_block_bounds bounds;		/* with opt.prune: of each block of the plan */
+	double		s0;				/* gj_rule_s0(eps2) */
 	int64_t    *piece_start;	/* per run, its first piece; nruns + 1 */
 	int64_t		npieces;
 	int64_t		next;			/* atomic: the next piece */
@@ -42,6 +49,7 @@ struct gj_cpu_tiles
 	int			nthreads;
 	pthread_t  *threads;
 	int64_t		tested;			/* atomic: pairs tested, for the stats */
+	int64_t		skipped;		/* atomic: pairs the bounds ruled out */
 };
 
 static void cpu_tiles_free(gj_engine *e);
@@ -120,8 +128,10 @@ run_piece(struct gj_cpu_tiles *j, int64_t run, int64_t r0, int64_t r1,
 	int64_t		q0,
 				q1;
 	double		s[GJ_TILE_REFS];
+	int64_t		qb = j->plan.run_qb[run],
+				skipped = 0;
 
-	gj_tile_block_rows(&j->plan, j->plan.run_qb[run], &q0, &q1);
+	gj_tile_block_rows(&j->plan, qb, &q0, &q1);
 	gj_tile_transpose(p->x, q1, dims, q0, T);
 	for (int64_t k = r0; k < r1; k++)
 	{
@@ -130,13 +140,24 @@ run_piece(struct gj_cpu_tiles *j, int64_t run, int64_t r0, int64_t r1,
 
 		if ((k & 255) == 0 && stopped(j))
 			return 0;
+		if (j->opt.prune && k % GJ_TILE_REFS == 0 && k / GJ_TILE_REFS != qb &&
+			gj_block_far(gj_block_pair_lb2(&j->bounds, qb, &j->bounds, k / GJ_TILE_REFS), j->s0))
+		{
+			/* no pair of the two blocks can pass: the next block */
+			int64_t		next = k + GJ_TILE_REFS < r1 ? k + GJ_TILE_REFS : r1;
+
+			skipped += next - k;
+			k = next - 1;
+			continue;
+		}
 		if (lanes <= 0 || !gj_tile_distances(p->x + k * dims, T, dims, eps2, s))
 			continue;
 		for (int l = 0; l < lanes; l++)
 			if (s[l] <= eps2 && !emit(j, chp, q0 + l, k, s[l]))
 				return 0;
 	}
-	__atomic_fetch_add(&j->tested, (r1 - r0) * (q1 - q0), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&j->tested, (r1 - r0 - skipped) * (q1 - q0), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&j->skipped, skipped * (q1 - q0), __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -198,6 +219,9 @@ gj_cpu_tiles_start(const gj_points *p, const gj_tiles_options *opt, int nthreads
 	j->p = p;
 	j->opt = *opt;
 	st = gj_tile_plan_brute(&j->plan, p->n, GJ_TILE_REFS);
+	j->s0 = gj_rule_s0(opt->eps2, p->dims);
+	if (st == GJ_OK && opt->prune)
+		st = gj_block_bounds_build(&j->bounds, p->x, p->n, p->dims, GJ_TILE_REFS);
 	if (st == GJ_OK)
 	{
 		j->piece_start = malloc(sizeof(int64_t) * (j->plan.nruns + 1));
@@ -249,6 +273,13 @@ gj_cpu_tiles_tested(const gj_cpu_tiles *j)
 	return __atomic_load_n(&j->tested, __ATOMIC_RELAXED);
 }
 
+/* Pairs the block bounds ruled out without a test (opt.prune). */
+int64_t
+gj_cpu_tiles_skipped(const gj_cpu_tiles *j)
+{
+	return __atomic_load_n(&j->skipped, __ATOMIC_RELAXED);
+}
+
 static void
 cpu_tiles_free(gj_engine *e)
 {
@@ -261,6 +292,7 @@ cpu_tiles_free(gj_engine *e)
 		pthread_join(j->threads[t], NULL);
 	gj_queue_destroy(j->eng.q);
 	gj_tile_plan_free(&j->plan);
+	gj_block_bounds_free(&j->bounds);
 	free(j->piece_start);
 	free(j->threads);
 	free(j);

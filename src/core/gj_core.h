@@ -83,6 +83,7 @@ extern gj_status gj_points_reserve(gj_points *p, int64_t n);
 extern gj_status gj_points_push(gj_points *p, int64_t id, const double *coords);
 extern void gj_points_replace(gj_points *p, double *x, int64_t *ids);
 extern void gj_points_free(gj_points *p);
+extern gj_status gj_points_apply_order(gj_points *p, const uint32_t *perm);
 
 /* normalize.c: the cosine metric's rows, divided by their norms */
 extern int	gj_normalize_row(double *x, int dims);
@@ -432,6 +433,38 @@ extern gj_status gj_sample_pair_shares(const gj_points *p, double eps2, int64_t 
 									   double *cand, double *within);
 
 /*
+ * The tile engines' index (block_index.c, block_bounds.h): rows sorted so
+ * that blocks of consecutive rows are small, and per block of `block` rows
+ * its box (lo, hi), centre c and radius r, each nblocks x dims.
+ */
+#define GJ_BLOCK_ROWS 128		/* the GPU's tile; the CPU bounds blocks of GJ_TILE_REFS */
+
+typedef struct gj_block_bounds
+{
+	const double *x;			/* the rows bounded (borrowed) */
+	int64_t		n;
+	int			dims;
+	int			block;
+	int64_t		nblocks;
+	double	   *lo;
+	double	   *hi;
+	double	   *c;
+	double	   *r;
+} gj_block_bounds;
+
+extern gj_status gj_points_block_order(gj_points *p);
+extern gj_status gj_block_bounds_build(gj_block_bounds *bb, const double *x, int64_t n,
+									   int dims, int block);
+extern void gj_block_bounds_free(gj_block_bounds *bb);
+extern double gj_block_pair_lb2(const gj_block_bounds *a, int64_t i,
+								const gj_block_bounds *b, int64_t j);
+extern void gj_bound_rows(const double *x, int dims, const uint32_t *rows, int64_t r0,
+						  int64_t r1, double *lo, double *hi, double *c, double *r);
+extern double gj_bounds_lb2(const double *lo1, const double *hi1, const double *c1, double r1,
+							const double *lo2, const double *hi2, const double *c2, double r2,
+							int dims);
+
+/*
  * The CPU eps self-join by tiles (cpu_tiles.c), an engine like
  * gj_cpu_selfjoin over p's rows in their current order.  Chunks carry
  * (smaller id, larger id, distance), or with emit_rows the rows' numbers
@@ -443,6 +476,7 @@ typedef struct gj_tiles_options
 	int			emit_rows;
 	double		expected_pairs; /* GPU: sizes its result buffers (0: unknown) */
 	int			no_filter;		/* GPU: every pair by the float64 rule (tests) */
+	int			prune;			/* skip block pairs the bounds rule out (the index) */
 } gj_tiles_options;
 
 typedef struct gj_cpu_tiles gj_cpu_tiles;
@@ -450,6 +484,7 @@ typedef struct gj_cpu_tiles gj_cpu_tiles;
 extern gj_status gj_cpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 									int nthreads, gj_cpu_tiles **out);
 extern int64_t gj_cpu_tiles_tested(const gj_cpu_tiles *j);
+extern int64_t gj_cpu_tiles_skipped(const gj_cpu_tiles *j);
 
 /*
  * Per-row answers from any engine's pairs (pair_rows.c).  A pair source
@@ -510,9 +545,10 @@ extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps2,
  */
 typedef enum gj_knn_method
 {
-	GJ_KNN_AUTO = 0,			/* grid up to GJ_KNN_GRID_MAX_DIMS, else brute */
+	GJ_KNN_AUTO = 0,			/* grid up to GJ_KNN_GRID_MAX_DIMS, else blocks */
 	GJ_KNN_GRID,
-	GJ_KNN_BRUTE
+	GJ_KNN_BRUTE,
+	GJ_KNN_BLOCKS				/* brute force that skips blocks the bounds rule out */
 } gj_knn_method;
 
 #define GJ_KNN_GRID_MAX_DIMS	GJ_MAX_INDEXED_DIMS
