@@ -138,6 +138,7 @@ typedef struct gj_gpu_tiles_info
 	double		prep_ms;		/* upload, centre, filter data, plan */
 	int			filter;			/* the tensor-core filter is in use */
 	int64_t		units;			/* block pairs to compare */
+	int64_t		units_skipped;	/* ... of them ruled out by the blocks' bounds */
 	int64_t		batches;
 	int64_t		overflows;
 	int64_t		pairs;

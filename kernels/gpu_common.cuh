@@ -148,6 +148,15 @@ extern void gj_driver_stop(gj_pair_driver *d);
  * The kNN brute force's tensor-core filter (knn_tiles.cu): the references'
  * filter rows, made once, and two batches' worth for the queries.
  */
+/* Bounds of blocks of rows (tile_math.cuh): box lo/hi and centre c, nblocks x dims; radius r. */
+typedef struct dev_bounds
+{
+	double	   *lo;
+	double	   *hi;
+	double	   *c;
+	double	   *r;
+} dev_bounds;
+
 typedef struct gj_knn_filter
 {
 	int			dims;
@@ -161,11 +170,14 @@ typedef struct gj_knn_filter
 	float	   *qf[2];
 	float	   *qh[2];
 	double	   *qr[2];
+	int			prune;			/* the blocks' index: skip blocks by their bounds */
+	dev_bounds	rbnd;			/* then: the references' blocks */
+	dev_bounds	qbnd[2];		/* ... and each batch's query blocks */
 } gj_knn_filter;
 
 extern gj_status gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref,
-									   int dims, int64_t batch, cudaStream_t s, int *usable,
-									   char *err, size_t errlen);
+									   int dims, int64_t batch, int prune, cudaStream_t s,
+									   int *usable, char *err, size_t errlen);
 extern cudaError_t gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx,
 										const int64_t *rid, const double *qx, int64_t nq,
 										double *bd, int64_t *bid, int32_t *bn, int32_t *btop,

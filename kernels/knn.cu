@@ -1049,6 +1049,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		 * (otherwise the plain tiled scan, as exact, runs)
 		 */
 		st = gj_knn_filter_prepare(&j->kf, j->d_x[0], refs->n, j->dims, j->batch,
+								   gj_knn_pick_method(opt, refs->dims) == GJ_KNN_BLOCKS,
 								   j->copy_stream, &j->tc, err, errlen);
 		if (st == GJ_ERR_DEVICE_OOM)
 		{

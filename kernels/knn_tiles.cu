@@ -21,7 +21,13 @@
  *
  * The references stay on the device whole (one partition); the queries of
  * a batch get their filter rows (prep_kernel) just before the sweep.  The
- * stop word is read every 8 blocks.
+ * stop word is read every round of 8 blocks.
+ *
+ * With the blocks' index (gpujoin.knn_method = blocks; rows sorted by
+ * block_index.c) a CTA starts at the reference block whose bounds are
+ * nearest its queries' and works outward, 8 blocks a round, skipping a
+ * block whose bounds are provably past every one of its queries' k-th
+ * distance (block_bounds.h): the answer stays brute force's.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -50,6 +56,9 @@ typedef struct knn_tiles_params
 	int			k;
 	int			heap;
 	int64_t		self0;			/* queries are references self0.. (self join), or -1 */
+	int			prune;			/* the blocks' index */
+	dev_bounds	RB;				/* then: bounds of the reference blocks */
+	dev_bounds	QB;				/* ... and of the batch's query blocks */
 	double	   *bd;				/* k buffers, entry e of query t at e * nq + t */
 	int64_t    *bid;
 	int32_t    *bn;
@@ -57,7 +66,22 @@ typedef struct knn_tiles_params
 	const int  *stop;
 } knn_tiles_params;
 
-__global__ static void __launch_bounds__(TTHREADS)
+/*
+ * The order a CTA visits reference blocks in: from the block whose bounds
+ * are nearest its queries' (start), outward in the blocks' order (sorted
+ * rows make neighbouring blocks near), so the k-th distances fall early;
+ * visit s is start, start + 1, start - 1, start + 2, ..., -1 past either end.
+ */
+__device__ __forceinline__ int64_t
+visit_block(int64_t start, int64_t nrb, int64_t s)
+{
+	int64_t		off = (s + 1) / 2,
+				rb = s % 2 == 1 ? start + off : start - off;
+
+	return rb >= 0 && rb < nrb ? rb : -1;
+}
+
+__global__ static void __launch_bounds__(TTHREADS, 2)
 knn_tiles_kernel(knn_tiles_params P)
 {
 	extern __shared__ __align__(16) unsigned char kt_smem[];
@@ -67,6 +91,12 @@ knn_tiles_kernel(knn_tiles_params P)
 	int		   *nlist = (int *) (hqc + TILE);
 	uint8_t    *list = (uint8_t *) (nlist + TILE);	/* TILE x TILE */
 	__shared__ int stopped;
+	__shared__ int64_t round_rb[8];	/* a round's blocks (-1: none) */
+	__shared__ int round_keep[8];
+	__shared__ double qtau[TILE];
+	__shared__ double best_lb[8];
+	__shared__ int64_t best_rb[8];
+	__shared__ int64_t visited;	/* thread 0's place in the visiting order */
 	int64_t		q0 = (int64_t) blockIdx.x * TILE;
 	int			warp = threadIdx.x >> 5,
 				lane = threadIdx.x & 31;
@@ -75,9 +105,11 @@ knn_tiles_kernel(knn_tiles_params P)
 	int			wm = warp >> 2,
 				wn = warp & 3;
 	int			one_chunk = P.dp <= TK;
+	int			qloaded = 0;	/* one chunk: the queries are in sa */
 	int64_t		nrb = (P.nref + TILE - 1) / TILE;
 	int64_t		qi = q0 + threadIdx.x;	/* this thread's query (threads < TILE) */
 	int			mine = threadIdx.x < TILE && qi < P.nq;
+	int64_t		start = 0;
 	gj_kbuf		kb;
 	double		tau = INFINITY;
 
@@ -85,93 +117,180 @@ knn_tiles_kernel(knn_tiles_params P)
 		gj_kb_init(&kb, P.bd + qi, P.bid + qi, P.nq, P.k, P.heap);
 	if (threadIdx.x < TILE)
 		nlist[threadIdx.x] = 0;
+	if (threadIdx.x == 0)
+		visited = 0;
 
-	for (int64_t rb = 0; rb < nrb; rb++)
+	if (P.prune)
 	{
-		int64_t		r0 = rb * TILE;
-		float		acc[4][4][4];
-		float		hcol[8],
-					hrow[8];
+		/* the start: the reference block of least bound, a warp a block */
+		double		bl = INFINITY;
+		int64_t		brb = 0;
 
-		if ((rb & 7) == 0)
+		for (int64_t rb = warp; rb < nrb; rb += 8)
 		{
-			if (threadIdx.x == 0)
-				stopped = gj_dev_stopped(P.stop);
-			__syncthreads();
-			if (stopped)
-				return;			/* the batch is discarded */
-		}
-		if (threadIdx.x < TILE)
-		{
-			float		c = qi < P.nq ?
-				filter_constant(filter_s0(tau, P.dims), P.dp, P.qr[qi], P.rblockr[rb]) : 0.0f;
+			double		lb = warp_block_lb2(P.QB, blockIdx.x, P.RB, rb, P.dims, lane);
 
-			/* +inf: everything passes; no query: nothing */
-			hqc[threadIdx.x] = qi >= P.nq ? INFINITY : isinf(c) ? -INFINITY : P.qh[qi] - c;
-		}
-		for (int kk = 0; kk < 8; kk++)
-		{
-			int64_t		j = r0 + ACC_COL(wn, kk >> 1, t, kk & 1);
-
-			hcol[kk] = j < P.nref ? P.rh[j] : INFINITY;
-		}
-		for (int mi = 0; mi < 4; mi++)
-			for (int ni = 0; ni < 4; ni++)
-				for (int e = 0; e < 4; e++)
-					acc[mi][ni][e] = 0.0f;
-		for (int k0 = 0; k0 < P.dp; k0 += TK)
-		{
-			int			w = P.dp - k0 < TK ? P.dp - k0 : TK;
-
-			if (!(one_chunk && rb > 0))
-				load_chunk(P.qf, P.nq, P.dp, q0, k0, w, sa);
-			load_chunk(P.rf, P.nref, P.dp, r0, k0, w, sb);
-			__syncthreads();
-			tile_products(sa, sb, w, wm, wn, g, t, acc);
-			__syncthreads();
-		}
-		for (int kk = 0; kk < 8; kk++)
-			hrow[kk] = hqc[ACC_ROW(wm, kk >> 1, g, (kk & 1) * 2)];
-
-		/*
-		 * keep reference col for query row when G >= (h_i - c_i) + h_j:
-		 * the 64 tests as bits, then the kept ones
-		 */
-		{
-			uint32_t	keep[2];
-			int			row,
-						col;
-
-			tile_keep_bits(acc, hrow, hcol, keep);
-			while (tile_next_kept(keep, wm, wn, g, t, &row, &col))
-				list[row * TILE + atomicAdd(&nlist[row], 1)] = (uint8_t) col;
-		}
-		__syncthreads();
-
-		/* each query's kept references: the float64 rule, the k buffer */
-		if (mine)
-		{
-			const double *q = P.qx + qi * P.dims;
-			int			m = nlist[threadIdx.x];
-
-			for (int c = 0; c < m; c++)
+			if (lb < bl)
 			{
-				int64_t		j = r0 + list[threadIdx.x * TILE + c];
-				double		s;
-
-				if (j >= P.nref || (P.self0 >= 0 && j == P.self0 + qi))
-					continue;
-				s = exact_sqdist(q, P.rx + j * P.dims, P.dims, tau);
-				if (s <= tau)
-				{
-					gj_kb_offer(&kb, s, P.rid[j]);
-					tau = gj_kb_bound(&kb);
-				}
+				bl = lb;
+				brb = rb;
 			}
 		}
-		if (threadIdx.x < TILE)
-			nlist[threadIdx.x] = 0;
+		if (lane == 0)
+		{
+			best_lb[warp] = bl;
+			best_rb[warp] = brb;
+		}
 		__syncthreads();
+		for (int w = 0; w < 8; w++)
+			if (best_lb[w] < bl || (best_lb[w] == bl && best_rb[w] < brb))
+			{
+				bl = best_lb[w];
+				brb = best_rb[w];
+			}
+		start = brb;
+	}
+
+	for (;;)
+	{
+		/*
+		 * A round: the next 8 blocks of the visiting order, and which of
+		 * them the bounds allow against the largest k-th distance of the
+		 * CTA's queries (with the index; else every block, in order)
+		 */
+		if (threadIdx.x == 0)
+		{
+			int64_t		s = visited;
+
+			stopped = gj_dev_stopped(P.stop);
+			for (int w = 0; w < 8; w++)
+			{
+				int64_t		rb = -1;
+
+				if (P.prune)
+					while (rb < 0 && s < 2 * nrb)
+						rb = visit_block(start, nrb, s++);
+				else if (s < nrb)
+					rb = s++;
+				round_rb[w] = rb;
+			}
+			visited = s;
+		}
+		if (threadIdx.x < TILE)
+			qtau[threadIdx.x] = mine ? tau : 0.0;
+		__syncthreads();
+		if (stopped)
+			return;				/* the batch is discarded */
+		if (round_rb[0] < 0)
+			break;				/* every block visited */
+		{
+			int64_t		rb = round_rb[warp];
+			int			keep = rb >= 0;
+
+			if (P.prune && keep)
+			{
+				double		worst = 0.0;
+
+				for (int i = lane; i < TILE; i += 32)
+					worst = qtau[i] > worst ? qtau[i] : worst;
+				for (int o = 16; o > 0; o >>= 1)
+				{
+					double		v = __shfl_xor_sync(0xffffffffu, worst, o);
+
+					worst = v > worst ? v : worst;
+				}
+				keep = !gj_block_far(warp_block_lb2(P.QB, blockIdx.x, P.RB, rb, P.dims, lane),
+									 gj_rule_s0(worst, P.dims));
+			}
+			if (lane == 0)
+				round_keep[warp] = keep;
+		}
+		__syncthreads();
+
+		for (int w = 0; w < 8; w++)
+		{
+			int64_t		rb = round_rb[w],
+						r0 = rb * TILE;
+			float		acc[4][4][4];
+			float		hcol[8],
+						hrow[8];
+
+			if (!round_keep[w])
+				continue;		/* the same for every thread */
+			if (threadIdx.x < TILE)
+			{
+				float		c = qi < P.nq ?
+					filter_constant(filter_s0(tau, P.dims), P.dp, P.qr[qi], P.rblockr[rb]) : 0.0f;
+
+				/* +inf: everything passes; no query: nothing */
+				hqc[threadIdx.x] = qi >= P.nq ? INFINITY : isinf(c) ? -INFINITY : P.qh[qi] - c;
+			}
+			for (int kk = 0; kk < 8; kk++)
+			{
+				int64_t		j = r0 + ACC_COL(wn, kk >> 1, t, kk & 1);
+
+				hcol[kk] = j < P.nref ? P.rh[j] : INFINITY;
+			}
+			for (int mi = 0; mi < 4; mi++)
+				for (int ni = 0; ni < 4; ni++)
+					for (int e = 0; e < 4; e++)
+						acc[mi][ni][e] = 0.0f;
+			for (int k0 = 0; k0 < P.dp; k0 += TK)
+			{
+				int			wd = P.dp - k0 < TK ? P.dp - k0 : TK;
+
+				if (!(one_chunk && qloaded))
+					load_chunk(P.qf, P.nq, P.dp, q0, k0, wd, sa);
+				load_chunk(P.rf, P.nref, P.dp, r0, k0, wd, sb);
+				__syncthreads();
+				tile_products(sa, sb, wd, wm, wn, g, t, acc);
+				__syncthreads();
+			}
+			qloaded = 1;
+			for (int kk = 0; kk < 8; kk++)
+				hrow[kk] = hqc[ACC_ROW(wm, kk >> 1, g, (kk & 1) * 2)];
+
+			/*
+			 * keep reference col for query row when G >= (h_i - c_i) + h_j:
+			 * the 64 tests as bits, then the kept ones
+			 */
+			{
+				uint32_t	keep[2];
+				int			row,
+							col;
+
+				tile_keep_bits(acc, hrow, hcol, keep);
+				while (tile_next_kept(keep, wm, wn, g, t, &row, &col))
+					list[row * TILE + atomicAdd(&nlist[row], 1)] = (uint8_t) col;
+			}
+			__syncthreads();
+
+			/* each query's kept references: the float64 rule, the k buffer */
+			if (mine)
+			{
+				const double *q = P.qx + qi * P.dims;
+				int			m = nlist[threadIdx.x];
+
+				for (int c = 0; c < m; c++)
+				{
+					int64_t		j = r0 + list[threadIdx.x * TILE + c];
+					double		sd;
+
+					if (j >= P.nref || (P.self0 >= 0 && j == P.self0 + qi))
+						continue;
+					sd = exact_sqdist(q, P.rx + j * P.dims, P.dims, tau);
+					if (sd <= tau)
+					{
+						gj_kb_offer(&kb, sd, P.rid[j]);
+						tau = gj_kb_bound(&kb);
+					}
+				}
+			}
+			if (threadIdx.x < TILE)
+				nlist[threadIdx.x] = 0;
+			__syncthreads();
+		}
+		__syncthreads();		/* round_rb and round_keep are read up to here */
 	}
 	if (mine)
 	{
@@ -189,7 +308,8 @@ knn_tiles_kernel(knn_tiles_params P)
  */
 gj_status
 gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dims,
-					  int64_t batch, cudaStream_t s, int *usable, char *err, size_t errlen)
+					  int64_t batch, int prune, cudaStream_t s, int *usable, char *err,
+					  size_t errlen)
 {
 	double	   *r = NULL,
 			   *hb = NULL,
@@ -203,6 +323,7 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	kf->dp = (dims + 7) / 8 * 8;
 	kf->nref = nref;
 	kf->qcap = batch;
+	kf->prune = prune && nref > TILE;
 	e = cudaMalloc(&kf->m, sizeof(double) * dims);
 	if (e == cudaSuccess)
 		e = cudaMemsetAsync(kf->m, 0, sizeof(double) * dims, s);
@@ -221,6 +342,15 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 			e = cudaMalloc(&kf->qh[b], sizeof(float) * (batch + 1));
 		if (e == cudaSuccess)
 			e = cudaMalloc(&kf->qr[b], sizeof(double) * (batch + 1));
+	}
+	if (e == cudaSuccess && kf->prune)
+		e = dev_bounds_alloc(&kf->rbnd, nrb, dims);
+	for (int b = 0; b < 2 && e == cudaSuccess && kf->prune; b++)
+		e = dev_bounds_alloc(&kf->qbnd[b], (batch + TILE - 1) / TILE, dims);
+	if (e == cudaSuccess && kf->prune)
+	{
+		bounds_kernel<<<(unsigned) nrb, 256, 0, s>>>(rx, nref, dims, kf->rbnd);
+		e = cudaGetLastError();
 	}
 	if (e == cudaSuccess && nref > 0)
 	{
@@ -272,6 +402,12 @@ gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx, const 
 	prep_kernel<<<(unsigned) ((nq + 255) / 256), 256, 0, s>>>(qx, kf->m, nq, kf->dims, kf->dp,
 															  kf->qf[slot], kf->qh[slot],
 															  kf->qr[slot]);
+	if (kf->prune)
+		bounds_kernel<<<(unsigned) ((nq + TILE - 1) / TILE), 256, 0, s>>>(qx, nq, kf->dims,
+																		kf->qbnd[slot]);
+	P.prune = kf->prune;
+	P.RB = kf->rbnd;
+	P.QB = kf->qbnd[slot];
 	P.rx = rx;
 	P.rid = rid;
 	P.rf = kf->rf;
@@ -309,6 +445,8 @@ gj_knn_filter_free(gj_knn_filter *kf)
 		cudaFree(kf->qf[b]);
 		cudaFree(kf->qh[b]);
 		cudaFree(kf->qr[b]);
+		dev_bounds_free(&kf->qbnd[b]);
 	}
+	dev_bounds_free(&kf->rbnd);
 	memset(kf, 0, sizeof(*kf));
 }

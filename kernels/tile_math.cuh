@@ -46,7 +46,10 @@
 #ifndef GJ_TILE_MATH_CUH
 #define GJ_TILE_MATH_CUH
 
+#include <string.h>
+
 #include "gpu_common.cuh"
+#include "../src/core/block_bounds.h"
 
 #define TILE 128				/* rows of a block */
 #define TK 32					/* filter coordinates per shared-memory chunk */
@@ -120,7 +123,7 @@ block_max_kernel(const double *r, int64_t n, int64_t nblocks, double *blockr)
 __device__ __host__ __forceinline__ double
 filter_s0(double b, int dims)
 {
-	return sqrt(b * (1.0 + (dims + 3) * 0x1p-52)) * (1.0 + 0x1p-50);
+	return gj_rule_s0(b, dims);
 }
 
 /*
@@ -295,6 +298,123 @@ column_sum_kernel(const double *x, int64_t n, int dims, double *m)
 			s += x[i * dims + d];
 		atomicAdd(&m[d], s / (double) n);
 	}
+}
+
+/*
+ * The tiles' index on the device (block_bounds.h; dev_bounds in
+ * gpu_common.cuh): per block of TILE rows its box, centre and radius.
+ */
+/* One CTA (256 threads) a block of TILE rows of x. */
+__global__ static void __launch_bounds__(256)
+bounds_kernel(const double *x, int64_t n, int dims, dev_bounds B)
+{
+	__shared__ double worst[8];
+	int64_t		b = blockIdx.x,
+				r0 = b * TILE,
+				r1 = r0 + TILE < n ? r0 + TILE : n;
+	int			warp = threadIdx.x >> 5,
+				lane = threadIdx.x & 31;
+	double		wmax = 0.0;
+
+	for (int k = threadIdx.x; k < dims; k += blockDim.x)
+	{
+		double		l = x[r0 * dims + k],
+					h = l,
+					s = 0.0;
+
+		for (int64_t i = r0; i < r1; i++)
+		{
+			double		v = x[i * dims + k];
+
+			l = v < l ? v : l;
+			h = v > h ? v : h;
+			s = __dadd_rn(s, v);
+		}
+		B.lo[b * dims + k] = l;
+		B.hi[b * dims + k] = h;
+		B.c[b * dims + k] = s / (double) (r1 - r0);
+	}
+	__syncthreads();			/* the centre, written above, read below */
+	for (int64_t i = r0 + warp; i < r1; i += 8)
+	{
+		double		s = 0.0;
+
+		for (int k = lane; k < dims; k += 32)
+		{
+			double		t = __dsub_rn(x[i * dims + k], B.c[b * dims + k]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+		for (int o = 16; o > 0; o >>= 1)
+			s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+		if (s != s)
+			wmax = INFINITY;	/* NaN: the ball never rules a pair out */
+		else if (s > wmax)
+			wmax = s;
+	}
+	if (lane == 0)
+		worst[warp] = wmax;
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		double		m = 0.0;
+
+		for (int w = 0; w < 8; w++)
+			m = worst[w] > m ? worst[w] : m;
+		B.r[b] = gj_block_radius_up(m, dims);
+	}
+}
+
+/* gj_block_lb2 of block i of A and block j of B, by one warp (every lane gets it). */
+__device__ __forceinline__ double
+warp_block_lb2(const dev_bounds &A, int64_t i, const dev_bounds &B, int64_t j, int dims,
+			   int lane)
+{
+	double		gap2 = 0.0,
+				cen2 = 0.0;
+	const double *lo1 = A.lo + i * dims,
+			   *hi1 = A.hi + i * dims,
+			   *c1 = A.c + i * dims,
+			   *lo2 = B.lo + j * dims,
+			   *hi2 = B.hi + j * dims,
+			   *c2 = B.c + j * dims;
+
+	for (int k = lane; k < dims; k += 32)
+		gj_block_terms(lo1[k], hi1[k], c1[k], lo2[k], hi2[k], c2[k], &gap2, &cen2);
+	for (int o = 16; o > 0; o >>= 1)
+	{
+		gap2 += __shfl_xor_sync(0xffffffffu, gap2, o);
+		cen2 += __shfl_xor_sync(0xffffffffu, cen2, o);
+	}
+	return gj_block_lb2(gap2, cen2, A.r[i], B.r[j], dims);
+}
+
+/* Room for the bounds of nb blocks in dims (cudaMalloc'd; NULLs on failure). */
+static cudaError_t
+dev_bounds_alloc(dev_bounds *B, int64_t nb, int dims)
+{
+	size_t		sz = sizeof(double) * (size_t) (nb + 1) * dims;
+	cudaError_t e;
+
+	memset(B, 0, sizeof(*B));
+	e = cudaMalloc(&B->lo, sz);
+	if (e == cudaSuccess)
+		e = cudaMalloc(&B->hi, sz);
+	if (e == cudaSuccess)
+		e = cudaMalloc(&B->c, sz);
+	if (e == cudaSuccess)
+		e = cudaMalloc(&B->r, sizeof(double) * (nb + 1));
+	return e;
+}
+
+static void
+dev_bounds_free(dev_bounds *B)
+{
+	cudaFree(B->lo);
+	cudaFree(B->hi);
+	cudaFree(B->c);
+	cudaFree(B->r);
+	memset(B, 0, sizeof(*B));
 }
 
 #endif							/* GJ_TILE_MATH_CUH */

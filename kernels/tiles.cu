@@ -48,6 +48,9 @@ typedef struct tiles_params
 	double		s0;				/* sqrt(eps2 (1 + (d + 3) 2^-52)), rounded up */
 	int			use_filter;
 	int			emit_rows;
+	int			prune;			/* skip units whose blocks' bounds are apart */
+	dev_bounds	B;
+	unsigned long long *skipped;	/* units skipped, for the stats */
 	const int  *stop;
 } tiles_params;
 
@@ -159,6 +162,7 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 	__shared__ uint16_t cand[TCAND];
 	__shared__ int ncand;
 	__shared__ int stopped;
+	__shared__ uint32_t far_units;	/* bit t: unit u_begin + t is skipped */
 	uint64_t	u_begin = b0 + (uint64_t) blockIdx.x * TUNITS_PER_CTA;
 	uint64_t	u_end = u_begin + TUNITS_PER_CTA < b1 ? u_begin + TUNITS_PER_CTA : b1;
 	int			warp = threadIdx.x >> 5,
@@ -177,6 +181,9 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 	double		brq,
 				brr;			/* the blocks' largest norms */
 	unit_cursor cur;
+	uint32_t	far,
+				valid;			/* bits of the CTA's units: skipped, and there */
+	int			nproc = 0;		/* units compared so far */
 
 	if (u_begin >= u_end)
 		return;
@@ -193,6 +200,38 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 	cur.u = u_begin;
 	cur.run = lo;
 	cursor_run(P, &cur);
+
+	/*
+	 * The index: which of the CTA's units have blocks whose bounds are
+	 * farther apart than eps (a warp a unit, every thread walking the same
+	 * cursor); they are skipped below, none of their pairs can pass.
+	 */
+	if (threadIdx.x == 0)
+		far_units = 0;
+	__syncthreads();
+	if (P.prune)
+	{
+		unit_cursor w = cur;
+
+		for (uint64_t t = 0; u_begin + t < u_end; t++)
+		{
+			if ((int) (t & 7) == warp && w.qb != w.rb &&
+				gj_block_far(warp_block_lb2(P.B, w.qb, P.B, w.rb, P.dims, lane), P.s0) && lane == 0)
+				atomicOr(&far_units, 1u << t);
+			if (u_begin + t + 1 < u_end)
+				cursor_next(P, &w);
+		}
+		__syncthreads();
+		if (threadIdx.x == 0 && far_units != 0)
+			atomicAdd(P.skipped, (unsigned long long) __popc(far_units));
+	}
+	/* to the first unit not skipped */
+	far = far_units;
+	valid = u_end - u_begin >= 32 ? 0xffffffffu : (1u << (u_end - u_begin)) - 1u;
+	if ((valid & ~far) == 0)
+		return;
+	while (far >> (cur.u - u_begin) & 1)
+		cursor_next(P, &cur);
 	brq = P.blockr[cur.qb];
 	brr = P.blockr[cur.rb];
 	load_hcol(P, cur.rb, wn, t, hcol);
@@ -207,10 +246,13 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 					r0 = rb * TILE;
 		bool		diag = qb == rb,
 					slow,
-					more = cur.u + 1 < u_end;
+					more;
 		float		c;
+		int			at = (int) (cur.u - u_begin);
 
-		if (((cur.u - u_begin) & 7) == 0)
+		/* another unit not skipped after this one? */
+		more = at + 1 < 32 && (valid & ~far & (0xffffffffu << (at + 1))) != 0;
+		if ((nproc++ & 7) == 0)
 		{
 			if (threadIdx.x == 0)
 				stopped = gj_dev_stopped(P.stop);
@@ -290,7 +332,9 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 		/* the next unit's reads, on their way during this one's comparisons */
 		if (more)
 		{
-			cursor_next(P, &cur);
+			do
+				cursor_next(P, &cur);
+			while (far >> (cur.u - u_begin) & 1);
 			if (one_chunk && !slow)
 			{
 				async_rows(P, cur.rb * TILE, sb);	/* sb was last read before the barrier above */
@@ -301,7 +345,7 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 			brr = P.blockr[cur.rb];
 		}
 		else
-			cur.u++;
+			cur.u = u_end;
 
 		if (!slow)
 		{
@@ -396,6 +440,8 @@ struct gj_gpu_tiles
 	double	   *d_blockr;
 	double	   *d_m;
 	int64_t    *d_runs;			/* run_qb, run_lo, run_u0 */
+	dev_bounds	d_bounds;		/* with opt.prune: the blocks' bounds */
+	unsigned long long *d_skipped;
 	int		   *d_stop;
 	cudaStream_t stop_stream;
 	gj_gpu_tiles_info info;
@@ -421,7 +467,8 @@ static size_t
 tiles_bytes(int64_t n, int dims, int dp)
 {
 	return (size_t) n * ((size_t) dims * 8 + (size_t) dp * 4 + 8 + 4 + 8) +
-		(size_t) ((n + TILE - 1) / TILE) * (8 + 24) + ((size_t) 32 << 20);
+		(size_t) ((n + TILE - 1) / TILE + 1) * (8 + 24 + 24 * (size_t) dims) +
+		((size_t) 32 << 20);
 }
 
 /* Upload, centre, filter data, plan; fills j->P. */
@@ -542,6 +589,17 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 																	 j->d_f, j->d_h, j->d_r);
 			e = cudaGetLastError();
 		}
+		if (e == cudaSuccess && opt->prune)
+			e = dev_bounds_alloc(&j->d_bounds, nb, dims);
+		if (e == cudaSuccess && opt->prune)
+			e = cudaMalloc(&j->d_skipped, sizeof(unsigned long long));
+		if (e == cudaSuccess && opt->prune)
+			e = cudaMemsetAsync(j->d_skipped, 0, sizeof(unsigned long long), s);
+		if (e == cudaSuccess && opt->prune && nb > 0)
+		{
+			bounds_kernel<<<(unsigned) nb, 256, 0, s>>>(j->d_x, n, dims, j->d_bounds);
+			e = cudaGetLastError();
+		}
 		if (e == cudaSuccess && nb > 0)
 		{
 			block_max_kernel<<<(unsigned) ((nb + 255) / 256), 256, 0, s>>>(j->d_r, n, nb, j->d_blockr);
@@ -583,6 +641,9 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 	j->P.eps2 = opt->eps2;
 	j->P.s0 = filter_s0(opt->eps2, dims);
 	j->P.emit_rows = opt->emit_rows;
+	j->P.prune = opt->prune;
+	j->P.B = j->d_bounds;
+	j->P.skipped = j->d_skipped;
 	j->P.stop = j->d_stop;
 
 	/*
@@ -685,6 +746,15 @@ gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
 	info->overflows = j->drv.overflows;
 	info->pairs = j->drv.pairs;
 	info->done_ms = j->eng.q != NULL ? gj_queue_done_ms(j->eng.q) : 0.0;
+	info->units_skipped = 0;
+	if (j->d_skipped != NULL)
+	{
+		unsigned long long sk = 0;
+
+		if (cudaMemcpy(&sk, j->d_skipped, sizeof(sk), cudaMemcpyDeviceToHost) == cudaSuccess)
+			info->units_skipped = (int64_t) sk;
+		cudaGetLastError();
+	}
 }
 
 extern "C" const char *
@@ -708,6 +778,8 @@ gpu_tiles_free(gj_engine *e)
 	cudaFree(j->d_blockr);
 	cudaFree(j->d_m);
 	cudaFree(j->d_runs);
+	dev_bounds_free(&j->d_bounds);
+	cudaFree(j->d_skipped);
 	gj_gpu_stop_free(j->d_stop, j->stop_stream);
 	cudaGetLastError();
 	gj_tile_plan_free(&j->plan);

@@ -26,6 +26,7 @@
 static int	passed = 0;
 static int	failed = 0;
 static int	no_filter = 0;		/* runs without the tensor-core filter */
+static int	sort_blocks = 0;	/* check(): rows sorted into blocks first (the index's order) */
 
 static double
 now(void)
@@ -104,9 +105,19 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 		qs.x[i] = (qs.x[i] - 50.0) * stretch + 50.0;
 	for (int64_t i = 0; i < refs.n; i++)
 		refs.ids[i] = (refs.n - i) * 7919 % 1000003;
+	if (sort_blocks && (gj_points_block_order(&refs) != GJ_OK ||
+						gj_points_block_order(&qs) != GJ_OK))
+		exit(2);
 	gj_points_copy(&r1, &refs, refs.n);
 	gj_points_copy(&r2, &refs, refs.n);
-	st = gj_knn_run_cpu(&r1, self ? NULL : &qs, &opt, 0, &want);
+	{
+		/* the CPU by plain brute force where the GPU runs the blocks' index */
+		gj_knn_options o1 = opt;
+
+		if (method == GJ_KNN_BLOCKS)
+			o1.method = GJ_KNN_BRUTE;
+		st = gj_knn_run_cpu(&r1, self ? NULL : &qs, &o1, 0, &want);
+	}
 	if (st != GJ_DONE)
 		why = "cpu engine failed";
 	else if ((st = run_gpu(&r2, self ? NULL : &qs, &opt, mem, &got, &info, &secs)) != GJ_DONE)
@@ -217,6 +228,17 @@ do_check(void)
 					expect("the tensor-core filter ran", last_info.filter == 1);
 				check(hn[t], hk[t], n, 0, hdims[d], hks[(t + d + 1) % 3], 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed);
 			}
+		/* the blocks' index: rows sorted, blocks skipped by their bounds */
+		sort_blocks = 1;
+		for (int t = 0; t < 8; t++)
+			for (int d = 0; d < 5; d += 2, seed++)
+			{
+				int64_t		n = hdims[d] <= 64 ? 4000 : 1500;
+
+				check(hn[t], hk[t], n, n / 5, hdims[d], hks[(t + d) % 3], 0, GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
+				check(hn[t], hk[t], n, 0, hdims[d], hks[(t + d + 1) % 3], 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
+			}
+		sort_blocks = 0;
 		no_filter = 1;
 		check("hd-no-filter", GJ_GEN_CLUSTERS, 3000, 0, 64, 10, 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
 		expect("no filter when told", last_info.filter == 0);
@@ -328,8 +350,8 @@ do_bench_hd(void)
 		{"uniform 200K x 64", GJ_GEN_UNIFORM, 200000, 64, 0},
 	};
 
-	printf("| case | GPU filter s | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s |\n");
-	printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+	printf("| case | GPU brute s | GPU blocks s (sort) | same | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s |\n");
+	printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		gj_points	refs,
@@ -340,6 +362,7 @@ do_bench_hd(void)
 		gj_gpu_knn_info info;
 		double		t1,
 					t2,
+					tb,
 					tc,
 					t0;
 		int64_t		nz,
@@ -375,8 +398,28 @@ do_bench_hd(void)
 			gj_knn_run_cpu(&r, &sub, &o2, 0, NULL);
 			tc = (now() - t0) * (double) cases[c].n / (double) m;
 		}
-		printf("| %s | %.3f (filter %d) | %.3f | %.1f | %.0fx | %.3f |\n", cases[c].name, t1,
-			   info.filter, t2, tc, tc / t1, limit);
+		{
+			/* the blocks' index: the host sort, then the GPU */
+			gj_points	sorted;
+			gj_knn_options ob = opt;
+			gj_knnset	d = {0};
+			double		ts;
+
+			ob.method = GJ_KNN_BLOCKS;
+			gj_points_copy(&sorted, &refs, refs.n);
+			ts = now();
+			gj_points_block_order(&sorted);
+			ts = now() - ts;
+			run_gpu(&sorted, NULL, &ob, 0, NULL, NULL, &tb);	/* warm-up */
+			run_gpu(&sorted, NULL, &ob, 0, &d, NULL, &tb);
+			tb += ts;
+			printf("| %s | %.3f (filter %d) | %.3f (%.3f) | %s | %.3f | %.1f | %.0fx | %.3f |\n",
+				   cases[c].name, t1, info.filter, tb, ts,
+				   gj_knnset_diff(&a, &d) == NULL ? "same" : "DIFFERENT", t2, tc,
+				   tc / (tb < t1 ? tb : t1), limit);
+			gj_knnset_free(&d);
+			gj_points_free(&sorted);
+		}
 		gj_knnset_free(&a);
 		gj_knnset_free(&b);
 		gj_points_free(&refs);

@@ -137,16 +137,28 @@ gpu_pairs(const gj_points *p, const gj_tiles_options *o, int64_t batch, gj_pairs
 	return st;
 }
 
-/* GPU against CPU on p at eps2: as ids, as rows, unfiltered, small buffers. */
+/* Block pairs the GPU's index skipped, over every case: must not stay 0. */
+static int64_t skipped_total = 0;
+
+/*
+ * GPU against CPU on p at eps2: as ids, as rows, unfiltered, small
+ * buffers, and with the index (prune) on p as given and on p sorted into
+ * blocks (as the SQL functions sort it), as ids and as rows.
+ */
 static void
 check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
 {
 	gj_pairset	want = {0};
 	gj_status	st = cpu_pairs(p, eps2, &want);
+	gj_points	sorted;
 
-	for (int v = 0; v < 4; v++)
+	gj_points_copy(&sorted, p, p->n);
+	if (gj_points_block_order(&sorted) != GJ_OK)
+		exit(2);
+	for (int v = 0; v < 7; v++)
 	{
-		gj_tiles_options o = {eps2, v == 1, 0, v == 2};
+		gj_tiles_options o = {eps2, v == 1 || v == 6, 0, v == 2, v >= 4};
+		const gj_points *q = v >= 5 ? &sorted : p;
 		int64_t		batch = v == 3 ? 65536 : 0;
 		gj_pairset	got = {0};
 		gj_gpu_tiles_info info;
@@ -154,20 +166,24 @@ check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
 					detail[512];
 		const char *why = NULL;
 		int64_t		at = -1;
-		static const char *what[] = {"ids", "rows", "no-filter", "small-buffers"};
+		static const char *what[] = {"ids", "rows", "no-filter", "small-buffers",
+		"blocks", "blocks-sorted", "blocks-sorted-rows"};
 
 		memset(&info, 0, sizeof(info));
 		if (st == GJ_OK)
-			st = gpu_pairs(p, &o, batch, &got, &info, err, sizeof(err));
+			st = gpu_pairs(q, &o, batch, &got, &info, err, sizeof(err));
+		skipped_total += info.units_skipped;
 		why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
-		snprintf(detail, sizeof(detail), "%s: %s %s (cpu %lld pairs, gpu %lld, filter %d, %lld batches, %lld overflows)",
+		snprintf(detail, sizeof(detail), "%s: %s %s (cpu %lld pairs, gpu %lld, filter %d, %lld batches, %lld overflows, %lld of %lld units skipped)",
 				 what[v], why ? why : "", err, (long long) want.n, (long long) got.n,
-				 info.filter, (long long) info.batches, (long long) info.overflows);
+				 info.filter, (long long) info.batches, (long long) info.overflows,
+				 (long long) info.units_skipped, (long long) info.units);
 		result(why == NULL, "tiles", name, seed, p, eps2, detail);
 		if (why != NULL)
 			gj_pairset_print_at("cpu", &want, "gpu", &got, at);
 		gj_pairset_free(&got);
 	}
+	gj_points_free(&sorted);
 	gj_pairset_free(&want);
 }
 
@@ -231,13 +247,14 @@ typedef struct source_arg
 	const gj_points *p;
 	double		eps2;
 	int			gpu;
+	int			prune;
 } source_arg;
 
 static gj_status
 start_source(void *arg, gj_engine **out)
 {
 	source_arg *s = arg;
-	gj_tiles_options o = {s->eps2, 1, 0, 0};
+	gj_tiles_options o = {s->eps2, 1, 0, 0, s->prune};
 	char		err[256];
 
 	if (s->gpu)
@@ -263,8 +280,8 @@ static void
 check_shapes(const char *name, uint64_t seed, const gj_points *p, double eps2)
 {
 	int64_t		n = p->n;
-	source_arg	ca = {p, eps2, 0},
-				ga = {p, eps2, 1};
+	source_arg	ca = {p, eps2, 0, 0},
+				ga = {p, eps2, 1, 1};
 	gj_pair_source cs = {start_source, &ca, 0},
 				gs = {start_source, &ga, 0};
 	int32_t    *a = malloc(sizeof(int32_t) * (n + 1)),
@@ -391,17 +408,34 @@ check_main(uint64_t seed)
 		check_cancel(seed++);
 	check_oom(seed++);
 	gj_gpu_release_cache();
+	{
+		/* the index must have skipped block pairs somewhere, or it went untested */
+		gj_points	none;
+
+		gj_points_init(&none, 1);
+		printf("index: %lld block pairs skipped on the GPU\n", (long long) skipped_total);
+		result(skipped_total > 0, "index-skips", "all cases", 0, &none, 0, "no block pair skipped");
+	}
 	printf("gpu_tiles: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
 
 /* --- bench --------------------------------------------------------------- */
 
+static int
+cmp_dbl(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
 /* Pairs of a GPU run and its time (counting only). */
 static double
-time_gpu(const gj_points *p, double eps2, int no_filter, int64_t *pairs, gj_gpu_tiles_info *info)
+time_gpu(const gj_points *p, double eps2, int prune, int64_t *pairs, gj_gpu_tiles_info *info)
 {
-	gj_tiles_options o = {eps2, 1, 0, no_filter};
+	gj_tiles_options o = {eps2, 1, 0, 0, prune};
 	gj_gpu_tiles *j;
 	gj_chunk   *c;
 	char		err[256];
@@ -449,11 +483,14 @@ time_cpu(const gj_points *p, double eps2, int64_t *pairs)
 }
 
 /*
- * One case: the GPU tile join of n rows, the CPU tile join of a subset of
- * m rows scaled by (n/m)^2 (brute force: exactly quadratic), and the
- * arithmetic limits: TF32 products (2 flops a pair-dimension at 495
- * TFLOP/s dense), and the float64 rule (sub, mul, add: 3 instructions a
- * pair-dimension at 33.5e12 a second on 132 SMs at 1.98 GHz).
+ * One case: the GPU tile join of n rows by brute force and by the blocks'
+ * index (the host sort of the rows included, as in SQL), the CPU tile
+ * join of a subset of m rows scaled by (n/m)^2 (brute force: exactly
+ * quadratic), and the arithmetic limits of every pair: TF32 products (2
+ * flops a pair-dimension at 495 TFLOP/s dense), the Gram form in FP64 on
+ * the tensor cores (2 flops a pair-dimension at 67 TFLOP/s) and the
+ * float64 rule (sub, mul, add: 3 instructions a pair-dimension at 33.5e12
+ * a second on 132 SMs at 1.98 GHz).
  */
 static void
 bench_case(const char *name, const gj_points *p, double eps, int64_t m, int cosine)
@@ -461,25 +498,76 @@ bench_case(const char *name, const gj_points *p, double eps, int64_t m, int cosi
 	double		eps2 = cosine ? 2 * eps : eps * eps;
 	double		pairs_all = 0.5 * (double) p->n * (double) (p->n - 1);
 	int64_t		gp = 0,
+				bp = 0,
 				cp = 0;
-	gj_gpu_tiles_info info;
+	gj_gpu_tiles_info info,
+				binfo;
 	double		tg,
 				tg2,
+				tb,
+				tsort,
 				tc,
 				tf32 = pairs_all * 2.0 * ((p->dims + 7) / 8 * 8) / 495e12,
+				gram64 = pairs_all * 2.0 * p->dims / 67e12,
 				fp64 = pairs_all * 3.0 * p->dims / 33.5e12;
-	gj_points	sub;
+	gj_points	sub,
+				sorted;
 
 	memset(&info, 0, sizeof(info));
+	memset(&binfo, 0, sizeof(binfo));
 	tg = time_gpu(p, eps2, 0, &gp, &info);
 	tg2 = time_gpu(p, eps2, 0, &gp, &info);
 	tg = tg2 >= 0 && tg2 < tg ? tg2 : tg;
+	gj_points_copy(&sorted, p, p->n);
+	tsort = now();
+	gj_points_block_order(&sorted);
+	tsort = now() - tsort;
+	tb = time_gpu(&sorted, eps2, 1, &bp, &binfo);
+	tg2 = time_gpu(&sorted, eps2, 1, &bp, &binfo);
+	tb = (tg2 >= 0 && tg2 < tb ? tg2 : tb) + tsort;
+	gj_points_free(&sorted);
 	gj_points_copy(&sub, p, m < p->n ? m : p->n);
 	tc = time_cpu(&sub, eps2, &cp);
 	tc *= pairs_all / (0.5 * (double) sub.n * (double) (sub.n - 1));
-	printf("| %-22s | %9lld | %8.3f | %8.1f | %6.1fx | %7.3f | %7.3f | %5.2f | %d |\n",
-		   name, (long long) gp, tg, tc, tc / tg, tf32, fp64, tg / tf32, info.filter);
+	printf("| %-24s | %10lld | %7.3f | %7.3f (sort %.3f) | %5.1f%% | %s | %8.1f | %6.1fx | %6.3f | %6.3f | %6.3f | %5.2f |\n",
+		   name, (long long) gp, tg, tb, tsort,
+		   binfo.units > 0 ? 100.0 * binfo.units_skipped / binfo.units : 0.0,
+		   bp == gp ? "same" : "DIFFERENT", tc, tc / (tb < tg ? tb : tg), tf32, gram64, fp64,
+		   (tb < tg ? tb : tg) / gram64);
 	gj_points_free(&sub);
+}
+
+/* eps giving about nb (<= 32) neighbours a row: the median over 40 rows of their nb-th. */
+static double
+eps_for(const gj_points *p, int nb)
+{
+	double		kth[40];
+
+	for (int a = 0; a < 40; a++)
+	{
+		const double *q = p->x + (a * (p->n / 40)) * p->dims;
+		double		best[33];
+		int			nbest = 0;
+
+		for (int64_t i = 0; i < p->n; i++)
+		{
+			double		d = gj_sqdist(q, p->x + i * p->dims, p->dims);
+			int			at;
+
+			if (nbest == nb + 1 && d >= best[nb])
+				continue;
+			at = nbest < nb + 1 ? nbest++ : nb;
+			while (at > 0 && best[at - 1] > d)
+			{
+				best[at] = best[at - 1];
+				at--;
+			}
+			best[at] = d;
+		}
+		kth[a] = best[nbest - 1];	/* itself is the first */
+	}
+	qsort(kth, 40, sizeof(double), cmp_dbl);
+	return sqrt(kth[20]);
 }
 
 static int
@@ -487,9 +575,9 @@ bench_main(const char *what)
 {
 	int			all = strcmp(what, "all") == 0;
 
-	printf("| case | pairs | GPU s | CPU s (scaled) | GPU vs CPU | TF32 limit s | FP64 rule limit s | GPU / TF32 | filter |\n");
-	printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
-	if (all || strcmp(what, "syn") == 0)
+	printf("| case | pairs | GPU brute s | GPU blocks s | units skipped | same | CPU s (scaled) | GPU vs CPU | TF32 limit s | FP64 Gram limit s | FP64 rule limit s | best / FP64 Gram |\n");
+	printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+	if (all || strstr(what, "syn") != NULL)
 	{
 		static const struct
 		{
@@ -498,7 +586,8 @@ bench_main(const char *what)
 		}			syn[] = {{16, {0.03, 0.04, 0.05}}, {32, {0.08, 0.09, 0.10}},
 		{64, {0.15, 0.16, 0.17}}};
 
-		for (int s = 0; s < 3; s++)
+		/* "syn16": only the 16 dimensions */
+		for (int s = 0; s < (strstr(what, "syn16") != NULL ? 1 : 3); s++)
 		{
 			gj_points	p;
 
@@ -513,7 +602,24 @@ bench_main(const char *what)
 			gj_points_free(&p);
 		}
 	}
-	if (all || strcmp(what, "embed") == 0)
+	if (all || strstr(what, "clusters") != NULL)
+	{
+		static const int dl[] = {16, 64};
+
+		for (int s = 0; s < 2; s++)
+		{
+			gj_points	p;
+			char		name[64];
+			double		e;
+
+			gj_gen_points(&p, GJ_GEN_CLUSTERS, 2000000 / (s + 1), dl[s], 3);
+			e = eps_for(&p, 10);
+			snprintf(name, sizeof(name), "Clusters%dD%s eps %.3g", dl[s], s ? "1M" : "2M", e);
+			bench_case(name, &p, e, 100000, 0);
+			gj_points_free(&p);
+		}
+	}
+	if (all || strstr(what, "embed") != NULL)
 	{
 		gj_points	p;
 		int64_t		nz;
