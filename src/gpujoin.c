@@ -40,6 +40,7 @@ static const struct config_enum_entry knn_method_options[] = {
 	{"auto", GJ_KNN_AUTO, false},
 	{"grid", GJ_KNN_GRID, false},
 	{"brute", GJ_KNN_BRUTE, false},
+	{"blocks", GJ_KNN_BLOCKS, false},
 	{NULL, 0, false}
 };
 
@@ -47,6 +48,7 @@ static const struct config_enum_entry eps_method_options[] = {
 	{"auto", GJ_EPS_AUTO, false},
 	{"grid", GJ_EPS_GRID, false},
 	{"brute", GJ_EPS_BRUTE, false},
+	{"blocks", GJ_EPS_BLOCKS, false},
 	{NULL, 0, false}
 };
 
@@ -197,9 +199,12 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("gpujoin.knn_method",
-							 "Search of the kNN joins: auto, grid or brute.",
-							 "auto uses the grid up to 6 dimensions and brute force above; "
-							 "both give the same answer.",
+							 "Search of the kNN joins: auto, grid, blocks or brute.",
+							 "grid searches a grid of a few dimensions; brute compares every pair; "
+							 "blocks is brute force over rows sorted into small blocks, skipping "
+							 "blocks whose bounds are farther than the k-th neighbour so far. "
+							 "auto uses the grid up to 6 dimensions and blocks above; all give "
+							 "the same answer.",
 							 &gj_knn_method_guc,
 							 GJ_KNN_AUTO,
 							 knn_method_options,
@@ -208,11 +213,13 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("gpujoin.eps_method",
-							 "Search of the eps joins, counts, lists and DBSCAN: auto, grid or brute.",
+							 "Search of the eps joins, counts, lists and DBSCAN: auto, grid, blocks or brute.",
 							 "grid compares each row with the rows of its neighbouring grid cells; "
-							 "brute compares every pair in vectorised tiles (tensor cores on the GPU). "
-							 "auto takes the grid up to 3 dimensions and otherwise whichever a sample "
-							 "says costs less; all give the same answer.",
+							 "brute compares every pair in vectorised tiles (tensor cores on the GPU); "
+							 "blocks sorts the rows into small blocks and compares the tiles of "
+							 "blocks whose bounds are within eps. "
+							 "auto takes the grid up to 3 dimensions and otherwise the grid or blocks, "
+							 "whichever a sample says costs less; all give the same answer.",
 							 &gj_eps_method_guc,
 							 GJ_EPS_AUTO,
 							 eps_method_options,

@@ -48,7 +48,8 @@ typedef enum GjEpsMethod
 {
 	GJ_EPS_AUTO,
 	GJ_EPS_GRID,				/* each row against its neighbouring cells */
-	GJ_EPS_BRUTE				/* every pair, in tiles */
+	GJ_EPS_BRUTE,				/* every pair, in tiles */
+	GJ_EPS_BLOCKS				/* tiles of the block pairs the bounds allow */
 } GjEpsMethod;
 
 /* The engine a join will run on, after applying gpujoin.device. */
@@ -83,6 +84,7 @@ typedef struct GjResources
 	gj_points	queries;		/* kNN join: the query points */
 	gj_grid		grid;
 	bool		have_grid;
+	bool		block_ordered;	/* points (and queries) sorted for the tile index */
 	gj_engine  *engine;			/* the running engine, whichever it is */
 	int32_t    *rowval;			/* per-row shapes: count or cluster, by row */
 	uint8_t    *rowflag;		/* dbscan: is_core, by row */
