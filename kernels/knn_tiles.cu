@@ -312,7 +312,6 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 					  size_t errlen)
 {
 	double	   *r = NULL,
-			   *hb = NULL,
 				maxr = 0.0;
 	int64_t		nrb = (nref + TILE - 1) / TILE;
 	cudaError_t e;
@@ -355,32 +354,20 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	if (e == cudaSuccess && nref > 0)
 	{
 		column_sum_kernel<<<(unsigned) ((nref + 255) / 256), 128, 0, s>>>(rx, nref, dims, kf->m);
-		prep_kernel<<<(unsigned) ((nref + 255) / 256), 256, 0, s>>>(rx, kf->m, nref, dims, kf->dp,
-																	kf->rf, kf->rh, r);
-		block_max_kernel<<<(unsigned) ((nrb + 255) / 256), 256, 0, s>>>(r, nref, nrb, kf->rblockr);
 		e = cudaGetLastError();
 	}
-	hb = (double *) malloc(sizeof(double) * (nrb + 1));
-	if (e == cudaSuccess && hb == NULL)
-		e = cudaErrorMemoryAllocation;
 	if (e == cudaSuccess)
-		e = cudaMemcpyAsync(hb, kf->rblockr, sizeof(double) * nrb, cudaMemcpyDeviceToHost, s);
-	if (e == cudaSuccess)
-		e = cudaStreamSynchronize(s);
+		e = filter_rows(rx, kf->m, nref, dims, kf->dp, kf->rf, kf->rh, r, kf->rblockr, s, &maxr);
 	if (e == cudaSuccess)
 		e = cudaFuncSetAttribute(knn_tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 								 (int) KT_SMEM);
 	cudaFree(r);
 	if (e != cudaSuccess)
 	{
-		free(hb);
 		snprintf(err, errlen, "kNN filter: %s", cudaGetErrorName(e));
 		cudaGetLastError();
 		return gj_cuda_status(e);
 	}
-	for (int64_t b = 0; b < nrb; b++)
-		maxr = hb[b] > maxr ? hb[b] : maxr;
-	free(hb);
 	*usable = maxr <= 1e18;
 	return GJ_OK;
 }

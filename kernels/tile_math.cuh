@@ -46,6 +46,7 @@
 #ifndef GJ_TILE_MATH_CUH
 #define GJ_TILE_MATH_CUH
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_common.cuh"
@@ -113,6 +114,37 @@ block_max_kernel(const double *r, int64_t n, int64_t nblocks, double *blockr)
 	for (int64_t i = b * TILE; i < n && i < (b + 1) * TILE; i++)
 		mx = r[i] > mx ? r[i] : mx;
 	blockr[b] = mx;
+}
+
+/*
+ * Both joins' filter preparation for n rows x about the centre m (on the
+ * device): the TF32 rows f and h (prep_kernel, r a scratch of n + 1), each
+ * block's largest norm in blockr, and the largest of all on the host
+ * (*maxr: the callers' test of whether float32 holds).  Waits for s.
+ */
+static cudaError_t
+filter_rows(const double *x, const double *m, int64_t n, int dims, int dp, float *f,
+			float *h, double *r, double *blockr, cudaStream_t s, double *maxr)
+{
+	int64_t		nb = (n + TILE - 1) / TILE;
+	double	   *hb = (double *) malloc(sizeof(double) * (nb + 1));
+	cudaError_t e = hb == NULL ? cudaErrorMemoryAllocation : cudaSuccess;
+
+	*maxr = 0.0;
+	if (e == cudaSuccess && n > 0)
+	{
+		prep_kernel<<<(unsigned) ((n + 255) / 256), 256, 0, s>>>(x, m, n, dims, dp, f, h, r);
+		block_max_kernel<<<(unsigned) ((nb + 255) / 256), 256, 0, s>>>(r, n, nb, blockr);
+		e = cudaGetLastError();
+	}
+	if (e == cudaSuccess && nb > 0)
+		e = cudaMemcpyAsync(hb, blockr, sizeof(double) * nb, cudaMemcpyDeviceToHost, s);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(s);
+	for (int64_t b = 0; e == cudaSuccess && b < nb; b++)
+		*maxr = hb[b] > *maxr ? hb[b] : *maxr;
+	free(hb);
+	return e;
 }
 
 /*

@@ -488,7 +488,6 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 	double	   *m = NULL,
 				maxr = 0.0;
 	int64_t    *runs = NULL;
-	double	   *hblockr = NULL;
 	gj_status	res;
 	double		t0 = gj_now_ms();
 
@@ -540,12 +539,9 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 		return res;
 	}
 	runs = (int64_t *) malloc(sizeof(int64_t) * (3 * j->plan.nruns + 1));
-	hblockr = (double *) malloc(sizeof(double) * (j->plan.nblocks + 1));
-	if (runs == NULL || hblockr == NULL)
+	if (runs == NULL)
 	{
 		free(m);
-		free(runs);
-		free(hblockr);
 		return GJ_ERR_NOMEM;
 	}
 	{
@@ -583,12 +579,6 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 		if (e == cudaSuccess)
 			e = cudaMemcpyAsync(j->d_runs, runs, sizeof(int64_t) * (3 * j->plan.nruns + 1),
 								cudaMemcpyHostToDevice, s);
-		if (e == cudaSuccess && n > 0)
-		{
-			prep_kernel<<<(unsigned) ((n + 255) / 256), 256, 0, s>>>(j->d_x, j->d_m, n, dims, dp,
-																	 j->d_f, j->d_h, j->d_r);
-			e = cudaGetLastError();
-		}
 		if (e == cudaSuccess && opt->prune)
 			e = dev_bounds_alloc(&j->d_bounds, nb, dims);
 		if (e == cudaSuccess && opt->prune)
@@ -600,27 +590,17 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 			bounds_kernel<<<(unsigned) nb, 256, 0, s>>>(j->d_x, n, dims, j->d_bounds);
 			e = cudaGetLastError();
 		}
-		if (e == cudaSuccess && nb > 0)
-		{
-			block_max_kernel<<<(unsigned) ((nb + 255) / 256), 256, 0, s>>>(j->d_r, n, nb, j->d_blockr);
-			e = cudaGetLastError();
-		}
 		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(hblockr, j->d_blockr, sizeof(double) * nb, cudaMemcpyDeviceToHost, s);
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(s);
+			e = filter_rows(j->d_x, j->d_m, n, dims, dp, j->d_f, j->d_h, j->d_r, j->d_blockr, s,
+							&maxr);
 		free(m);
 		free(runs);
 		if (e != cudaSuccess)
 		{
-			free(hblockr);
 			snprintf(err, errlen, "tile filter: %s", cudaGetErrorName(e));
 			cudaGetLastError();
 			return gj_cuda_status(e);
 		}
-		for (int64_t b = 0; b < nb; b++)
-			maxr = hblockr[b] > maxr ? hblockr[b] : maxr;
-		free(hblockr);
 	}
 	cudaFree(j->d_r);
 	j->d_r = NULL;
