@@ -23,7 +23,7 @@ OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql
-EXTRA_CLEAN = regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -136,3 +136,10 @@ regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE
 regress/gpu_knn: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
+
+# The same with the kNN tile kernel's cycle counters (KT_PROFILE): where its time goes.
+regress/gpu_knn_prof: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+	$(NVCC) $(NVCC_FLAGS) -DKT_PROFILE -c kernels/knn_tiles.cu -o kernels/knn_tiles_prof.o
+	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -DKT_PROFILE -o $@ \
+		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) \
+		$(filter-out kernels/knn_tiles.o,$(KERNEL_OBJS)) kernels/knn_tiles_prof.o $(GPU_LIBS)

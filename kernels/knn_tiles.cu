@@ -9,19 +9,22 @@
  * tiles, and keeps reference j for query i when the filter cannot rule out
  * S(i, j) <= tau_i, tau_i being the query's k-th squared distance so far
  * (+inf until it holds k): the constant of tile_math.cuh at that
- * threshold, from the query's own norm bound and the block's.  The kept
- * references of each query (a list in shared memory) are then tested by
- * the float64 rule in column order, stopping once past tau_i, and offered
- * to the query's k buffer (knn_search.h, the CPU engine's, in global
- * memory as the other GPU kNN kernels keep it), which lowers tau_i.  So
- * the first block passes everything and later ones pass about k / rows
- * seen of their rows (the k-th distance falls fast), and the answer is
+ * threshold, from the query's own norm bound and the block's, with each
+ * 32-coordinate chunk summed apart (tile_products_chunked: a tighter
+ * bound).  The kept references of each query wait in a list in shared
+ * memory; a wave at a time the whole CTA tests them by the float64 rule
+ * (refine_lists), stopping once past tau_i, and the query's thread offers
+ * those that pass to its k buffer (knn_search.h, the CPU engine's, in
+ * global memory as the other GPU kNN kernels keep it), which lowers
+ * tau_i.  So the first block passes everything and later ones pass about
+ * k / rows seen of their rows (the k-th distance falls fast), and the answer is
  * exactly the CPU engine's: the (distance, id) order, ties included,
  * decided by the same rule and the same buffer.
  *
  * The references stay on the device whole (one partition); the queries of
- * a batch get their filter rows (prep_kernel) just before the sweep.  The
- * stop word is read every round of 8 blocks.
+ * a batch get their filter rows (prep_kernel) just before the sweep, and
+ * the chunks of both arrive by cp.async into two buffers, the next while
+ * this one multiplies.  The stop word is read every round of 8 blocks.
  *
  * With the blocks' index (gpujoin.knn_method = blocks; rows sorted by
  * block_index.c) a CTA starts at the reference block whose bounds are
@@ -36,7 +39,37 @@
 #include "tile_math.cuh"
 #include "../src/core/knn_search.h"
 
-#define KT_SMEM (2 * TILE * TSTRIDE * sizeof(float) + TILE * TILE + TILE * (sizeof(int) + sizeof(float)))
+/*
+ * KT_PROFILE (regress builds only): per-CTA cycles in the filter, the
+ * lists and the refine, and counts of exact tests and offers, summed over
+ * the CTAs, for placing the kernel's time (gj_knn_prof_dump()).
+ */
+#ifdef KT_PROFILE
+__device__ unsigned long long kt_prof[8];
+#define KT_ADD(i, v) atomicAdd(&kt_prof[i], (unsigned long long) (v))
+#else
+#define KT_ADD(i, v) ((void) 0)
+#endif
+
+/*
+ * The lists.  A query's kept references wait in its list (up to KT_CAP
+ * entries: a block of the round, 3 bits, and a column, 7) until the round
+ * ends or a list is full; then the whole CTA tests them (refine_lists).
+ * A warp tests KT_PAIRS pairs at once, 32 coordinates at a time: its lanes
+ * load 32 consecutive coordinates of one pair (coalesced), form the terms
+ * and stage them in shared memory, where the pair's lane adds them in
+ * coordinate order.  So the sum is the float64 rule's, while the loads of
+ * 16 pairs are in flight together: testing a pair in one thread, one
+ * coordinate after another, had every query wait on memory latency at
+ * every block (measured: 5.5x the filter's time at 768 dims).
+ */
+#define KT_CAP TILE
+#define KT_PAIRS 16
+#define KT_STRIDE 33			/* a staged pair's 32 terms, padded: conflict-free sums */
+#define KT_WAVE (KT_PAIRS * (TTHREADS / 32))	/* pairs a wave of the CTA tests */
+
+#define KT_SMEM (4 * TILE * TSTRIDE * sizeof(float) + TILE * KT_CAP * sizeof(uint16_t) + \
+				 TILE * (sizeof(int) + sizeof(float)))
 
 typedef struct knn_tiles_params
 {
@@ -81,16 +114,192 @@ visit_block(int64_t start, int64_t nrb, int64_t s)
 	return rb >= 0 && rb < nrb ? rb : -1;
 }
 
+/* The reference row of list entry e (a block of the round, a column). */
+__device__ __forceinline__ int64_t
+entry_ref(const int64_t *round_rb, uint16_t e)
+{
+	return round_rb[e >> 7] * TILE + (e & 127);
+}
+
+/*
+ * Test every pair in the lists by the float64 rule, stopping once past the
+ * query's k-th distance, and offer those that pass to the query's k
+ * buffer, in list order (the owner thread, threadIdx.x < TILE, holds the
+ * buffer and tau); then empty the lists.  Every thread calls it.  stage
+ * is shared memory of KT_STAGE doubles a warp (the filter's tiles, free
+ * here).
+ */
+__device__ __forceinline__ void
+refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *nlist,
+			 int *pre, double *sdw, double *stage, const int64_t *round_rb, double *qtau,
+			 gj_kbuf *kb, double *tau, int mine, int *listed)
+{
+	__shared__ const double *pq[TTHREADS / 32][KT_PAIRS];
+	__shared__ const double *pr[TTHREADS / 32][KT_PAIRS];
+	int			warp = threadIdx.x >> 5,
+				lane = threadIdx.x & 31;
+	double	   *T = stage + warp * KT_PAIRS * KT_STRIDE;
+	int			M;
+#ifdef KT_PROFILE
+	long long	kt0 = clock64();
+#endif
+
+	/* the lists' offsets: a prefix sum by warp 0, four lists a lane */
+	if (warp == 0)
+	{
+		int			c[4],
+					sum = 0,
+					incl;
+
+		for (int i = 0; i < 4; i++)
+		{
+			c[i] = nlist[lane * 4 + i];
+			sum += c[i];
+		}
+		incl = sum;
+		for (int o = 1; o < 32; o <<= 1)
+		{
+			int			v = __shfl_up_sync(0xffffffffu, incl, o);
+
+			if (lane >= o)
+				incl += v;
+		}
+		sum = incl - sum;
+		for (int i = 0; i < 4; i++)
+		{
+			pre[lane * 4 + i] = sum;
+			sum += c[i];
+		}
+		if (lane == 31)
+			pre[TILE] = incl;
+	}
+	__syncthreads();
+	M = pre[TILE];
+	if (threadIdx.x == 0)
+		KT_ADD(3, M);
+
+	for (int base = 0; base < M; base += KT_WAVE)
+	{
+		int			f = base + warp * KT_PAIRS + lane;
+		int			valid = 0,
+					act;
+		double		s = 0.0,
+					bound = 0.0;
+		unsigned	am;
+
+		if (lane < KT_PAIRS && f < M)
+		{
+			/* the pair's query: the last list with pre[row] <= f */
+			int			lo = 0,
+						hi = TILE;
+			int64_t		j;
+
+			while (hi - lo > 1)
+			{
+				int			mid = (lo + hi) / 2;
+
+				if (pre[mid] <= f)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			j = entry_ref(round_rb, list[lo * KT_CAP + f - pre[lo]]);
+			if (j < P.nref && !(P.self0 >= 0 && j == P.self0 + q0 + lo))
+			{
+				valid = 1;
+				pq[warp][lane] = P.qx + (q0 + lo) * P.dims;
+				pr[warp][lane] = P.rx + j * P.dims;
+				bound = qtau[lo];
+			}
+		}
+		act = valid;
+		am = __ballot_sync(0xffffffffu, act);
+		__syncwarp();
+		for (int k0 = 0; k0 < P.dims && am != 0; k0 += 32)
+		{
+			int			w = P.dims - k0 < 32 ? P.dims - k0 : 32;
+
+			if (lane < w)
+			{
+				/* every load first, so that they are in flight at once */
+				double		ta[KT_PAIRS];
+
+#pragma unroll
+				for (int p = 0; p < KT_PAIRS; p++)
+					ta[p] = (am >> p) & 1 ?
+						__dsub_rn(__ldg(pq[warp][p] + k0 + lane), __ldg(pr[warp][p] + k0 + lane)) : 0.0;
+#pragma unroll
+				for (int p = 0; p < KT_PAIRS; p++)
+					T[p * KT_STRIDE + lane] = __dmul_rn(ta[p], ta[p]);
+			}
+			__syncwarp();
+			if (act)
+				for (int d = 0; d < w; d++)
+				{
+					s = __dadd_rn(s, T[lane * KT_STRIDE + d]);
+					/* exact_sqdist's early stop, at the same coordinates */
+					if (((k0 + d) & 7) == 7 && s > bound)
+					{
+						act = 0;
+						break;
+					}
+				}
+			am = __ballot_sync(0xffffffffu, act);
+			__syncwarp();
+		}
+		/* a stopped sum is past bound, so past tau: never offered */
+		if (lane < KT_PAIRS && f < M)
+			sdw[f - base] = valid ? s : NAN;
+		__syncthreads();
+
+		if (mine)
+		{
+			int			t = threadIdx.x,
+						a = pre[t] > base ? pre[t] : base,
+						b = pre[t + 1] < base + KT_WAVE ? pre[t + 1] : base + KT_WAVE;
+
+			for (int g = a; g < b; g++)
+			{
+				double		sd = sdw[g - base];
+
+				if (sd <= *tau)
+				{
+					KT_ADD(4, 1);
+					gj_kb_offer(kb, sd, P.rid[entry_ref(round_rb, list[t * KT_CAP + g - pre[t]])]);
+					*tau = gj_kb_bound(kb);
+				}
+			}
+			qtau[t] = *tau;
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x < TILE)
+		nlist[threadIdx.x] = 0;
+	if (threadIdx.x == 0)
+		*listed = 0;
+	__syncthreads();
+#ifdef KT_PROFILE
+	if (threadIdx.x == 0)
+		KT_ADD(2, clock64() - kt0);
+#endif
+}
+
 __global__ static void __launch_bounds__(TTHREADS, 2)
 knn_tiles_kernel(knn_tiles_params P)
 {
 	extern __shared__ __align__(16) unsigned char kt_smem[];
-	float	   *sa = (float *) kt_smem;
-	float	   *sb = sa + TILE * TSTRIDE;
-	float	   *hqc = sb + TILE * TSTRIDE;	/* per query row: h_i - c_i */
+	/* two buffers of query and reference chunks: one loads while one multiplies */
+	float	   *sa0 = (float *) kt_smem;
+	float	   *sb0 = sa0 + TILE * TSTRIDE;
+	float	   *sa1 = sb0 + TILE * TSTRIDE;
+	float	   *sb1 = sa1 + TILE * TSTRIDE;
+	float	   *hqc = sb1 + TILE * TSTRIDE;	/* per query row: h_i - c_i */
 	int		   *nlist = (int *) (hqc + TILE);
-	uint8_t    *list = (uint8_t *) (nlist + TILE);	/* TILE x TILE */
+	uint16_t   *list = (uint16_t *) (nlist + TILE);	/* TILE x KT_CAP */
 	__shared__ int stopped;
+	__shared__ int pre[TILE + 1];	/* refine_lists: the lists' offsets */
+	__shared__ double sdw[KT_WAVE];	/* ... and a wave's sums */
+	__shared__ int listed;		/* pairs in the lists */
 	__shared__ int64_t round_rb[8];	/* a round's blocks (-1: none) */
 	__shared__ int round_keep[8];
 	__shared__ double qtau[TILE];
@@ -105,7 +314,8 @@ knn_tiles_kernel(knn_tiles_params P)
 	int			wm = warp >> 2,
 				wn = warp & 3;
 	int			one_chunk = P.dp <= TK;
-	int			qloaded = 0;	/* one chunk: the queries are in sa */
+	int			qloaded = 0;	/* one chunk: the queries are in sa0 */
+	int			nch = (P.dp + TK - 1) / TK;
 	int64_t		nrb = (P.nref + TILE - 1) / TILE;
 	int64_t		qi = q0 + threadIdx.x;	/* this thread's query (threads < TILE) */
 	int			mine = threadIdx.x < TILE && qi < P.nq;
@@ -118,7 +328,10 @@ knn_tiles_kernel(knn_tiles_params P)
 	if (threadIdx.x < TILE)
 		nlist[threadIdx.x] = 0;
 	if (threadIdx.x == 0)
+	{
 		visited = 0;
+		listed = 0;
+	}
 
 	if (P.prune)
 	{
@@ -217,10 +430,13 @@ knn_tiles_kernel(knn_tiles_params P)
 
 			if (!round_keep[w])
 				continue;		/* the same for every thread */
+#ifdef KT_PROFILE
+			long long	kt0 = clock64();
+#endif
 			if (threadIdx.x < TILE)
 			{
 				float		c = qi < P.nq ?
-					filter_constant(filter_s0(tau, P.dims), P.dp, P.qr[qi], P.rblockr[rb]) : 0.0f;
+					filter_constant(filter_s0(tau, P.dims), P.dp, P.qr[qi], P.rblockr[rb], 1) : 0.0f;
 
 				/* +inf: everything passes; no query: nothing */
 				hqc[threadIdx.x] = qi >= P.nq ? INFINITY : isinf(c) ? -INFINITY : P.qh[qi] - c;
@@ -235,24 +451,44 @@ knn_tiles_kernel(knn_tiles_params P)
 				for (int ni = 0; ni < 4; ni++)
 					for (int e = 0; e < 4; e++)
 						acc[mi][ni][e] = 0.0f;
-			for (int k0 = 0; k0 < P.dp; k0 += TK)
+			/* chunk c + 1 loads (cp.async) while chunk c multiplies */
+			if (!(one_chunk && qloaded))
+				load_chunk_async(P.qf, P.nq, P.dp, q0, 0, P.dp < TK ? P.dp : TK, sa0);
+			load_chunk_async(P.rf, P.nref, P.dp, r0, 0, P.dp < TK ? P.dp : TK, sb0);
+			cp_async_commit();
+			for (int c = 0; c < nch; c++)
 			{
-				int			wd = P.dp - k0 < TK ? P.dp - k0 : TK;
+				int			k0 = c * TK,
+							wd = P.dp - k0 < TK ? P.dp - k0 : TK;
 
-				if (!(one_chunk && qloaded))
-					load_chunk(P.qf, P.nq, P.dp, q0, k0, wd, sa);
-				load_chunk(P.rf, P.nref, P.dp, r0, k0, wd, sb);
+				if (c + 1 < nch)
+				{
+					int			k1 = k0 + TK,
+								w1 = P.dp - k1 < TK ? P.dp - k1 : TK;
+
+					load_chunk_async(P.qf, P.nq, P.dp, q0, k1, w1, c & 1 ? sa0 : sa1);
+					load_chunk_async(P.rf, P.nref, P.dp, r0, k1, w1, c & 1 ? sb0 : sb1);
+					cp_async_commit();
+					cp_async_wait<1>();
+				}
+				else
+					cp_async_wait<0>();
 				__syncthreads();
-				tile_products(sa, sb, wd, wm, wn, g, t, acc);
+				tile_products_chunked(c & 1 ? sa1 : sa0, c & 1 ? sb1 : sb0, wd, wm, wn, g, t, acc);
 				__syncthreads();
 			}
 			qloaded = 1;
+#ifdef KT_PROFILE
+			long long	kt1 = clock64();
+#endif
 			for (int kk = 0; kk < 8; kk++)
 				hrow[kk] = hqc[ACC_ROW(wm, kk >> 1, g, (kk & 1) * 2)];
 
 			/*
 			 * keep reference col for query row when G >= (h_i - c_i) + h_j:
-			 * the 64 tests as bits, then the kept ones
+			 * the 64 tests as bits, then the kept ones into the lists; when
+			 * a list is full, the lists are tested and emptied, and the rest
+			 * go in after
 			 */
 			{
 				uint32_t	keep[2];
@@ -260,36 +496,56 @@ knn_tiles_kernel(knn_tiles_params P)
 							col;
 
 				tile_keep_bits(acc, hrow, hcol, keep);
-				while (tile_next_kept(keep, wm, wn, g, t, &row, &col))
-					list[row * TILE + atomicAdd(&nlist[row], 1)] = (uint8_t) col;
-			}
-			__syncthreads();
-
-			/* each query's kept references: the float64 rule, the k buffer */
-			if (mine)
-			{
-				const double *q = P.qx + qi * P.dims;
-				int			m = nlist[threadIdx.x];
-
-				for (int c = 0; c < m; c++)
+				for (;;)
 				{
-					int64_t		j = r0 + list[threadIdx.x * TILE + c];
-					double		sd;
+					int			full = 0;
 
-					if (j >= P.nref || (P.self0 >= 0 && j == P.self0 + qi))
-						continue;
-					sd = exact_sqdist(q, P.rx + j * P.dims, P.dims, tau);
-					if (sd <= tau)
+					for (;;)
 					{
-						gj_kb_offer(&kb, sd, P.rid[j]);
-						tau = gj_kb_bound(&kb);
+						uint32_t	k0 = keep[0],
+									k1 = keep[1];
+						int			pos;
+
+						if (!tile_next_kept(keep, wm, wn, g, t, &row, &col))
+							break;
+						pos = atomicAdd(&nlist[row], 1);
+						if (pos >= KT_CAP)
+						{
+							keep[0] = k0;	/* not taken: put it back */
+							keep[1] = k1;
+							full = 1;
+							break;
+						}
+						list[row * KT_CAP + pos] = (uint16_t) ((w << 7) | col);
+						atomicAdd(&listed, 1);
 					}
+					/* a full list, or a wave's worth: tested now, while tau is fresh */
+					full = __syncthreads_or(full);
+					if (!full && listed < KT_WAVE)
+						break;
+					if (threadIdx.x < TILE && nlist[threadIdx.x] > KT_CAP)
+						nlist[threadIdx.x] = KT_CAP;
+					__syncthreads();
+					refine_lists(P, q0, list, nlist, pre, sdw, (double *) sa0, round_rb, qtau,
+								 &kb, &tau, mine, &listed);
+					qloaded = 0;	/* sa0 held the staged terms */
+					if (!full)
+						break;
 				}
 			}
-			if (threadIdx.x < TILE)
-				nlist[threadIdx.x] = 0;
-			__syncthreads();
+#ifdef KT_PROFILE
+			if (threadIdx.x == 0)
+			{
+				KT_ADD(0, kt1 - kt0);
+				KT_ADD(1, clock64() - kt1);
+				KT_ADD(5, 1);
+			}
+#endif
 		}
+		/* the round's lists */
+		refine_lists(P, q0, list, nlist, pre, sdw, (double *) sa0, round_rb, qtau, &kb, &tau,
+					 mine, &listed);
+		qloaded = 0;
 		__syncthreads();		/* round_rb and round_keep are read up to here */
 	}
 	if (mine)
@@ -299,6 +555,31 @@ knn_tiles_kernel(knn_tiles_params P)
 		P.btop[qi] = kb.top;
 	}
 }
+
+#ifdef KT_PROFILE
+/* Print and clear the counters (regress/gpu_knn built with -DKT_PROFILE). */
+extern "C" void
+gj_knn_prof_dump(const char *what)
+{
+	unsigned long long h[8];
+	double		blocks;
+
+	cudaDeviceSynchronize();
+	cudaMemcpyFromSymbol(h, kt_prof, sizeof(h));
+	blocks = h[5] ? (double) h[5] : 1.0;
+	{
+		int			per_sm = 0;
+
+		cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, knn_tiles_kernel, TTHREADS, KT_SMEM);
+		printf("profile: %d CTAs an SM\n", per_sm);
+	}
+	printf("profile %s: %llu CTA-blocks; cycles a block: filter %.0f, lists %.0f, refine %.0f; "
+		   "exact tests %llu, offers %llu\n", what, h[5], h[0] / blocks, h[1] / blocks,
+		   h[2] / blocks, h[3], h[4]);
+	memset(h, 0, sizeof(h));
+	cudaMemcpyToSymbol(kt_prof, h, sizeof(h));
+}
+#endif
 
 /*
  * The references' filter rows (centre: their column means) and the
@@ -361,6 +642,10 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	if (e == cudaSuccess)
 		e = cudaFuncSetAttribute(knn_tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 								 (int) KT_SMEM);
+	/* two CTAs an SM need nearly all of its shared memory (2 x 112 KB) */
+	if (e == cudaSuccess)
+		e = cudaFuncSetAttribute(knn_tiles_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+								 cudaSharedmemCarveoutMaxShared);
 	cudaFree(r);
 	if (e != cudaSuccess)
 	{

@@ -163,12 +163,20 @@ filter_s0(double b, int dims)
  * rounded up), or +inf when it cannot be used (see the file header).
  */
 __device__ static float
-filter_constant(double s0, int dp, double rq, double rb)
+filter_constant(double s0, int dp, double rq, double rb, int chunked)
 {
 	double		k = (double) dp;
 	double		g1 = (1.0 + TDELTA) * (1.0 + TDELTA);
 	double		rho = s0 + TDELTA * (rq + rb) + 1e-300;
-	double		eg = TACC * k * 0x1p-23 * g1 * rq * rb + k * 0x1p-148;
+	/*
+	 * the products' error in units of 2^-23 |f_i| |f_j|: TACC K for one
+	 * tensor-core sum over all K coordinates; chunked (tile_products_chunked),
+	 * TACC TK for each chunk's sum (Cauchy-Schwarz within and across the
+	 * chunks) and half a unit for each float32 addition of a chunk's sum
+	 */
+	double		nch = (double) ((dp + TK - 1) / TK);
+	double		ku = chunked ? TACC * (dp < TK ? dp : TK) + 0.5 * nch * 1.001 : TACC * k;
+	double		eg = ku * 0x1p-23 * g1 * rq * rb + (k + nch) * 0x1p-148;
 	double		c0 = rho * rho * 0.5 + eg;
 	double		c = c0 + 0x1p-21 * (g1 * (rq * rq + rb * rb) + c0);
 
@@ -194,6 +202,43 @@ load_chunk(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float
 			v = *(const float4 *) (f + (row0 + r) * dp + k0 + 4 * c);
 		*(float4 *) (s + r * TSTRIDE + 4 * c) = v;
 	}
+}
+
+/*
+ * The same as load_chunk by cp.async, so that the next chunk arrives while
+ * this one is multiplied (commit and wait with cp_async_commit/wait).
+ */
+__device__ __forceinline__ void
+load_chunk_async(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
+{
+	int			w4 = w / 4;
+
+	for (int e = threadIdx.x; e < TILE * w4; e += TTHREADS)
+	{
+		int			r = e / w4,
+					c = e - r * w4;
+		int			ok = row0 + r < n;
+		const float *src = ok ? f + (row0 + r) * dp + k0 + 4 * c : f;
+		unsigned	dst = (unsigned) __cvta_generic_to_shared(s + r * TSTRIDE + 4 * c);
+
+		/* 16 bytes, or none read and 16 zeros written past n */
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+					 :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+	}
+}
+
+__device__ __forceinline__ void
+cp_async_commit(void)
+{
+	asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* Wait until at most n committed groups are still in flight. */
+template <int n>
+__device__ __forceinline__ void
+cp_async_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;" :: "n"(n) : "memory");
 }
 
 __device__ __forceinline__ void
@@ -241,6 +286,53 @@ tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, in
 		for (int mi = 0; mi < 4; mi++)
 			for (int ni = 0; ni < 4; ni++)
 				mma_tf32(acc[mi][ni], af[mi], bf[ni]);
+	}
+}
+
+/*
+ * tile_products with the tensor core summing each (mi, ni) fragment's
+ * products of this chunk alone, from zero, and the sum then added to acc
+ * in float32: its own sums are at most TK products long, not dims, which
+ * makes the filter's error bound (filter_constant, chunked) dims / TK
+ * times tighter.  The A fragments of a row block are loaded once a chunk.
+ */
+__device__ __forceinline__ void
+tile_products_chunked(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
+					  float acc[4][4][4])
+{
+	for (int mi = 0; mi < 4; mi++)
+	{
+		uint32_t	af[TK / 8][4];
+
+#pragma unroll
+		for (int s = 0; s < TK / 8; s++)
+			if (s * 8 < w)
+			{
+				const float *p = sa + (wm * 64 + mi * 16 + g) * TSTRIDE + s * 8 + t;
+
+				af[s][0] = __float_as_uint(p[0]);
+				af[s][1] = __float_as_uint(p[8 * TSTRIDE]);
+				af[s][2] = __float_as_uint(p[4]);
+				af[s][3] = __float_as_uint(p[8 * TSTRIDE + 4]);
+			}
+		for (int ni = 0; ni < 4; ni++)
+		{
+			float		sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+
+#pragma unroll
+			for (int s = 0; s < TK / 8; s++)
+				if (s * 8 < w)
+				{
+					const float *p = sb + (wn * 32 + ni * 8 + g) * TSTRIDE + s * 8 + t;
+					uint32_t	bf[2];
+
+					bf[0] = __float_as_uint(p[0]);
+					bf[1] = __float_as_uint(p[4]);
+					mma_tf32(sum, af[s], bf);
+				}
+			for (int e = 0; e < 4; e++)
+				acc[mi][ni][e] = __fadd_rn(acc[mi][ni][e], sum[e]);
+		}
 	}
 }
 

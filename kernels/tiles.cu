@@ -264,7 +264,7 @@ tiles_kernel(tiles_params P, uint64_t b0, uint64_t b1, gj_out O)
 			}
 		}
 		/* every thread the same constant: no wait on one thread */
-		c = P.use_filter ? filter_constant(P.s0, P.dp, brq, brr) : INFINITY;
+		c = P.use_filter ? filter_constant(P.s0, P.dp, brq, brr, 0) : INFINITY;
 		slow = isinf(c);
 
 		if (!slow)

@@ -169,6 +169,17 @@ do_check(void)
 	static const int64_t ks[] = {1, 20, 100};
 	uint64_t	seed = 4242;
 
+	if (getenv("GJ_CHECK_SMALL"))
+	{
+		/* for the sanitizers: the tile kernel's paths on a few blocks */
+		check("small-hd-k10", GJ_GEN_CLUSTERS, 700, 300, 200, 10, 0, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
+		check("small-hd-k150-self", GJ_GEN_UNIFORM, 700, 0, 40, 150, 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
+		sort_blocks = 1;
+		check("small-hd-blocks", GJ_GEN_CLUSTERS, 900, 0, 33, 5, 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed++);
+		sort_blocks = 0;
+		printf("gpu_knn: %d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
 	for (int t = 0; t < 6; t++)
 		for (int d = 0; d < 6; d++)
 			for (int k = 0; k < 3; k++, seed++)
@@ -239,6 +250,9 @@ do_check(void)
 				check(hn[t], hk[t], n, 0, hdims[d], hks[(t + d + 1) % 3], 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
 			}
 		sort_blocks = 0;
+		/* k past a list's capacity (128): every block passes all until k are held */
+		check("hd-k300", GJ_GEN_CLUSTERS, 3000, 600, 64, 300, 0, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
+		check("hd-k150-self", GJ_GEN_EXPONENTIAL, 2000, 0, 200, 150, 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
 		no_filter = 1;
 		check("hd-no-filter", GJ_GEN_CLUSTERS, 3000, 0, 64, 10, 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
 		expect("no filter when told", last_info.filter == 0);
@@ -328,6 +342,29 @@ do_bench(void)
 	return 0;
 }
 
+#ifdef KT_PROFILE
+extern void gj_knn_prof_dump(const char *what);
+#define PROF_DUMP(what) gj_knn_prof_dump(what)
+#else
+#define PROF_DUMP(what) ((void) 0)
+#endif
+
+/* Is name one of the space-separated words of list, or does it contain one? */
+static int
+name_selected(const char *name, const char *list)
+{
+	char		w[128];
+	int			n;
+
+	while (sscanf(list, " %127[^ ]%n", w, &n) == 1)
+	{
+		if (strstr(name, w) != NULL)
+			return 1;
+		list += n;
+	}
+	return 0;
+}
+
 /*
  * Many dimensions, brute force: the GPU with the tensor-core filter, the
  * GPU without it (the plain float64 scan), and the CPU engine on a subset
@@ -348,7 +385,11 @@ do_bench_hd(void)
 		{"clusters 1M x 128", GJ_GEN_CLUSTERS, 1000000, 128, 0},
 		{"clusters 100K x 768 cosine", GJ_GEN_CLUSTERS, 100000, 768, 1},
 		{"uniform 200K x 64", GJ_GEN_UNIFORM, 200000, 64, 0},
+		{"uniform 100K x 768", GJ_GEN_UNIFORM, 100000, 768, 0},
 	};
+	/* GJ_BENCH_CASES: only the cases whose names contain one of its words; GJ_BENCH_QUICK: GPU only */
+	const char *only = getenv("GJ_BENCH_CASES");
+	int			quick = getenv("GJ_BENCH_QUICK") != NULL;
 
 	printf("| case | GPU brute s | GPU blocks s (sort) | same | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s |\n");
 	printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
@@ -369,13 +410,17 @@ do_bench_hd(void)
 					m = 1000;
 		double		limit = (double) cases[c].n * cases[c].n * 2.0 * ((cases[c].dims + 7) / 8 * 8) / 495e12;
 
+		if (only != NULL && !name_selected(cases[c].name, only))
+			continue;
 		gj_gen_points(&refs, cases[c].kind, cases[c].n, cases[c].dims, 3001 + c);
 		if (cases[c].cosine)
 			gj_points_normalize(&refs, &nz);
 		run_gpu(&refs, NULL, &opt, 0, NULL, NULL, &t1);	/* warm-up */
+		PROF_DUMP("warm-up");
 		run_gpu(&refs, NULL, &opt, 0, &a, &info, &t1);
+		PROF_DUMP(cases[c].name);
 		no_filter = 1;
-		if (cases[c].n <= 200000)
+		if (cases[c].n <= 200000 && !quick)
 		{
 			run_gpu(&refs, NULL, &opt, 0, &b, NULL, &t2);
 			if (gj_knnset_diff(&a, &b) != NULL)
@@ -389,6 +434,9 @@ do_bench_hd(void)
 		no_filter = 0;
 		/* the CPU: m queries against every reference */
 		gj_points_copy(&sub, &refs, m);
+		if (quick)
+			tc = 0.0;
+		else
 		{
 			gj_knn_options o2 = opt;
 			gj_points	r = refs;
@@ -411,7 +459,9 @@ do_bench_hd(void)
 			gj_points_block_order(&sorted);
 			ts = now() - ts;
 			run_gpu(&sorted, NULL, &ob, 0, NULL, NULL, &tb);	/* warm-up */
+			PROF_DUMP("warm-up");
 			run_gpu(&sorted, NULL, &ob, 0, &d, NULL, &tb);
+			PROF_DUMP("blocks");
 			tb += ts;
 			printf("| %s | %.3f (filter %d) | %.3f (%.3f) | %s | %.3f | %.1f | %.0fx | %.3f |\n",
 				   cases[c].name, t1, info.filter, tb, ts,
