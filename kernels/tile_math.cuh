@@ -186,30 +186,15 @@ filter_constant(double s0, int dp, double rq, double rb, int chunked)
 	return __double2float_ru(c);
 }
 
-/* Rows [row0, row0 + TILE) x chunk [k0, k0 + w) of f (n x dp) into s (zero past n). */
-__device__ __forceinline__ void
-load_chunk(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
-{
-	int			w4 = w / 4;
-
-	for (int e = threadIdx.x; e < TILE * w4; e += TTHREADS)
-	{
-		int			r = e / w4,
-					c = e - r * w4;
-		float4		v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-
-		if (row0 + r < n)
-			v = *(const float4 *) (f + (row0 + r) * dp + k0 + 4 * c);
-		*(float4 *) (s + r * TSTRIDE + 4 * c) = v;
-	}
-}
-
 /*
- * The same as load_chunk by cp.async, so that the next chunk arrives while
- * this one is multiplied (commit and wait with cp_async_commit/wait).
+ * Rows [row0, row0 + TILE) x chunk [k0, k0 + w) of f (n x dp) into s (zero
+ * past n): by plain loads and stores, or (ASYNC) by cp.async, so that the
+ * next chunk arrives while this one is multiplied (commit and wait with
+ * cp_async_commit/wait).
  */
+template <bool ASYNC>
 __device__ __forceinline__ void
-load_chunk_async(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
+load_chunk_by(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
 {
 	int			w4 = w / 4;
 
@@ -218,13 +203,38 @@ load_chunk_async(const float *f, int64_t n, int dp, int64_t row0, int k0, int w,
 		int			r = e / w4,
 					c = e - r * w4;
 		int			ok = row0 + r < n;
-		const float *src = ok ? f + (row0 + r) * dp + k0 + 4 * c : f;
-		unsigned	dst = (unsigned) __cvta_generic_to_shared(s + r * TSTRIDE + 4 * c);
+		float	   *dst = s + r * TSTRIDE + 4 * c;
 
-		/* 16 bytes, or none read and 16 zeros written past n */
-		asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-					 :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+		if (ASYNC)
+		{
+			const float *src = ok ? f + (row0 + r) * dp + k0 + 4 * c : f;
+
+			/* 16 bytes, or none read and 16 zeros written past n */
+			asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+						 :: "r"((unsigned) __cvta_generic_to_shared(dst)), "l"(src),
+						 "r"(ok ? 16 : 0) : "memory");
+		}
+		else
+		{
+			float4		v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+			if (ok)
+				v = *(const float4 *) (f + (row0 + r) * dp + k0 + 4 * c);
+			*(float4 *) dst = v;
+		}
 	}
+}
+
+__device__ __forceinline__ void
+load_chunk(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
+{
+	load_chunk_by<false>(f, n, dp, row0, k0, w, s);
+}
+
+__device__ __forceinline__ void
+load_chunk_async(const float *f, int64_t n, int dp, int64_t row0, int k0, int w, float *s)
+{
+	load_chunk_by<true>(f, n, dp, row0, k0, w, s);
 }
 
 __device__ __forceinline__ void
