@@ -85,6 +85,13 @@ extern void gj_points_replace(gj_points *p, double *x, int64_t *ids);
 extern void gj_points_free(gj_points *p);
 extern gj_status gj_points_apply_order(gj_points *p, const uint32_t *perm);
 
+/*
+ * big_buffers.c: buffers of many megabytes get huge pages (a hint) and are
+ * faulted in on threads before first use; smaller ones are left alone.
+ */
+extern void gj_big_prepare(void *p, size_t bytes);
+extern void *gj_big_alloc(size_t bytes);
+
 /* normalize.c: the cosine metric's rows, divided by their norms */
 extern int	gj_normalize_row(double *x, int dims);
 extern gj_status gj_points_normalize(gj_points *p, int64_t *nzero);

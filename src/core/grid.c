@@ -321,7 +321,7 @@ gather_points(gj_points *p, const uint32_t *perm)
 
 	a.p = p;
 	a.perm = perm;
-	a.x = malloc(sizeof(double) * p->dims * (p->n + 1));
+	a.x = gj_big_alloc(sizeof(double) * p->dims * (p->n + 1));
 	a.ids = malloc(sizeof(int64_t) * (p->n + 1));
 	st = a.x == NULL || a.ids == NULL ? GJ_ERR_NOMEM :
 		gj_run_rows(gather_rows, &a, 0, p->n,

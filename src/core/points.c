@@ -68,7 +68,7 @@ gj_points_reserve(gj_points *p, int64_t n)
 	if (p->release != NULL)
 	{
 		/* borrowed storage cannot grow: move the rows to malloc'd arrays */
-		x = malloc((size_t) cap * (size_t) p->dims * sizeof(double));
+		x = gj_big_alloc((size_t) cap * (size_t) p->dims * sizeof(double));
 		ids = malloc((size_t) cap * sizeof(int64_t));
 		if (x == NULL || ids == NULL)
 		{
@@ -85,6 +85,8 @@ gj_points_reserve(gj_points *p, int64_t n)
 	x = realloc(p->x, (size_t) cap * (size_t) p->dims * sizeof(double));
 	if (x == NULL)
 		return GJ_ERR_NOMEM;
+	/* the new rows' pages, faulted in on threads now (big_buffers.c) */
+	gj_big_prepare(x + (size_t) p->cap * p->dims, (size_t) (cap - p->cap) * p->dims * sizeof(double));
 	p->x = x;
 	ids = realloc(p->ids, (size_t) cap * sizeof(int64_t));
 	if (ids == NULL)
