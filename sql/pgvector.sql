@@ -73,3 +73,37 @@ CREATE TABLE pv_other (id int PRIMARY KEY, v other.vector);
 SELECT * FROM eps_selfjoin('pv_other', '{v}', 1);
 DROP TABLE pv_other;
 DROP SCHEMA other CASCADE;
+-- the parallel read of vector and halfvec columns (dimensions from the
+-- declared type): the serial read's rows, with workers doing the reading
+CREATE TEMP TABLE pv_serial AS
+    SELECT 'v' AS c, * FROM knn_selfjoin('pv', '{v}', 3)
+    UNION ALL SELECT 'h', * FROM knn_selfjoin('pv', '{h}', 3, metric => 'cosine');
+SET gpujoin.parallel_read_min_rows = 0;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT count(*) AS parallel_vector_differ FROM (
+    (SELECT 'v' AS c, * FROM knn_selfjoin('pv', '{v}', 3)
+     UNION ALL SELECT 'h', * FROM knn_selfjoin('pv', '{h}', 3, metric => 'cosine')
+     EXCEPT SELECT * FROM pv_serial)
+    UNION ALL
+    (SELECT * FROM pv_serial
+     EXCEPT (SELECT 'v' AS c, * FROM knn_selfjoin('pv', '{v}', 3)
+             UNION ALL SELECT 'h', * FROM knn_selfjoin('pv', '{h}', 3, metric => 'cosine')))) d;
+SELECT count(*) FROM pv_serial;
+CREATE FUNCTION pg_temp.read_workers(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE line text; n int := 0;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line LIKE '%Read Workers:%' THEN n := split_part(line, ':', 2)::int; END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+SELECT pg_temp.read_workers($$SELECT * FROM knn_selfjoin('pv', '{v}', 3)$$) > 0 AS parallel_vector,
+       pg_temp.read_workers($$SELECT * FROM knn_selfjoin('pv', '{h}', 3)$$) > 0 AS parallel_halfvec;
+RESET gpujoin.parallel_read_min_rows;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;

@@ -493,6 +493,7 @@ typedef struct GjReceiver
 	const GjInputSpec *spec;
 	gj_points  *pts;
 	bool		packed;			/* the parallel read: one row, the count */
+	bool		packed_arrays;	/* ... of one array or vector column */
 	ParamListInfo params;		/* its token */
 	MemoryContext cxt;			/* the caller's: the row buffer lives there */
 	GjRowReader rd;
@@ -746,6 +747,17 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 		(void) set_config_option("min_parallel_table_scan_size", "32kB", PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	}
+	if (r->packed_arrays)
+	{
+		/*
+		 * An array or vector row costs far more than the planner's per-row
+		 * estimate (a 768-dim vector is detoasted from two TOAST chunks and
+		 * converted), and the heap it sizes workers by holds only pointers
+		 * to it, so the start-up cost alone would keep the read serial.
+		 */
+		(void) set_config_option("parallel_setup_cost", "0", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	}
 	CommandCounterIncrement();
 	cid = GetCurrentCommandId(false);
 	rc = SPI_execute_plan_extended(plan, &opt);
@@ -763,21 +775,57 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 }
 
 /*
+ * The elements of the first non-NULL array in column att of relid, read as
+ * the caller (read-only, through SPI); 0 when there is none.  The parallel
+ * read sizes its shared segment by it; a later array of another length
+ * fails as in the serial read.
+ */
+static int
+ProbeArrayDims(const GjInputSpec *spec, AttrNumber att)
+{
+	const char *col = quote_identifier(get_attname(spec->relid, att, false));
+	char	   *sql = psprintf("SELECT array_length(%s, 1) FROM %s WHERE %s IS NOT NULL LIMIT 1",
+							   col,
+							   quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->relid)),
+														  get_rel_name(spec->relid)),
+							   col);
+	bool		isnull;
+	Datum		d;
+	int			dims = 0;
+
+	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+			dims = DatumGetInt32(d);
+	}
+	if (SPI_tuptable != NULL)
+		SPI_freetuptable(SPI_tuptable);
+	pfree(sql);
+	return dims >= 1 && dims <= GJ_MAX_DIMS ? dims : 0;
+}
+
+/*
  * Whether the relation form reads through parallel workers (the packing
- * aggregate of input_parallel.c): a plain table of scalar coordinate
- * columns with at least gpujoin.parallel_read_min_rows rows by its
- * statistics, small enough that each worker's buffer passes as one bytea.
- * Anything unusual (never analyzed, an array column, a column that does not
- * exist: BuildRelationQuery reports it) reads serially.
+ * aggregate of input_parallel.c), and in how many dimensions (*dims): a
+ * plain table of scalar coordinate columns, or of one array, vector or
+ * halfvec column (detoasting a 768-dim vector costs more than the executor
+ * per row, and workers share it), with at least
+ * gpujoin.parallel_read_min_rows rows by its statistics, small enough that
+ * each worker's buffer passes as one bytea.  The dimensions of a vector
+ * column come from its declared type, an array's from its first row.
+ * Anything unusual (never analyzed, an undeclared vector, a column that
+ * does not exist: BuildRelationQuery reports it) reads serially.
  */
 static bool
-ParallelReadWanted(const GjInputSpec *spec)
+ParallelReadWanted(const GjInputSpec *spec, int *dims)
 {
 	HeapTuple	tup;
 	float4		reltuples;
 	char		relkind;
 	int			ncols;
 
+	*dims = 0;
 	if (spec->is_query || spec->sample_pct > 0 || spec->only_ids != NULL ||
 		gj_parallel_read_min_rows_guc < 0 || !OidIsValid(spec->nsp) ||
 		ARR_NDIM(spec->cols) != 1 || ARR_HASNULL(spec->cols))
@@ -786,30 +834,53 @@ ParallelReadWanted(const GjInputSpec *spec)
 	/* gpujoin_pack takes the token, the id and the coordinates as arguments */
 	if (ncols < 1 || ncols > FUNC_MAX_ARGS - 2)
 		return false;
-	if (ncols == 1)
-	{
-		Datum	   *elems;
-		bool	   *nulls;
-		int			n;
-		AttrNumber	att;
-
-		deconstruct_array(spec->cols, TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, &nulls, &n);
-		att = get_attnum(spec->relid, TextDatumGetCString(elems[0]));
-		if (att == InvalidAttrNumber ||
-			!IsCoordType(getBaseType(get_atttype(spec->relid, att))))
-			return false;
-	}
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(spec->relid));
 	if (!HeapTupleIsValid(tup))
 		return false;
 	reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
 	relkind = ((Form_pg_class) GETSTRUCT(tup))->relkind;
 	ReleaseSysCache(tup);
-	return (relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW) &&
-		reltuples >= 0 && reltuples >= gj_parallel_read_min_rows_guc &&
-		(double) reltuples * (8.0 + 8.0 * ncols) < 900.0 * 1024 * 1024;
+	if ((relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
+		reltuples < 0 || reltuples < gj_parallel_read_min_rows_guc)
+		return false;
+	*dims = ncols;
+	if (ncols == 1)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		AttrNumber	att;
+		Oid			t,
+					coll;
+		int32		typmod;
+
+		deconstruct_array(spec->cols, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		att = get_attnum(spec->relid, TextDatumGetCString(elems[0]));
+		if (att == InvalidAttrNumber)
+			return false;
+		get_atttypetypmodcoll(spec->relid, att, &t, &typmod, &coll);
+		t = getBaseType(t);
+		if (GjPgvectorKind(t) != 0)
+			*dims = typmod >= 1 && typmod <= GJ_MAX_DIMS ? typmod : 0;
+		else if (IsCoordArrayType(t))
+			*dims = ProbeArrayDims(spec, att);
+		else if (!IsCoordType(t))
+			*dims = 0;
+	}
+	if (*dims <= 0)
+		return false;
+	/* before the shared segment is made for them */
+	CheckHostMemory(spec->fname, reltuples, *dims, false);
+	return true;
 }
+
+/*
+ * Rows beyond the shared segment travel from each worker as one bytea
+ * (under 1 GB): without a segment, only inputs well below that read in
+ * parallel.
+ */
+#define GJ_PACK_UNSHARED_MAX (900.0 * 1024 * 1024)
 
 /*
  * Read every usable row described by spec into pts (empty, owned by a
@@ -821,11 +892,14 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	MemoryContext caller_cxt = CurrentMemoryContext;
 	GjReceiver	r;
 	SPIPlanPtr	plan;
-	double		t0 = gj_now_ms();
+	double		t0 = gj_now_ms(),
+				t_exec,
+				t_done;
 	GjPackTarget *pack = NULL;
 	int64		token = 0;
 	GjRowReader *counts = &r.rd;
 	int64_t		nzero = 0;
+	int			pack_dims = 0;
 
 	memset(&r, 0, sizeof(r));
 	r.pub.receiveSlot = GjReceiveSlot;
@@ -846,15 +920,23 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		char	   *sql;
 		SPIPrepareOptions opt;
 
-		if (ParallelReadWanted(spec))
+		if (ParallelReadWanted(spec, &pack_dims))
 		{
 			/* in the caller's context: its reset ends the wait on error */
 			pack = MemoryContextAllocZero(caller_cxt, sizeof(GjPackTarget));
 			pack->pts = pts;
 			pack->expect = ExpectedRows(spec->relid);
-			token = GjPackBegin(pack, caller_cxt, ArrayGetNItems(ARR_NDIM(spec->cols),
-													   ARR_DIMS(spec->cols)));
+			token = GjPackBegin(pack, caller_cxt, pack_dims);
 			r.packed = true;
+			if (pack->seg == NULL &&
+				(double) pack->expect * (8.0 + 8.0 * pack_dims) >= GJ_PACK_UNSHARED_MAX)
+			{
+				GjPackEnd(pack);	/* no room in shared memory: read serially */
+				token = 0;
+				r.packed = false;
+			}
+			r.packed_arrays = r.packed && pack_dims > 1 &&
+				ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols)) == 1;
 		}
 		sql = BuildRelationQuery(spec, token);
 		PrecheckHostMemory(spec);
@@ -880,7 +962,9 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			elog(ERROR, "%s: SPI_prepare_extended failed: %s", spec->fname,
 				 SPI_result_code_string(SPI_result));
 	}
+	t_exec = gj_now_ms();
 	ExecuteReadOnly(plan, &r);
+	t_done = gj_now_ms();
 	if (token > 0)
 		GjPackEnd(pack);
 	SPI_finish();
@@ -893,13 +977,16 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		counts->nnull = pack->nnull;
 		counts->nnonfinite = pack->nnonfinite;
 		if (pts->dims == 0)
-			pts->dims = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
+			pts->dims = pack_dims;
 		if (stats != NULL)
 			stats->workers = Max(stats->workers, pack->partials);
 	}
 
 	if (spec->metric == GJ_METRIC_COSINE)
 		GjCheckStatus(gj_points_normalize(pts, &nzero), "normalising rows for the cosine metric");
+	elog(DEBUG1, "%s: read %lld rows of %d dimensions%s: %.1f ms to start, %.1f ms in the query, %.1f ms after",
+		 spec->fname, (long long) pts->n, pts->dims, token > 0 ? " (parallel)" : "",
+		 t_exec - t0, t_done - t_exec, gj_now_ms() - t_done);
 
 	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0)
 	{

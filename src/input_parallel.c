@@ -266,9 +266,10 @@ ShapeFromArgs(FunctionCallInfo fcinfo, RowShape *shape)
 	if (shape->id_type != INT2OID && shape->id_type != INT4OID && shape->id_type != INT8OID)
 		elog(ERROR, "gpujoin_pack: the id must be an integer");
 	t = getBaseType(get_fn_expr_argtype(fcinfo->flinfo, 3));
-	if (nargs == 4 && (t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID))
+	if (nargs == 4 && (IsCoordArrayType(t) || GjPgvectorKind(t) != 0))
 	{
 		shape->is_array = true;
+		shape->vec = GjPgvectorKind(t);
 		shape->elem_type = t == FLOAT4ARRAYOID ? FLOAT4OID : FLOAT8OID;
 		return;
 	}
@@ -310,8 +311,11 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 		st = PackStateNew(aggcxt, PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1));
 		ShapeFromArgs(fcinfo, &st->rd.shape);
 		GjRowReaderInit(&st->rd, "gpujoin_pack", NULL, 0, aggcxt);
-		st->pts.dims = st->rd.dims;
 		UseShared(st);
+		/* an array or vector column: the reader's probe fixed the dimensions */
+		if (st->rd.shape.is_array && st->shared != NULL)
+			GjRowReaderSetDims(&st->rd, st->shared->dims);
+		st->pts.dims = st->rd.dims;
 		if (st->shared != NULL && st->shared->dims != st->rd.dims)
 			st->shared = NULL;
 	}
