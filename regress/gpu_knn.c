@@ -386,13 +386,15 @@ do_bench_hd(void)
 		{"clusters 100K x 768 cosine", GJ_GEN_CLUSTERS, 100000, 768, 1},
 		{"uniform 200K x 64", GJ_GEN_UNIFORM, 200000, 64, 0},
 		{"uniform 100K x 768", GJ_GEN_UNIFORM, 100000, 768, 0},
+		{"exponential 1M x 16", GJ_GEN_EXPONENTIAL, 1000000, 16, 0},
+		{"uniform 500K x 8", GJ_GEN_UNIFORM, 500000, 8, 0},
 	};
 	/* GJ_BENCH_CASES: only the cases whose names contain one of its words; GJ_BENCH_QUICK: GPU only */
 	const char *only = getenv("GJ_BENCH_CASES");
 	int			quick = getenv("GJ_BENCH_QUICK") != NULL;
 
-	printf("| case | GPU brute s | GPU blocks s (sort) | same | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s |\n");
-	printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+	printf("| case | GPU brute s | GPU blocks s (sort) | same | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s | contrast (ms) | auto: its time / best |\n");
+	printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		gj_points	refs,
@@ -463,10 +465,23 @@ do_bench_hd(void)
 			run_gpu(&sorted, NULL, &ob, 0, &d, NULL, &tb);
 			PROF_DUMP("blocks");
 			tb += ts;
-			printf("| %s | %.3f (filter %d) | %.3f (%.3f) | %s | %.3f | %.1f | %.0fx | %.3f |\n",
-				   cases[c].name, t1, info.filter, tb, ts,
-				   gj_knnset_diff(&a, &d) == NULL ? "same" : "DIFFERENT", t2, tc,
-				   tc / (tb < t1 ? tb : t1), limit);
+			{
+				/* auto's sampled choice (knn_contrast.c), timed: it runs in every auto query */
+				gj_knn_options oa = opt;
+				double		contrast,
+							tcon = now();
+				gj_knn_method am;
+
+				oa.method = GJ_KNN_AUTO;
+				am = gj_knn_auto_method(&oa, &refs, &contrast);
+				tcon = now() - tcon;
+				printf("| %s | %.3f (filter %d) | %.3f (%.3f) | %s | %.3f | %.1f | %.0fx | %.3f | %.3f (%.1f) | %s: %.2f |\n",
+					   cases[c].name, t1, info.filter, tb, ts,
+					   gj_knnset_diff(&a, &d) == NULL ? "same" : "DIFFERENT", t2, tc,
+					   tc / (tb < t1 ? tb : t1), limit, contrast, tcon * 1e3,
+					   am == GJ_KNN_BLOCKS ? "blocks" : "brute",
+					   ((am == GJ_KNN_BLOCKS ? tb : t1) + tcon) / (tb < t1 ? tb : t1));
+			}
 			gj_knnset_free(&d);
 			gj_points_free(&sorted);
 		}

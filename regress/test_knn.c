@@ -256,6 +256,51 @@ check_boundaries(void)
 	}
 }
 
+/*
+ * auto's choice above the grid's dimensions (knn_contrast.c): clustered
+ * rows have a low sampled contrast and get the blocks' index, uniform rows
+ * in many dimensions a high one and brute force; explicit methods stay.
+ */
+static void
+check_auto_choice(uint64_t seed)
+{
+	static const struct
+	{
+		gj_kind		kind;
+		int			dims;
+		gj_knn_method want;
+	}			cases[] = {
+		{GJ_GEN_CLUSTERS, 32, GJ_KNN_BLOCKS},
+		{GJ_GEN_CLUSTERS, 300, GJ_KNN_BLOCKS},
+		{GJ_GEN_UNIFORM, 64, GJ_KNN_BRUTE},
+		{GJ_GEN_UNIFORM, 300, GJ_KNN_BRUTE},
+		{GJ_GEN_UNIFORM, 3, GJ_KNN_GRID},
+	};
+
+	for (int c = 0; c < (int) (sizeof(cases) / sizeof(cases[0])); c++)
+	{
+		gj_points	p;
+		gj_knn_options opt = {.k = 5, .exclude_self = 1, .method = GJ_KNN_AUTO};
+		gj_knn_options forced = {.k = 5, .exclude_self = 1, .method = GJ_KNN_BLOCKS};
+		double		contrast,
+					ignored;
+		gj_knn_method got;
+
+		gj_gen_points(&p, cases[c].kind, 4000, cases[c].dims, seed + c);
+		got = gj_knn_auto_method(&opt, &p, &contrast);
+		if (got == cases[c].want && gj_knn_auto_method(&forced, &p, &ignored) == GJ_KNN_BLOCKS &&
+			(cases[c].dims <= GJ_KNN_GRID_MAX_DIMS ? contrast == -1.0 : contrast >= 0.0 && contrast <= 1.0))
+			passed++;
+		else
+		{
+			printf("FAIL auto choice: kind %d, %d dims: method %d (want %d), contrast %.3f\n",
+				   (int) cases[c].kind, cases[c].dims, (int) got, (int) cases[c].want, contrast);
+			failed++;
+		}
+		gj_points_free(&p);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -300,6 +345,7 @@ main(int argc, char **argv)
 
 	check_boundaries();
 	check_cancel(seed++);
+	check_auto_choice(seed++);
 
 	/* self kNN of some rows only */
 	for (int t = 0; t < (int) (sizeof(kinds) / sizeof(kinds[0])); t++, seed++)

@@ -138,3 +138,37 @@ SELECT count(*) FROM eps_selfjoin_sql('SELECT id, v FROM hbig', 0.5);
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, v FROM hbig WHERE id <= 1000', 0.5);
 RESET gpujoin.host_memory_limit;
 SELECT count(*) FROM eps_selfjoin('hbig', '{v}', 0.5);
+
+-- auto's kNN method in many dimensions, from the sampled contrast: the
+-- blocks' index for clustered rows, brute force for uniform ones (where the
+-- bounds would skip nothing); the same neighbours either way
+CREATE TABLE hk_clust (id int PRIMARY KEY, v float8[]);
+INSERT INTO hk_clust SELECT i, ARRAY(SELECT (i % 10) * 10 + ((i * 7919 + d * 104729) % 1000) / 1000.0
+                                     FROM generate_series(1, 24) d)
+    FROM generate_series(1, 5000) i;
+CREATE TABLE hk_unif (id int PRIMARY KEY, v float8[]);
+SELECT setseed(0.25);
+INSERT INTO hk_unif SELECT i, ARRAY(SELECT random() * 100 FROM generate_series(1, 64) d WHERE i > 0)
+    FROM generate_series(1, 5000) i;
+ANALYZE hk_clust;
+ANALYZE hk_unif;
+CREATE FUNCTION pg_temp.knn_method(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; m text := 'none';
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line LIKE '%kNN Method:%' THEN m := split_part(trim(split_part(line, ':', 2)), ' ', 1); END IF;
+    END LOOP;
+    RETURN m;
+END $$;
+SELECT pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5)$$) AS clustered,
+       pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_unif', '{v}', 5)$$) AS uniform;
+CREATE TEMP TABLE hk_auto AS SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5);
+SET gpujoin.knn_method = brute;
+SELECT count(*) AS auto_vs_brute_differ FROM (
+    (TABLE hk_auto EXCEPT SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5))
+    UNION ALL
+    (SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5) EXCEPT TABLE hk_auto)) d;
+-- a setting other than auto is taken as it is, with no sample
+SELECT pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_unif', '{v}', 5)$$) AS forced;
+RESET gpujoin.knn_method;
+SELECT count(*) FROM hk_auto;

@@ -481,6 +481,8 @@ EndJob(GjScanState *st)
 	else if (st->stats.runs == 0)
 		st->stats.estimated_pairs = -1;
 	st->stats.runs += js.runs;
+	st->stats.knn_method = js.knn_method;
+	st->stats.knn_contrast = js.knn_contrast;
 }
 
 /* ExecScan's access method: the next row into the scan slot. */
@@ -597,6 +599,10 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Engine", psprintf("%s, %d threads", js->engine, js->threads), es);
 	else
 		ExplainPropertyText("Engine", js->engine, es);
+	if (js->knn_method != NULL)
+		ExplainPropertyText("kNN Method",
+							psprintf("%s (sampled contrast %.3f)", js->knn_method, js->knn_contrast),
+							es);
 	if (js->runs > 1)
 		ExplainPropertyInteger("Runs", NULL, js->runs, es);
 	ExplainPropertyInteger("Rows Read", NULL, js->read.rows, es);

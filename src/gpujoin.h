@@ -235,6 +235,8 @@ typedef struct GjJobStats
 	int64		batches;		/* GPU batches or chunks */
 	double		estimated_pairs;	/* the sampled estimate, or -1 */
 	int			runs;			/* jobs (a rescan starts another) */
+	const char *knn_method;		/* auto's kNN choice in many dimensions, or NULL */
+	double		knn_contrast;	/* ... and the sampled contrast it came from */
 } GjJobStats;
 
 typedef struct GjJob GjJob;

@@ -828,6 +828,23 @@ StartEngine(GjJob *job, bool allow_gpu)
 		bool		self_subset = job->kopt.exclude_self && job->spec.filter_column == 0;
 		bool		gpu = false;
 
+		if (job->kopt.method == GJ_KNN_AUTO && res->points.dims > GJ_KNN_GRID_MAX_DIMS)
+		{
+			/*
+			 * Many dimensions: few queries are scanned (no index pays for
+			 * itself); else the blocks' index where the sampled contrast
+			 * says clusters, brute force where distances are all alike
+			 * (knn_contrast.c).
+			 */
+			if ((double) nq * (double) res->points.n <= GJ_KNN_BRUTE_MAX)
+				job->kopt.method = GJ_KNN_BRUTE;
+			else
+			{
+				job->kopt.method = gj_knn_auto_method(&job->kopt, &res->points,
+													  &job->stats.knn_contrast);
+				job->stats.knn_method = job->kopt.method == GJ_KNN_BLOCKS ? "blocks" : "brute";
+			}
+		}
 		if (gj_knn_pick_method(&job->kopt, res->points.dims) == GJ_KNN_BLOCKS &&
 			!res->block_ordered)
 		{

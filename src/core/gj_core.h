@@ -581,6 +581,11 @@ typedef struct gj_knn_options
 extern int64_t gj_knn_effective_k(const gj_knn_options *opt, int64_t nrefs);
 extern gj_knn_method gj_knn_pick_method(const gj_knn_options *opt, int dims);
 
+/* knn_contrast.c: auto's choice above the grid's dimensions, from a sample */
+extern double gj_knn_contrast(const gj_points *p);
+extern gj_knn_method gj_knn_auto_method(const gj_knn_options *opt, const gj_points *refs,
+										double *contrast);
+
 /*
  * The kNN grid over refs (sorted in place): the self-join's grid with cells
  * sized for a few points each where the points are (measured on a sample,
