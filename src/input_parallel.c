@@ -20,7 +20,7 @@
  * to (measured: 4 workers passing 2M rows as bytea were no faster than one
  * process), so the rows go through shared memory instead: the reader
  * creates a segment sized by the table's statistics and passes its handle
- * in the token; workers attach, take blocks of PACK_BLOCK_ROWS rows with an
+ * in the token; workers attach, take blocks of rows (BlockRows) with an
  * atomic counter and write converted rows straight into them, and the
  * final function moves the blocks' rows together in place and hands the
  * segment itself to the reader as its point buffer (mapped until the join
@@ -50,11 +50,13 @@
 #include "reader.h"
 
 #define PACK_MAGIC UINT64CONST(0x676a7061636b3031)
-#define PACK_BLOCK_ROWS 8192
+#define PACK_BLOCK_ROWS 8192		/* rows a block, at most ... */
+#define PACK_BLOCK_BYTES (2 << 20)	/* ... and about this many bytes */
+#define PACK_PARTICIPANTS 17		/* leader and workers, at most (slack) */
 
 /*
  * The shared segment: this header, the fill count of each block, then ids
- * and coordinates of cap rows.  Block b holds rows [b * PACK_BLOCK_ROWS,
+ * and coordinates of cap rows.  Block b holds rows [b * block_rows,
  * ...), of which the first fill[b] are written.
  */
 typedef struct PackShared
@@ -64,6 +66,7 @@ typedef struct PackShared
 	int32		dims;
 	int64		cap;
 	int64		nblocks;
+	int64		block_rows;
 	pg_atomic_uint64 next_block;
 } PackShared;
 
@@ -85,10 +88,36 @@ SharedX(PackShared *s)
 	return (double *) (SharedIds(s) + s->cap);
 }
 
+/*
+ * Rows a block of rows of dims coordinates: 8192, or fewer for wide rows
+ * (256 at 768 dimensions), so that the blocks every participant leaves
+ * part-filled at its end cost little slack (PackCapacity).
+ */
+static int64
+BlockRows(int dims)
+{
+	int64		r = PACK_BLOCK_BYTES / (8 * ((int64) dims + 1));
+
+	return Max(Min(r, PACK_BLOCK_ROWS), 16);
+}
+
+/*
+ * Rows to make room for when expect are expected: each participant claims
+ * blocks one at a time and leaves its last one part-filled, so without
+ * that slack the segment ran out before the last rows (100K rows of 768
+ * dimensions with 6 workers overflowed every time), and the rows were
+ * copied out of it instead of adopted.
+ */
+static int64
+PackCapacity(int64 expect, int dims)
+{
+	return expect + PACK_PARTICIPANTS * BlockRows(dims);
+}
+
 static Size
 SharedSize(int64 cap, int dims)
 {
-	int64		nblocks = (cap + PACK_BLOCK_ROWS - 1) / PACK_BLOCK_ROWS;
+	int64		nblocks = (cap + BlockRows(dims) - 1) / BlockRows(dims);
 
 	return MAXALIGN(sizeof(PackShared)) + MAXALIGN(sizeof(uint32) * nblocks) +
 		(Size) cap * (sizeof(int64) + sizeof(double) * dims);
@@ -170,7 +199,7 @@ static inline void
 FlushBlock(PackState *st)
 {
 	if (st->shared != NULL && st->blk >= 0)
-		SharedFill(st->shared)[st->blk] = (uint32) (st->pos - st->blk * PACK_BLOCK_ROWS);
+		SharedFill(st->shared)[st->blk] = (uint32) (st->pos - st->blk * st->shared->block_rows);
 	st->blk = -1;
 	st->pos = st->end = 0;
 }
@@ -194,8 +223,8 @@ SharedRoom(PackState *st)
 		return false;
 	}
 	st->blk = (int64) b;
-	st->pos = (int64) b * PACK_BLOCK_ROWS;
-	st->end = Min(st->pos + PACK_BLOCK_ROWS, sh->cap);
+	st->pos = (int64) b * sh->block_rows;
+	st->end = Min(st->pos + sh->block_rows, sh->cap);
 	return true;
 }
 
@@ -482,7 +511,7 @@ AdoptShared(GjPackTarget *t)
 
 	for (int64 b = 0; b < used; b++)
 	{
-		int64		r0 = b * PACK_BLOCK_ROWS;
+		int64		r0 = b * sh->block_rows;
 		int64		fill = SharedFill(sh)[b];
 
 		if (fill > 0 && r0 != w)
@@ -536,7 +565,7 @@ gpujoin_pack_final(PG_FUNCTION_ARGS)
 
 		for (int64 b = 0; b < used; b++)
 		{
-			int64		r0 = b * PACK_BLOCK_ROWS;
+			int64		r0 = b * sh->block_rows;
 
 			AppendRows(t->pts, t->expect, SharedIds(sh) + r0, SharedX(sh) + r0 * sh->dims,
 					   SharedFill(sh)[b], sh->dims);
@@ -611,7 +640,7 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
 	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
 
 	t->done = false;
-	t->seg = CreateShared(t->expect, dims);
+	t->seg = CreateShared(PackCapacity(t->expect, dims), dims);
 	t->shared = NULL;
 	counter = (counter + 1) & INT64CONST(0x7fffffff);
 	if (t->seg != NULL)
@@ -622,8 +651,9 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
 		memset(sh, 0, sizeof(PackShared));
 		sh->magic = PACK_MAGIC;
 		sh->dims = dims;
-		sh->cap = t->expect;
-		sh->nblocks = (t->expect + PACK_BLOCK_ROWS - 1) / PACK_BLOCK_ROWS;
+		sh->cap = PackCapacity(t->expect, dims);
+		sh->block_rows = BlockRows(dims);
+		sh->nblocks = (sh->cap + sh->block_rows - 1) / sh->block_rows;
 		sh->token = ((int64) h << 31) | counter;
 		pg_atomic_init_u64(&sh->next_block, 0);
 		memset(SharedFill(sh), 0, sizeof(uint32) * sh->nblocks);
