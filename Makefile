@@ -24,7 +24,7 @@ OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql
-EXTRA_CLEAN = regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -104,6 +104,9 @@ demo:
 	./regress/demo.sh
 
 # Benchmarks (numbers for the README and the issue notes).
+regress/bench_hostmem: regress/bench_hostmem.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/bench_hostmem.c regress/datagen.c $(CORE_SRCS) -lm
 regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm

@@ -53,7 +53,41 @@ VACUUM ANALYZE emb;
 SELECT pg_temp.timed('emb 100K x 768 cosine eps 0.001 count(*)', $$SELECT count(*) FROM eps_selfjoin('emb', '{v}', 0.001, metric => 'cosine')$$);
 SELECT pg_temp.timed('emb 100K x 768 knn_selfjoin k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10)$$);
 SELECT pg_temp.timed('emb 100K x 768 knn_selfjoin cosine k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10, metric => 'cosine')$$);
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+-- the phases (read, index, join, emit) of each, with the parallel read and then serially
+-- (DEBUG1: the read's own phases)
+SET client_min_messages = debug1;
+EXPLAIN (ANALYZE, COSTS OFF)
 SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10, metric => 'cosine');
+EXPLAIN (ANALYZE, COSTS OFF)
+SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10);
+EXPLAIN (ANALYZE, COSTS OFF)
+SELECT count(*) FROM eps_selfjoin('emb', '{v}', 0.001, metric => 'cosine');
+SET gpujoin.parallel_read_min_rows = -1;
+SELECT pg_temp.timed('emb serial read: cosine eps 0.001 count(*)', $$SELECT count(*) FROM eps_selfjoin('emb', '{v}', 0.001, metric => 'cosine')$$);
+EXPLAIN (ANALYZE, COSTS OFF)
+SELECT count(*) FROM eps_selfjoin('emb', '{v}', 0.001, metric => 'cosine');
+RESET gpujoin.parallel_read_min_rows;
+SET gpujoin.knn_method = brute;
+SELECT pg_temp.timed('emb knn_method brute: knn_selfjoin k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10)$$);
+EXPLAIN (ANALYZE, COSTS OFF)
+SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10);
+RESET gpujoin.knn_method;
+RESET client_min_messages;
+-- 1M rows in 128 dimensions, 20 Gaussian clusters (sd 2, centres uniform in
+-- [0,100]^128), as vector(128): knn_selfjoin k = 10 (the issue's kNN case)
+CREATE TEMP TABLE centres AS
+    SELECT c, ARRAY(SELECT random() * 100 FROM generate_series(1, 128) WHERE c >= 0) AS x
+    FROM generate_series(0, 19) c;
+DROP TABLE IF EXISTS c128;
+CREATE TABLE c128 (id int PRIMARY KEY, v vector(128));
+INSERT INTO c128 SELECT i, (SELECT array_agg(ce.x[d] + 2 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
+                            FROM generate_series(1, 128) d)::vector
+FROM generate_series(1, 1000000) i JOIN centres ce ON ce.c = i % 20;
+VACUUM ANALYZE c128;
+SELECT pg_temp.timed('c128 1M x 128 clusters knn_selfjoin k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10)$$);
+SET client_min_messages = debug1;
+EXPLAIN (ANALYZE, COSTS OFF)
+SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10);
+RESET client_min_messages;
 SELECT what, min(seconds)::numeric(8, 3) AS best_s, max(seconds)::numeric(8, 3) AS worst_s, max(result) AS result
 FROM hd_results GROUP BY what ORDER BY min(run), what;
