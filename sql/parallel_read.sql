@@ -104,6 +104,16 @@ DROP ROLE pr_reader;
 SELECT count(*) FROM dbscan('pr_pts', '{x,y}', 0.1, 4) WHERE cluster IS NULL;
 -- the aggregate called directly only counts
 SELECT gpujoin_pack(0, id, x, y) FROM pr_pts;
+-- and refuses a token this session did not issue (one naming a shared
+-- segment, and one without), whether the leader or a worker meets it
+-- first (terse: only a worker's error carries a CONTEXT line)
+\set VERBOSITY terse
+SELECT gpujoin_pack(8589934593, id, x, y) FROM pr_pts;
+SELECT gpujoin_pack(5, id, x, y) FROM pr_pts;
+SET max_parallel_workers_per_gather = 0;
+SELECT gpujoin_pack(8589934593, id, x, y) FROM pr_pts;
+SET max_parallel_workers_per_gather = 2;
+\set VERBOSITY default
 RESET gpujoin.parallel_read_min_rows;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

@@ -38,10 +38,14 @@
 
 #include <sys/statvfs.h>
 
+#include "access/parallel.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "port/atomics.h"
+#include "storage/backendid.h"
 #include "storage/dsm.h"
 #include "storage/dsm_impl.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -67,6 +71,8 @@ typedef struct PackShared
 	int64		cap;
 	int64		nblocks;
 	int64		block_rows;
+	int32		leader_pid;		/* the reader that made it ... */
+	BackendId	leader_backend;	/* ... and its backend slot */
 	pg_atomic_uint64 next_block;
 } PackShared;
 
@@ -228,7 +234,23 @@ SharedRoom(PackState *st)
 	return true;
 }
 
-/* The segment the token names: the reader's own, or attached (workers). */
+static void
+RefuseToken(int64 token)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("gpujoin_pack: token %lld was not issued to this session", (long long) token),
+			 errdetail("Only gpujoin's own read and its parallel workers may pass a token."),
+			 errhint("Call gpujoin_pack with token 0 to count rows.")));
+}
+
+/*
+ * The segment the token names: the reader's own, or attached by a parallel
+ * worker of that reader.  A token is a segment handle and a counter, which
+ * another session could guess; so any other process that passes one (a
+ * direct call in another session, or that session's workers) gets an
+ * ERROR instead of a way to write rows into someone else's join.
+ */
 static void
 UseShared(PackState *st)
 {
@@ -237,23 +259,29 @@ UseShared(PackState *st)
 	PackShared *sh;
 
 	st->blk = -1;
-	if (h == DSM_HANDLE_INVALID)
-		return;
+	if (st->token == 0)
+		return;					/* a direct call: counting only */
 	t = TargetFor(st->token);
 	if (t != NULL)
 	{
 		st->shared = t->shared;	/* the reader runs this part itself */
 		return;
 	}
+	if (!IsParallelWorker())
+		RefuseToken(st->token);
+	if (h == DSM_HANDLE_INVALID)
+		return;					/* no segment: the rows travel as bytea */
 	st->seg = dsm_attach(h);
 	if (st->seg == NULL)
-		return;
+		RefuseToken(st->token);	/* the reader's segment lives while its workers run */
 	sh = (PackShared *) dsm_segment_address(st->seg);
-	if (sh->magic != PACK_MAGIC || sh->token != st->token)
+	if (sh->magic != PACK_MAGIC || sh->token != st->token ||
+		sh->leader_backend != ParallelLeaderBackendId || MyProc->lockGroupLeader == NULL ||
+		MyProc->lockGroupLeader->pid != sh->leader_pid)
 	{
 		dsm_detach(st->seg);
 		st->seg = NULL;
-		return;
+		RefuseToken(st->token);
 	}
 	st->shared = sh;
 }
@@ -551,6 +579,8 @@ gpujoin_pack_final(PG_FUNCTION_ARGS)
 	FlushBlock(st);
 	n = st->pts.n;
 	t = TargetFor(st->token);
+	if (t == NULL && st->token != 0)
+		RefuseToken(st->token);	/* whoever ran the rows, this is not the reader */
 	if (t != NULL && t->shared != NULL && t->pts->n == 0 && t->pts->cap == 0 &&
 		st->pts.n == 0)
 	{
@@ -650,6 +680,8 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
 		h = dsm_segment_handle(t->seg);
 		memset(sh, 0, sizeof(PackShared));
 		sh->magic = PACK_MAGIC;
+		sh->leader_pid = MyProcPid;
+		sh->leader_backend = MyBackendId;
 		sh->dims = dims;
 		sh->cap = PackCapacity(t->expect, dims);
 		sh->block_rows = BlockRows(dims);
