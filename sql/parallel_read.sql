@@ -35,14 +35,15 @@ SELECT k, s = pg_temp.summary(q) AS same FROM pr_serial JOIN (VALUES
   (5, $$SELECT * FROM knn_join('pr_pts', 'pr_pts', '{x,y}', 2)$$)) v(k, q) USING (k)
 ORDER BY k;
 -- one array column: the dimensions come from its first array, and workers
--- convert (and detoast) the arrays; NULL arrays, NULL elements and NaN are
--- skipped as in the serial read
+-- convert (and detoast) the arrays, and for cosine normalise them; NULL
+-- arrays, NULL elements, NaN and (cosine) zero rows are skipped and
+-- reported as in the serial read
 CREATE TABLE pr_arr (id int PRIMARY KEY, a float8[], r real[]);
 INSERT INTO pr_arr SELECT i, ARRAY[(i * 7919 % 3001) / 300.0, (i * 104729 % 2999) / 300.0, i % 5, i % 3],
     ARRAY[(i * 7919 % 3001) / 300.0, (i * 104729 % 2999) / 300.0, i % 5, i % 3]::real[]
     FROM generate_series(1, 20000) i;
 INSERT INTO pr_arr VALUES (20001, NULL, NULL), (20002, '{1,NULL,1,1}', '{1,NULL,1,1}'),
-    (20003, '{NaN,1,1,1}', '{NaN,1,1,1}');
+    (20003, '{NaN,1,1,1}', '{NaN,1,1,1}'), (20004, '{0,0,0,0}', '{0,0,0,0}');
 ANALYZE pr_arr;
 SET gpujoin.parallel_read_min_rows = -1;
 INSERT INTO pr_serial VALUES
@@ -58,11 +59,11 @@ ORDER BY k;
 -- arrays of another length than the first: the same error as serially
 -- (terse: a worker or the leader may meet the row, and only a worker's
 -- error carries a CONTEXT line)
-INSERT INTO pr_arr VALUES (20004, '{1,2,3}', '{1,2,3}');
+INSERT INTO pr_arr VALUES (20005, '{1,2,3}', '{1,2,3}');
 \set VERBOSITY terse
 SELECT count(*) FROM eps_selfjoin('pr_arr', '{a}', 0.3);
 \set VERBOSITY default
-DELETE FROM pr_arr WHERE id = 20004;
+DELETE FROM pr_arr WHERE id = 20005;
 -- statistics that promise too few rows: the shared segment fills up and
 -- the rest travels from the workers as bytea (checked against the serial
 -- read of the _sql form)

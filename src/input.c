@@ -926,7 +926,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			pack = MemoryContextAllocZero(caller_cxt, sizeof(GjPackTarget));
 			pack->pts = pts;
 			pack->expect = ExpectedRows(spec->relid);
-			token = GjPackBegin(pack, caller_cxt, pack_dims);
+			token = GjPackBegin(pack, caller_cxt, pack_dims, spec->metric == GJ_METRIC_COSINE);
 			r.packed = true;
 			if (pack->seg == NULL &&
 				(double) pack->expect * (8.0 + 8.0 * pack_dims) >= GJ_PACK_UNSHARED_MAX)
@@ -982,7 +982,9 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			stats->workers = Max(stats->workers, pack->partials);
 	}
 
-	if (spec->metric == GJ_METRIC_COSINE)
+	if (token > 0 && pack->normalized)
+		nzero = pack->nzero;	/* the participants normalised as they packed */
+	else if (spec->metric == GJ_METRIC_COSINE)
 		GjCheckStatus(gj_points_normalize(pts, &nzero), "normalising rows for the cosine metric");
 	elog(DEBUG1, "%s: read %lld rows of %d dimensions%s: %.1f ms to start, %.1f ms in the query, %.1f ms after",
 		 spec->fname, (long long) pts->n, pts->dims, token > 0 ? " (parallel)" : "",

@@ -71,6 +71,7 @@ typedef struct PackShared
 	int64		cap;
 	int64		nblocks;
 	int64		block_rows;
+	int32		normalize;		/* cosine: rows normalised as they are packed */
 	int32		leader_pid;		/* the reader that made it ... */
 	BackendId	leader_backend;	/* ... and its backend slot */
 	pg_atomic_uint64 next_block;
@@ -139,6 +140,8 @@ typedef struct PackState
 	int64		end;
 	GjRowReader rd;				/* shape (own rows only) and counters */
 	int32		partials;		/* worker states combined into this one */
+	bool		normalize;		/* normalise rows (the segment says so) */
+	int64		nzero;			/* zero rows dropped by that */
 	gj_points	pts;			/* malloc'd; moved out by the final function */
 	MemoryContextCallback cb;
 } PackState;
@@ -373,6 +376,8 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 		if (st->rd.shape.is_array && st->shared != NULL)
 			GjRowReaderSetDims(&st->rd, st->shared->dims);
 		st->pts.dims = st->rd.dims;
+		/* the reader counts on every participant normalising, or none */
+		st->normalize = st->shared != NULL && st->shared->normalize;
 		if (st->shared != NULL && st->shared->dims != st->rd.dims)
 			st->shared = NULL;
 	}
@@ -385,6 +390,12 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 	}
 	if (GjConvertRow(&st->rd, values, nulls, &id))
 	{
+		/* cosine: the shared routine, here on the worker's cores */
+		if (st->normalize && !gj_normalize_row(st->rd.row, st->rd.dims))
+		{
+			st->nzero++;
+			PG_RETURN_POINTER(st);
+		}
 		if (SharedRoom(st))
 		{
 			PackShared *sh = st->shared;
@@ -423,6 +434,7 @@ gpujoin_pack_combine(PG_FUNCTION_ARGS)
 	a->rd.nrows += b->rd.nrows;
 	a->rd.nnull += b->rd.nnull;
 	a->rd.nnonfinite += b->rd.nnonfinite;
+	a->nzero += b->nzero;
 	a->partials += b->partials;
 	gj_points_free(&b->pts);
 	PG_RETURN_POINTER(a);
@@ -436,6 +448,7 @@ typedef struct PackHeader
 	int64		nrows;
 	int64		nnull;
 	int64		nnonfinite;
+	int64		nzero;
 	int32		dims;
 	int32		partials;
 } PackHeader;
@@ -469,6 +482,7 @@ gpujoin_pack_serial(PG_FUNCTION_ARGS)
 	h.nrows = st->rd.nrows;
 	h.nnull = st->rd.nnull;
 	h.nnonfinite = st->rd.nnonfinite;
+	h.nzero = st->nzero;
 	h.dims = st->pts.dims;
 	h.partials = st->partials;
 	out = (bytea *) palloc(bytes + VARHDRSZ);
@@ -510,6 +524,7 @@ gpujoin_pack_deserial(PG_FUNCTION_ARGS)
 	st->rd.nrows = h.nrows;
 	st->rd.nnull = h.nnull;
 	st->rd.nnonfinite = h.nnonfinite;
+	st->nzero = h.nzero;
 	st->partials = h.partials + 1;
 	PG_RETURN_POINTER(st);
 }
@@ -617,6 +632,7 @@ gpujoin_pack_final(PG_FUNCTION_ARGS)
 		t->nrows = st->rd.nrows;
 		t->nnull = st->rd.nnull;
 		t->nnonfinite = st->rd.nnonfinite;
+		t->nzero = st->nzero;
 		t->partials = st->partials;
 		t->done = true;
 	}
@@ -663,7 +679,7 @@ PackAbandon(void *arg)
  * they come through a shared segment when one can be had.
  */
 int64
-GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
+GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize)
 {
 	static int64 counter = 0;
 	dsm_handle	h = DSM_HANDLE_INVALID;
@@ -680,6 +696,7 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
 		h = dsm_segment_handle(t->seg);
 		memset(sh, 0, sizeof(PackShared));
 		sh->magic = PACK_MAGIC;
+		sh->normalize = normalize;
 		sh->leader_pid = MyProcPid;
 		sh->leader_backend = MyBackendId;
 		sh->dims = dims;
@@ -691,6 +708,9 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims)
 		memset(SharedFill(sh), 0, sizeof(uint32) * sh->nblocks);
 		t->shared = sh;
 	}
+	/* every participant sees the segment (or errors), so all or none normalise */
+	t->normalized = normalize && t->seg != NULL;
+	t->nzero = 0;
 	cb->func = PackAbandon;
 	cb->arg = t;
 	MemoryContextRegisterResetCallback(cxt, cb);

@@ -94,11 +94,13 @@ typedef struct GjPackTarget
 	int64		nrows;
 	int64		nnull;
 	int64		nnonfinite;
+	int64		nzero;			/* zero rows the participants dropped (cosine) */
+	bool		normalized;		/* every row normalised by the participants */
 	int			partials;
 	GjRowReader rd_counts;		/* the counters above, for the reader */
 } GjPackTarget;
 
-extern int64 GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims);
+extern int64 GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize);
 extern void GjPackEnd(GjPackTarget *t);
 
 #endif							/* GJ_READER_H */
