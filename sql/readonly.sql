@@ -59,3 +59,25 @@ SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('-'::regclass, '{x,y}', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM knn_join('-'::regclass, 'ro_pts', '{x,y}', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM knn_selfjoin(0::oid::regclass, '{x,y}', 1)$$);
 SELECT pg_temp.err($$SELECT eps_selfjoin('-'::regclass, '{x,y}', 1)$$);
+
+-- the parallel read's probe of an array column's length runs under the same
+-- guard: a row-level security policy that writes is refused there too
+CREATE TABLE ro_arr (id int PRIMARY KEY, a float8[]);
+INSERT INTO ro_arr SELECT i, ARRAY[i, i] FROM generate_series(1, 100) i;
+ANALYZE ro_arr;
+CREATE ROLE ro_user;
+GRANT SELECT ON ro_arr TO ro_user;
+GRANT INSERT ON ro_log TO ro_user;
+ALTER TABLE ro_arr ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ro_arr_writes ON ro_arr FOR SELECT TO ro_user USING (ro_write() = 1);
+SELECT count(*) AS log_before FROM ro_log;
+SET gpujoin.parallel_read_min_rows = 0;
+SET ROLE ro_user;
+SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('ro_arr', '{a}', 1)$$);
+RESET ROLE;
+RESET gpujoin.parallel_read_min_rows;
+SELECT count(*) AS log_after FROM ro_log;
+DROP POLICY ro_arr_writes ON ro_arr;
+REVOKE ALL ON ro_arr FROM ro_user;
+REVOKE ALL ON ro_log FROM ro_user;
+DROP ROLE ro_user;

@@ -792,13 +792,19 @@ ProbeArrayDims(const GjInputSpec *spec, AttrNumber att)
 	bool		isnull;
 	Datum		d;
 	int			dims = 0;
+	int			nestlevel;
 
+	/* under the read's own guard: nothing the probe calls may write */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("transaction_read_only", "on", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (!isnull)
 			dims = DatumGetInt32(d);
 	}
+	AtEOXact_GUC(true, nestlevel);
 	if (SPI_tuptable != NULL)
 		SPI_freetuptable(SPI_tuptable);
 	pfree(sql);
