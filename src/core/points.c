@@ -68,7 +68,8 @@ gj_points_reserve(gj_points *p, int64_t n)
 	if (p->release != NULL)
 	{
 		/* borrowed storage cannot grow: move the rows to malloc'd arrays */
-		x = gj_big_alloc((size_t) cap * (size_t) p->dims * sizeof(double));
+		x = malloc((size_t) cap * (size_t) p->dims * sizeof(double));
+		gj_big_prepare(x, (size_t) n * (size_t) p->dims * sizeof(double));
 		ids = malloc((size_t) cap * sizeof(int64_t));
 		if (x == NULL || ids == NULL)
 		{
@@ -85,8 +86,14 @@ gj_points_reserve(gj_points *p, int64_t n)
 	x = realloc(p->x, (size_t) cap * (size_t) p->dims * sizeof(double));
 	if (x == NULL)
 		return GJ_ERR_NOMEM;
-	/* the new rows' pages, faulted in on threads now (big_buffers.c) */
-	gj_big_prepare(x + (size_t) p->cap * p->dims, (size_t) (cap - p->cap) * p->dims * sizeof(double));
+	/*
+	 * The rows asked for, faulted in on threads now (big_buffers.c): an
+	 * explicit reservation (the reader's, from the table's statistics) is
+	 * about to be filled; growth by doubling is not, and its spare half
+	 * is left for the first writes, so it costs no memory until used.
+	 */
+	if (n > p->cap)
+		gj_big_prepare(x + (size_t) p->cap * p->dims, (size_t) (n - p->cap) * p->dims * sizeof(double));
 	p->x = x;
 	ids = realloc(p->ids, (size_t) cap * sizeof(int64_t));
 	if (ids == NULL)
