@@ -62,6 +62,9 @@ ORDER BY k;
 INSERT INTO pr_arr VALUES (20005, '{1,2,3}', '{1,2,3}');
 \set VERBOSITY terse
 SELECT count(*) FROM eps_selfjoin('pr_arr', '{a}', 0.3);
+SET gpujoin.parallel_read_min_rows = -1;
+SELECT count(*) FROM eps_selfjoin('pr_arr', '{a}', 0.3);
+SET gpujoin.parallel_read_min_rows = 0;
 \set VERBOSITY default
 DELETE FROM pr_arr WHERE id = 20005;
 -- statistics that promise too few rows: the shared segment fills up and

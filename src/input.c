@@ -932,7 +932,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			pack = MemoryContextAllocZero(caller_cxt, sizeof(GjPackTarget));
 			pack->pts = pts;
 			pack->expect = ExpectedRows(spec->relid);
-			token = GjPackBegin(pack, caller_cxt, pack_dims, spec->metric == GJ_METRIC_COSINE);
+			token = GjPackBegin(pack, caller_cxt, pack_dims, spec->metric == GJ_METRIC_COSINE,
+								spec->fname);
 			r.packed = true;
 			if (pack->seg == NULL &&
 				(double) pack->expect * (8.0 + 8.0 * pack_dims) >= GJ_PACK_UNSHARED_MAX)

@@ -72,6 +72,7 @@ typedef struct PackShared
 	int64		nblocks;
 	int64		block_rows;
 	int32		normalize;		/* cosine: rows normalised as they are packed */
+	char		fname[NAMEDATALEN];	/* the reading function, for messages */
 	int32		leader_pid;		/* the reader that made it ... */
 	BackendId	leader_backend;	/* ... and its backend slot */
 	pg_atomic_uint64 next_block;
@@ -372,6 +373,9 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 		ShapeFromArgs(fcinfo, &st->rd.shape);
 		GjRowReaderInit(&st->rd, "gpujoin_pack", NULL, 0, aggcxt);
 		UseShared(st);
+		/* errors name the function the reader runs, as the serial read's do */
+		if (st->shared != NULL)
+			st->rd.fname = MemoryContextStrdup(aggcxt, st->shared->fname);
 		/* an array or vector column: the reader's probe fixed the dimensions */
 		if (st->rd.shape.is_array && st->shared != NULL)
 			GjRowReaderSetDims(&st->rd, st->shared->dims);
@@ -679,7 +683,7 @@ PackAbandon(void *arg)
  * they come through a shared segment when one can be had.
  */
 int64
-GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize)
+GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize, const char *fname)
 {
 	static int64 counter = 0;
 	dsm_handle	h = DSM_HANDLE_INVALID;
@@ -697,6 +701,7 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize)
 		memset(sh, 0, sizeof(PackShared));
 		sh->magic = PACK_MAGIC;
 		sh->normalize = normalize;
+		strlcpy(sh->fname, fname, sizeof(sh->fname));
 		sh->leader_pid = MyProcPid;
 		sh->leader_backend = MyBackendId;
 		sh->dims = dims;

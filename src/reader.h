@@ -100,7 +100,8 @@ typedef struct GjPackTarget
 	GjRowReader rd_counts;		/* the counters above, for the reader */
 } GjPackTarget;
 
-extern int64 GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize);
+extern int64 GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize,
+						 const char *fname);
 extern void GjPackEnd(GjPackTarget *t);
 
 #endif							/* GJ_READER_H */
