@@ -35,15 +35,6 @@ typedef struct order_plan
 	uint32_t   *perm;
 } order_plan;
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /* The quantile level of v: how many of the cuts are <= v. */
 static inline int64_t
 level_of(const double *cut, int ncut, double v)
@@ -163,7 +154,7 @@ plan_order(order_plan *o, int64_t s, int64_t step)
 	{
 		double	   *c = col + (size_t) j * s;
 
-		qsort(c, s, sizeof(double), cmp_double);
+		qsort(c, s, sizeof(double), gj_cmp_double);
 		for (int t = 1; t <= ncut; t++)
 			o->cut[(size_t) j * ncut + t - 1] = c[(int64_t) t * s / (ncut + 1)];
 	}

@@ -351,6 +351,7 @@ extern int	gj_cpu_count(void);
 extern gj_status gj_run_rows(void (*fn) (void *state, int64_t r0, int64_t r1), void *args,
 							 size_t stride, int64_t n, int nt);
 extern int	gj_slices_for(int64_t n, int64_t min_rows);
+extern int	gj_cmp_double(const void *a, const void *b);
 
 /*
  * Per-row answers about eps neighbourhoods, in memory O(rows), no pair ever

@@ -40,15 +40,6 @@ typedef struct contrast_arg
 	int64_t		r0;				/* the slice's first row (its scratch) */
 } contrast_arg;
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 static void
 contrast_rows(void *arg, int64_t r0, int64_t r1)
 {
@@ -78,7 +69,7 @@ contrast_rows(void *arg, int64_t r0, int64_t r1)
 			d2[nd++] = s;
 			nearest = s < nearest ? s : nearest;
 		}
-		qsort(d2, nd, sizeof(double), cmp_double);
+		qsort(d2, nd, sizeof(double), gj_cmp_double);
 		c->ratio[i] = d2[nd / 2] > 0.0 ? sqrt(nearest / d2[nd / 2]) : 0.0;
 	}
 }
@@ -117,7 +108,7 @@ gj_knn_contrast(const gj_points *p)
 		}
 		if (gj_run_rows(contrast_rows, args, sizeof(contrast_arg), m, nt) == GJ_OK)
 		{
-			qsort(ratio, m, sizeof(double), cmp_double);
+			qsort(ratio, m, sizeof(double), gj_cmp_double);
 			out = ratio[m / 2];
 		}
 	}

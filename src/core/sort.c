@@ -88,6 +88,16 @@ gj_run_rows(void (*fn) (void *state, int64_t r0, int64_t r1), void *args, size_t
 	}
 }
 
+/* qsort's comparator for doubles, ascending (NaN compares equal to all). */
+int
+gj_cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /* Slices for n rows, each at least min_rows long, at most one per core. */
 int
 gj_slices_for(int64_t n, int64_t min_rows)
