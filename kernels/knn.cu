@@ -104,8 +104,8 @@ struct gj_gpu_knn
 	int			npart;
 	int64_t    *part_cell;		/* npart + 1 cell boundaries */
 	int			registered;		/* refs pinned with cudaHostRegister */
-	int			self_resident;	/* a self-join's queries: the references in d_x[0] */
-	double	   *d_qall;			/* or every query on the device (upload_queries) */
+	const double *q_resident;	/* every query on the device, in batch order, or NULL */
+	double	   *d_qall;			/* ... when uploaded for it (resident_queries) */
 	cudaStream_t copy_stream;
 	cudaEvent_t part_ready[2];	/* a slot's partition has arrived */
 	cudaEvent_t slot_free[2];	/* the last kernel reading a slot is done */
@@ -583,18 +583,8 @@ build_device_index(struct gj_gpu_knn *j, cudaStream_t stream, char *err, size_t 
 static gj_status
 alloc_batches(struct gj_gpu_knn *j)
 {
-	int			staged;
-
-	/*
-	 * A self-join whose references all sit in one device buffer, in the
-	 * queries' order: the batches read their queries there.  Staging them
-	 * instead pinned dims x batch doubles twice (2 x 400 MB for 768
-	 * dimensions: 0.4 s of cudaMallocHost) and copied every query again.
-	 */
-	j->self_resident = !j->dev_index && j->queries == j->refs && j->npart == 1 &&
-		j->order == NULL && j->dq.xs == NULL;
-	staged = !(j->dev_index && j->exclude_self) && j->dq.xs == NULL && !j->self_resident &&
-		j->d_qall == NULL;
+	int			staged = !(j->dev_index && j->exclude_self) && j->dq.xs == NULL &&
+		j->q_resident == NULL;
 
 	for (int b = 0; b < 2; b++)
 	{
@@ -621,18 +611,29 @@ alloc_batches(struct gj_gpu_knn *j)
 }
 
 /*
- * knn_join's queries, all on the device when they fit beside the
- * references, the batches and the tensor-core filter's rows: uploaded once
- * from pageable memory, instead of staged batch by batch through two
- * pinned buffers of dims x batch doubles (800 MB at 768 dimensions, ~0.4 s
- * of cudaMallocHost, past the pinned cache).  Best effort: without room the
- * batches stage their queries as before.
+ * Every query on the device, in batch order, for references that sit whole
+ * in one buffer (brute force, no query order): a self-join's queries are
+ * those references (d_x[0]); a join's are uploaded once from pageable
+ * memory when they fit beside the references, the batches and the
+ * tensor-core filter's rows.  Staging them batch by batch instead pinned
+ * two buffers of dims x batch doubles (800 MB at 768 dimensions, ~0.4 s of
+ * cudaMallocHost, past the pinned cache) and copied every query again.
+ * Best effort: without room the batches stage their queries as before.
  */
 static void
-upload_queries(struct gj_gpu_knn *j, size_t budget)
+resident_queries(struct gj_gpu_knn *j, size_t budget)
 {
 	size_t		q = sizeof(double) * j->dims * (size_t) j->queries->n;
-	size_t		need = q +
+	size_t		need;
+
+	if (j->dev_index || j->npart != 1 || j->order != NULL || j->dq.xs != NULL)
+		return;
+	if (j->queries == j->refs)
+	{
+		j->q_resident = j->d_x[0];
+		return;
+	}
+	need = q +
 		(sizeof(double) * j->dims + sizeof(int64_t)) * (size_t) j->part_cap +
 		2 * per_query_bytes(j) * (size_t) j->batch +
 		sizeof(float) * ((size_t) j->dims + 8) * ((size_t) j->refs->n + 2 * (size_t) j->batch);
@@ -650,7 +651,9 @@ upload_queries(struct gj_gpu_knn *j, size_t budget)
 		cudaFree(j->d_qall);
 		j->d_qall = NULL;
 		cudaGetLastError();
+		return;
 	}
+	j->q_resident = j->d_qall;
 }
 
 /* Upload partition p into a buffer slot on the copy stream, once it is free. */
@@ -691,10 +694,8 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 		qx = j->dg.xs + q0 * dims;	/* the sorted references themselves */
 	else if (j->dq.xs != NULL)
 		qx = j->dq.xs + q0 * dims;	/* the queries sorted on the device */
-	else if (j->self_resident)
-		qx = j->d_x[0] + q0 * dims;	/* the references, uploaded at the start */
-	else if (j->d_qall != NULL)
-		qx = j->d_qall + q0 * dims;	/* every query, uploaded at the start */
+	else if (j->q_resident != NULL)
+		qx = j->q_resident + q0 * dims;	/* every query, on the device from the start */
 	else
 	{
 		for (int64_t t = 0; t < nq; t++)
@@ -1081,9 +1082,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		double		t1 = gj_now_ms();
 
 		j->Gh.stop = j->d_stop;
-		if (!j->dev_index && j->npart == 1 && j->queries != j->refs && j->order == NULL &&
-			j->dq.xs == NULL)
-			upload_queries(j, budget);
+		resident_queries(j, budget);
 		st = alloc_batches(j);
 		j->info.alloc_ms = gj_now_ms() - t1;
 	}
