@@ -700,6 +700,20 @@ GjReceiverDestroy(DestReceiver *self)
 }
 
 /*
+ * transaction_read_only on at a new GUC nest level, for a read as the
+ * caller; AtEOXact_GUC(true, level) undoes it (an error does too).
+ */
+static int
+EnterReadOnly(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("transaction_read_only", "on", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+/*
  * Run plan as the caller, read-only, into the receiver r: in read-only
  * transaction mode, and refusing any command that used the command id (a
  * write to a temporary table) with an ERROR that rolls it back.
@@ -726,9 +740,7 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 		return;
 	}
 
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("transaction_read_only", "on", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = EnterReadOnly();
 	if (r->packed && gj_cpu_count() >= 8)
 	{
 		/*
@@ -795,9 +807,7 @@ ProbeArrayDims(const GjInputSpec *spec, AttrNumber att)
 	int			nestlevel;
 
 	/* under the read's own guard: nothing the probe calls may write */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("transaction_read_only", "on", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = EnterReadOnly();
 	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
