@@ -106,7 +106,23 @@ typedef struct gj_batch
 	uint64_t	b0;
 	uint64_t	b1;
 	unsigned long long skip;
+	int64_t		phase;			/* with phases: the data it needs (else 0) */
 } gj_batch;
+
+/*
+ * Phases (optional, gj_driver_phases): an engine whose data does not fit
+ * the device at once cuts its units into phases, each needing its own data
+ * in one of nslots device slots (phase v in slot v % nslots).  The driver
+ * loads a phase into its slot (load, synchronous, on the engine's own
+ * stream) only when no batch of the phase the slot held is pending or
+ * running, and launches a batch only when its phase is in its slot; while
+ * the top batch waits, a deeper one whose phase is loaded runs.  Every
+ * phase a slot held is finished before it is overwritten, so a batch never
+ * reads another phase's data.
+ */
+#define GJ_DRIVER_MAX_SLOTS 2
+
+typedef gj_status (*gj_phase_load_fn) (void *ctx, int64_t phase, int slot);
 
 typedef struct gj_pair_driver
 {
@@ -132,6 +148,13 @@ typedef struct gj_pair_driver
 	int64_t		batches;		/* launches that delivered */
 	int64_t		overflows;		/* batches split and rerun */
 	int64_t		pairs;
+	/* phases: none when nphases == 0 */
+	int64_t		nphases;
+	int			nslots;
+	int64_t		slot_phase[GJ_DRIVER_MAX_SLOTS];	/* -1: empty */
+	int64_t    *outstanding;	/* per phase: batches pending or running */
+	gj_phase_load_fn load;
+	int64_t		loads;			/* phases loaded by the driver */
 } gj_pair_driver;
 
 extern gj_status gj_driver_init(gj_pair_driver *d, gj_engine *eng, int nstreams,
@@ -139,7 +162,9 @@ extern gj_status gj_driver_init(gj_pair_driver *d, gj_engine *eng, int nstreams,
 extern gj_status gj_driver_buffers(gj_pair_driver *d, int64_t cap, int64_t min_cap,
 								   int forced, char *err, size_t errlen);
 extern int	gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1,
-						   unsigned long long skip);
+						   unsigned long long skip, int64_t phase);
+extern gj_status gj_driver_phases(gj_pair_driver *d, int64_t nphases, int nslots,
+								  gj_phase_load_fn load);
 extern gj_status gj_driver_start(gj_pair_driver *d, gj_batch_launch_fn launch,
 								 void *ctx, int windows);
 extern void gj_driver_stop(gj_pair_driver *d);

@@ -20,6 +20,11 @@
  * written), which needs the unit's pairs to come out in a fixed order:
  * engines whose units cannot overflow a buffer never get there.
  *
+ * An engine whose data does not fit the device at once gives phases
+ * (gj_driver_phases): each batch needs one phase's data in a device slot,
+ * and the driver loads the next phase into a slot once every batch of the
+ * phase it held, reruns included, has finished.
+ *
  * Result buffers outlive a join in this process: pinning host memory costs
  * tens of milliseconds, more than a small join itself.  A finished join
  * leaves its buffers in a cache and the next one with no larger a need
@@ -55,7 +60,8 @@ driver_fail(gj_pair_driver *d, gj_status st, const char *what, cudaError_t e)
 }
 
 int
-gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1, unsigned long long skip)
+gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1, unsigned long long skip,
+			   int64_t phase)
 {
 	if (d->npending == d->cap_pending)
 	{
@@ -70,8 +76,76 @@ gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1, unsigned long long s
 	d->pending[d->npending].b0 = b0;
 	d->pending[d->npending].b1 = b1;
 	d->pending[d->npending].skip = skip;
+	d->pending[d->npending].phase = phase;
 	d->npending++;
+	if (d->nphases > 0)
+		d->outstanding[phase]++;
 	return 1;
+}
+
+/* Phases for the batches pushed from now on (see gpu_common.cuh). */
+gj_status
+gj_driver_phases(gj_pair_driver *d, int64_t nphases, int nslots, gj_phase_load_fn load)
+{
+	if (nphases < 1 || nslots < 1 || nslots > GJ_DRIVER_MAX_SLOTS || d->npending > 0)
+		return GJ_ERR_ARG;
+	d->outstanding = (int64_t *) calloc((size_t) nphases, sizeof(int64_t));
+	if (d->outstanding == NULL)
+		return GJ_ERR_NOMEM;
+	d->nphases = nphases;
+	d->nslots = nslots;
+	d->load = load;
+	for (int s = 0; s < GJ_DRIVER_MAX_SLOTS; s++)
+		d->slot_phase[s] = -1;
+	return GJ_OK;
+}
+
+/*
+ * The pending batch to launch next, as an index into the stack: the top,
+ * or with phases the first from the top whose phase is in its slot, after
+ * loading the top's phase when its slot is free.  -1: none can run yet
+ * (a slot's phase is still running); -2: a load failed (recorded).
+ */
+static int64_t
+pick_batch(gj_pair_driver *d)
+{
+	int64_t		top = d->npending - 1;
+	int64_t		v,
+				held;
+	int			slot;
+	gj_status	st;
+
+	if (d->nphases == 0)
+		return top;
+	for (int64_t i = top; i >= 0; i--)
+		if (d->slot_phase[d->pending[i].phase % d->nslots] == d->pending[i].phase)
+			return i;
+	v = d->pending[top].phase;
+	slot = (int) (v % d->nslots);
+	held = d->slot_phase[slot];
+	if (held >= 0 && d->outstanding[held] > 0)
+		return -1;
+	st = d->load(d->ctx, v, slot);
+	if (st != GJ_OK)
+	{
+		/* the load's own message, when it left one */
+		if (d->err[0] == '\0')
+			driver_fail(d, st, "loading the next phase's data", cudaSuccess);
+		else if (gj_engine_error(d->eng) == GJ_OK)
+			d->eng->error = st;
+		return -2;
+	}
+	d->slot_phase[slot] = v;
+	d->loads++;
+	return top;
+}
+
+/* A batch's kernel has finished (its reruns, if any, are pushed). */
+static inline void
+batch_done(gj_pair_driver *d, const gj_batch *b)
+{
+	if (d->nphases > 0)
+		d->outstanding[b->phase]--;
 }
 
 /* The driver thread: keeps the streams busy until the batches run out. */
@@ -100,12 +174,22 @@ driver_main(void *arg)
 
 			if (state[s] == ST_IDLE)
 			{
+				int64_t		at;
+
 				if (d->npending == 0)
 				{
 					idle++;
 					continue;
 				}
-				cur[s] = d->pending[--d->npending];
+				at = pick_batch(d);
+				if (at == -2)
+					break;
+				if (at < 0)
+					continue;	/* a slot's phase still runs elsewhere */
+				cur[s] = d->pending[at];
+				memmove(&d->pending[at], &d->pending[at + 1],
+						sizeof(gj_batch) * (d->npending - 1 - at));
+				d->npending--;
 				d->out[s].skip = cur[s].skip;
 				e = cudaMemsetAsync(d->out[s].count, 0, sizeof(unsigned long long), st);
 				if (e == cudaSuccess)
@@ -155,17 +239,20 @@ driver_main(void *arg)
 						ok = 1;
 						for (uint64_t k = pieces; ok && k-- > 0;)
 							ok = gj_driver_push(d, cur[s].b0 + len * k / pieces,
-												cur[s].b0 + len * (k + 1) / pieces, 0);
+												cur[s].b0 + len * (k + 1) / pieces, 0,
+												cur[s].phase);
 						if (!ok)
 						{
 							driver_fail(d, GJ_ERR_NOMEM, "batch list", cudaSuccess);
 							break;
 						}
+						batch_done(d, &cur[s]);
 						state[s] = ST_IDLE;
 						continue;
 					}
 					/* one unit: deliver this full window, queue the next */
-					if (!d->windows || !gj_driver_push(d, cur[s].b0, cur[s].b1, cur[s].skip + d->cap))
+					if (!d->windows || !gj_driver_push(d, cur[s].b0, cur[s].b1, cur[s].skip + d->cap,
+													   cur[s].phase))
 					{
 						driver_fail(d, d->windows ? GJ_ERR_NOMEM : GJ_ERR_CUDA,
 									d->windows ? "batch list" :
@@ -174,6 +261,7 @@ driver_main(void *arg)
 					}
 					count[s] = (unsigned long long) d->cap;
 				}
+				batch_done(d, &cur[s]);
 				if (count[s] == 0)
 				{
 					d->batches++;
@@ -480,5 +568,8 @@ gj_driver_stop(gj_pair_driver *d)
 	free(d->pending);
 	d->pending = NULL;
 	d->npending = d->cap_pending = 0;
+	free(d->outstanding);
+	d->outstanding = NULL;
+	d->nphases = 0;
 	cudaGetLastError();
 }

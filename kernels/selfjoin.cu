@@ -350,7 +350,7 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, double eps2,
 		int64_t		p0 = b * ppb,
 					p1 = p0 + ppb < n ? p0 + ppb : n;
 
-		if (!gj_driver_push(&j->drv, (uint64_t) p0, (uint64_t) p1, 0))
+		if (!gj_driver_push(&j->drv, (uint64_t) p0, (uint64_t) p1, 0, 0))
 			return GJ_ERR_NOMEM;
 	}
 	return GJ_OK;
