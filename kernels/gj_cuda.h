@@ -57,6 +57,7 @@ typedef struct gj_gpu_options
 	int64_t		batch_pairs;	/* result pairs per buffer; 0: automatic */
 	int			nstreams;		/* 0: 3 */
 	int			no_filter;		/* kNN: no tensor-core filter (tests) */
+	int64_t		slice_rows;		/* tiles: slices of at most this many rows (tests) */
 } gj_gpu_options;
 
 typedef struct gj_gpu_stats
@@ -127,8 +128,10 @@ extern const char *gj_gpu_knn_error(const gj_gpu_knn *j);
  * The GPU eps self-join by tiles (tiles.cu), for many dimensions: every
  * pair of p's rows (in their order), a tensor-core filter with a proven
  * margin, the float64 rule for what it keeps.  An engine like
- * gj_cpu_tiles, with the same chunks and the same answers.
- * GJ_ERR_DEVICE_OOM: the points do not fit, run the CPU engine.
+ * gj_cpu_tiles, with the same chunks and the same answers.  Rows that do
+ * not fit the device at once are joined in slices, pair of slices by pair
+ * of slices, re-read from p (which must outlive the engine).
+ * GJ_ERR_DEVICE_OOM: not even two slices of TILE rows fit: run the CPU engine.
  */
 typedef struct gj_gpu_tiles gj_gpu_tiles;
 
@@ -142,6 +145,9 @@ typedef struct gj_gpu_tiles_info
 	int64_t		batches;
 	int64_t		overflows;
 	int64_t		pairs;
+	int64_t		slices;			/* the rows in slices that fit the device (1: all at once) */
+	int64_t		windows;		/* ... and the pairs of slices joined */
+	int64_t		slice_rows;
 	double		done_ms;		/* gj_now_ms() when the last chunk was handed over */
 } gj_gpu_tiles_info;
 

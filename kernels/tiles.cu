@@ -42,6 +42,9 @@ typedef struct tiles_params
 	const int64_t *run_u0;		/* nruns + 1: each run's first unit */
 	int64_t		nruns;
 	int64_t		n;
+	int64_t		split;			/* rows mode: rows before split are off_a + i, */
+	int64_t		off_a;			/* ... the rest off_b + (i - split) (the window's */
+	int64_t		off_b;			/* ... two slices) */
 	int			dims;
 	int			dp;				/* dims padded to a multiple of 8 */
 	double		eps2;
@@ -59,7 +62,8 @@ __device__ __forceinline__ void
 tiles_emit(const tiles_params &P, const gj_out &O, int64_t i, int64_t j, double s)
 {
 	if (P.emit_rows)
-		gj_out_put(O, i, j, sqrt(s));
+		gj_out_put(O, i < P.split ? P.off_a + i : P.off_b + (i - P.split),
+				   j < P.split ? P.off_a + j : P.off_b + (j - P.split), sqrt(s));
 	else
 	{
 		int64_t		a = P.ids[i],
@@ -426,52 +430,319 @@ gram_kernel(tiles_params P, int64_t qb, int64_t rb, float *out)
 				out[ACC_ROW(wm, mi, g, e) * TILE + ACC_COL(wn, ni, t, e)] = acc[mi][ni][e];
 }
 
+/*
+ * Rows too many for the device are cut into slices of m rows (a multiple
+ * of TILE); a window is a pair of slices (a, b), a <= b, taken a-major:
+ * (0,0), (0,1), ... (0,S-1), (1,1), ...  Window (a, a) joins slice a
+ * with itself (every block pair of it); (a, b) joins every block of a
+ * with every block of b, whose rows follow a's in the window.  Every pair
+ * of rows lies in exactly one window.  Each window is a phase of the batch
+ * driver, held in one of two slots, so that the next window's slice
+ * uploads while the current window's last batches run; consecutive
+ * windows of one a keep a's rows in the slot (only b's travel).  When
+ * everything fits, one window (0,0) holds every row, as before slicing.
+ */
+typedef struct tiles_slot
+{
+	double	   *x;				/* rows: slice a, then slice b */
+	int64_t    *ids;
+	float	   *f;
+	float	   *h;
+	double	   *r;
+	double	   *blockr;
+	dev_bounds	bounds;
+	int64_t    *runs;			/* run_qb, run_lo, run_u0 of the window */
+	int64_t		slice_a;		/* the slice in the slot's first rows, -1: none */
+	double		maxr_a;			/* its largest centred norm */
+	tiles_params P;
+} tiles_slot;
+
 struct gj_gpu_tiles
 {
 	gj_engine	eng;			/* first: the queue, the first error, free */
 	gj_pair_driver drv;
-	tiles_params P;
-	gj_tile_plan plan;
-	double	   *d_x;
-	int64_t    *d_ids;
-	float	   *d_f;
-	float	   *d_h;
-	double	   *d_r;
-	double	   *d_blockr;
-	double	   *d_m;
-	int64_t    *d_runs;			/* run_qb, run_lo, run_u0 */
-	dev_bounds	d_bounds;		/* with opt.prune: the blocks' bounds */
+	const gj_points *p;			/* the rows, read again for every window */
+	gj_tiles_options opt;
+	int64_t		m;				/* rows a slice */
+	int64_t		nslices;
+	int64_t		nwin;
+	int32_t    *win_a;			/* per window: its slices */
+	int32_t    *win_b;
+	int64_t    *win_u0;			/* nwin + 1: each window's first unit */
+	int64_t    *hruns;			/* host scratch for a window's runs */
+	int			nslots;
+	tiles_slot	slot[GJ_DRIVER_MAX_SLOTS];
+	double	   *d_m;			/* the centre of every window's filter rows */
 	unsigned long long *d_skipped;
 	int		   *d_stop;
 	cudaStream_t stop_stream;
+	cudaStream_t load_stream;
+	int			registered;		/* p's rows pinned for the windows' uploads */
+	double		load_ms;
 	gj_gpu_tiles_info info;
 };
 
 static void gpu_tiles_free(gj_engine *e);
 
-/* The driver's launch: units [b0, b1). */
+/* The window holding unit u. */
+static int64_t
+window_of(const struct gj_gpu_tiles *j, uint64_t u)
+{
+	int64_t		lo = 0,
+				hi = j->nwin;
+
+	while (hi - lo > 1)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if ((uint64_t) j->win_u0[mid] <= u)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The driver's launch: units [b0, b1), all of one window, in its slot. */
 static cudaError_t
 launch_units(void *ctx, uint64_t b0, uint64_t b1, const gj_out &O, cudaStream_t s)
 {
 	struct gj_gpu_tiles *j = (struct gj_gpu_tiles *) ctx;
+	int64_t		w = window_of(j, b0);
+	uint64_t	u0 = (uint64_t) j->win_u0[w];
 	uint64_t	ctas = (b1 - b0 + TUNITS_PER_CTA - 1) / TUNITS_PER_CTA;
 
 	if (ctas == 0)
 		return cudaSuccess;
-	tiles_kernel<<<(unsigned) ctas, TTHREADS, 0, s>>>(j->P, b0, b1, O);
+	tiles_kernel<<<(unsigned) ctas, TTHREADS, 0, s>>>(j->slot[w % j->nslots].P, b0 - u0,
+													  b1 - u0, O);
 	return cudaGetLastError();
 }
 
-/* Device bytes the points and the filter take. */
-static size_t
-tiles_bytes(int64_t n, int dims, int dp)
+/* Rows of slice a. */
+static int64_t
+slice_rows(const struct gj_gpu_tiles *j, int64_t a)
 {
-	return (size_t) n * ((size_t) dims * 8 + (size_t) dp * 4 + 8 + 4 + 8) +
-		(size_t) ((n + TILE - 1) / TILE + 1) * (8 + 24 + 24 * (size_t) dims) +
-		((size_t) 32 << 20);
+	int64_t		r0 = a * j->m;
+
+	return j->p->n - r0 < j->m ? j->p->n - r0 : j->m;
 }
 
-/* Upload, centre, filter data, plan; fills j->P. */
+/* Device bytes a row takes in a slot, and a block of TILE rows beyond that. */
+static size_t
+row_bytes(int dims, int dp)
+{
+	return (size_t) dims * 8 + (size_t) dp * 4 + 8 + 4 + 8;
+}
+
+static size_t
+block_bytes(int dims)
+{
+	return 8 + 8 + 24 * (size_t) dims + 3 * 8;
+}
+
+/* Room in a slot for rows rows. */
+static cudaError_t
+slot_alloc(tiles_slot *sl, int64_t rows, int dims, int dp, int ids, int prune)
+{
+	int64_t		nb = (rows + TILE - 1) / TILE;
+	cudaError_t e = cudaMalloc(&sl->x, sizeof(double) * (size_t) (rows + 1) * dims);
+
+	sl->slice_a = -1;
+	if (e == cudaSuccess && ids)
+		e = cudaMalloc(&sl->ids, sizeof(int64_t) * (rows + 1));
+	if (e == cudaSuccess)
+		e = cudaMalloc(&sl->f, sizeof(float) * (size_t) (rows + 1) * dp);
+	if (e == cudaSuccess)
+		e = cudaMalloc(&sl->h, sizeof(float) * (rows + 1));
+	if (e == cudaSuccess)
+		e = cudaMalloc(&sl->r, sizeof(double) * (rows + 1));
+	if (e == cudaSuccess)
+		e = cudaMalloc(&sl->blockr, sizeof(double) * (nb + 1));
+	if (e == cudaSuccess)
+		e = cudaMalloc(&sl->runs, sizeof(int64_t) * (3 * nb + 1));
+	if (e == cudaSuccess && prune)
+		e = dev_bounds_alloc(&sl->bounds, nb, dims);
+	return e;
+}
+
+static void
+slot_free(tiles_slot *sl)
+{
+	cudaFree(sl->x);
+	cudaFree(sl->ids);
+	cudaFree(sl->f);
+	cudaFree(sl->h);
+	cudaFree(sl->r);
+	cudaFree(sl->blockr);
+	cudaFree(sl->runs);
+	dev_bounds_free(&sl->bounds);
+	memset(sl, 0, sizeof(*sl));
+}
+
+/*
+ * Slice c's rows into the slot from row at (block at / TILE) on: the
+ * points, their ids, filter rows and blocks' bounds; *maxr, their largest
+ * centred norm.  Waits for the load stream.
+ */
+static cudaError_t
+slot_put_slice(struct gj_gpu_tiles *j, tiles_slot *sl, int64_t c, int64_t at, double *maxr)
+{
+	const gj_points *p = j->p;
+	int			dims = p->dims,
+				dp = j->slot[0].P.dp;
+	int64_t		r0 = c * j->m,
+				rows = slice_rows(j, c),
+				b0 = at / TILE;
+	cudaStream_t s = j->load_stream;
+	cudaError_t e;
+
+	e = cudaMemcpyAsync(sl->x + at * dims, p->x + r0 * dims, sizeof(double) * rows * dims,
+						cudaMemcpyHostToDevice, s);
+	if (e == cudaSuccess && sl->ids != NULL)
+		e = cudaMemcpyAsync(sl->ids + at, p->ids + r0, sizeof(int64_t) * rows,
+							cudaMemcpyHostToDevice, s);
+	if (e == cudaSuccess && j->opt.prune && rows > 0)
+	{
+		dev_bounds	B = sl->bounds;
+
+		B.lo += b0 * dims;
+		B.hi += b0 * dims;
+		B.c += b0 * dims;
+		B.r += b0;
+		bounds_kernel<<<(unsigned) ((rows + TILE - 1) / TILE), 256, 0, s>>>(sl->x + at * dims,
+																			rows, dims, B);
+		e = cudaGetLastError();
+	}
+	if (e == cudaSuccess)
+		e = filter_rows(sl->x + at * dims, j->d_m, rows, dims, dp, sl->f + at * dp, sl->h + at,
+						sl->r + at, sl->blockr + b0, s, maxr);
+	return e;
+}
+
+/*
+ * Window w into slot k (the driver's load, and the first window's at the
+ * start): slice a unless the slot already holds it, then slice b, the
+ * window's runs, and the kernel's parameters.
+ */
+static gj_status
+load_window(void *ctx, int64_t w, int k)
+{
+	struct gj_gpu_tiles *j = (struct gj_gpu_tiles *) ctx;
+	tiles_slot *sl = &j->slot[k];
+	int64_t		a = j->win_a[w],
+				b = j->win_b[w];
+	int64_t		rows_a = slice_rows(j, a),
+				rows_b = a == b ? 0 : slice_rows(j, b),
+				nba = (rows_a + TILE - 1) / TILE,
+				nbb = (rows_b + TILE - 1) / TILE,
+				nruns = nba,
+				u = 0;
+	double		maxr_b = 0.0,
+				t0 = gj_now_ms();
+	cudaError_t e = cudaSuccess;
+	tiles_params *P = &sl->P;
+
+	if (sl->slice_a != a)
+	{
+		sl->slice_a = -1;
+		e = slot_put_slice(j, sl, a, 0, &sl->maxr_a);
+		if (e == cudaSuccess)
+			sl->slice_a = a;
+	}
+	if (e == cudaSuccess && a != b)
+		e = slot_put_slice(j, sl, b, rows_a, &maxr_b);
+
+	/* the runs: within a, every block pair; across, every block of a with every one of b */
+	for (int64_t qb = 0; qb < nruns; qb++)
+	{
+		int64_t		lo = a == b ? qb : nba,
+					hi = a == b ? nba : nba + nbb;
+
+		j->hruns[qb] = qb;
+		j->hruns[nruns + qb] = lo;
+		j->hruns[2 * nruns + qb] = u;
+		u += hi - lo;
+	}
+	j->hruns[3 * nruns] = u;
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(sl->runs, j->hruns, sizeof(int64_t) * (3 * nruns + 1),
+							cudaMemcpyHostToDevice, j->load_stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(j->load_stream);
+	if (e != cudaSuccess)
+	{
+		snprintf(j->drv.err, sizeof(j->drv.err), "slice upload: %s", cudaGetErrorName(e));
+		cudaGetLastError();
+		sl->slice_a = -1;
+		return gj_cuda_status(e);
+	}
+	if (u != j->win_u0[w + 1] - j->win_u0[w])
+	{
+		snprintf(j->drv.err, sizeof(j->drv.err), "window %lld: %lld units, planned %lld",
+				 (long long) w, (long long) u, (long long) (j->win_u0[w + 1] - j->win_u0[w]));
+		return GJ_ERR_CUDA;	/* cannot happen: the plan and the load disagree */
+	}
+
+	P->x = sl->x;
+	P->ids = sl->ids;
+	P->f = sl->f;
+	P->h = sl->h;
+	P->blockr = sl->blockr;
+	P->run_qb = sl->runs;
+	P->run_lo = sl->runs + nruns;
+	P->run_u0 = sl->runs + 2 * nruns;
+	P->nruns = nruns;
+	P->n = rows_a + rows_b;
+	P->split = rows_a;
+	P->off_a = a * j->m;
+	P->off_b = b * j->m;
+	P->B = sl->bounds;
+
+	/*
+	 * The filter, where its float32 arithmetic holds: eps2 well above
+	 * float32's smallest numbers, squared norms well below its largest.
+	 * Elsewhere every unit takes the slow path (the float64 rule).
+	 */
+	P->use_filter = j->opt.eps2 >= 1e-30 && j->opt.eps2 < 1e30 &&
+		sl->maxr_a <= 1e18 && maxr_b <= 1e18 && !j->opt.no_filter;
+	j->info.filter |= P->use_filter;
+	j->load_ms += gj_now_ms() - t0;
+	return GJ_OK;
+}
+
+/*
+ * The rows' centre for the filter: the mean of up to 4,096 rows spread
+ * over them (any centre keeps the filter exact; near the mean keeps the
+ * rows' norms, and so its margin, small).
+ */
+static void
+sample_centre(const gj_points *p, double *m)
+{
+	int64_t		cap = (int64_t) (4e6 / p->dims),
+				k = p->n < 4096 ? p->n : 4096;
+
+	k = k < cap ? k : cap < 1 ? 1 : cap;
+	memset(m, 0, sizeof(double) * p->dims);
+	if (p->n == 0)
+		return;
+	for (int64_t t = 0; t < k; t++)
+	{
+		const double *x = p->x + (t * (p->n / k)) * p->dims;
+
+		for (int d = 0; d < p->dims; d++)
+			m[d] += x[d];
+	}
+	for (int d = 0; d < p->dims; d++)
+		m[d] /= (double) k;
+}
+
+/*
+ * How the rows meet the device: one slot of every row when they fit the
+ * budget beside the minimum result buffers, else two slots of two slices
+ * each; then the windows and their units, the slots, the centre, and the
+ * first window loaded.
+ */
 static gj_status
 prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 		const gj_gpu_options *gopt, char *err, size_t errlen)
@@ -482,170 +753,149 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 	size_t		free_b = 0,
 				total_b = 0,
 				budget,
-				need;
-	cudaStream_t s = j->drv.streams[0];
-	gj_dim_stats *st = NULL;
-	double	   *m = NULL,
-				maxr = 0.0;
-	int64_t    *runs = NULL;
+				fixed = ((size_t) 32 << 20) + (size_t) TILES_MIN_BATCH * 24 * j->drv.nstreams,
+				per_row = row_bytes(dims, dp) + (block_bytes(dims) + TILE - 1) / TILE;
+	int64_t		forced = gopt != NULL ? gopt->slice_rows : 0;
+	double	   *m = NULL;
 	gj_status	res;
 	double		t0 = gj_now_ms();
 
+	j->p = p;
+	j->opt = *opt;
 	GJ_CUDA_CHECK(err, errlen, cudaMemGetInfo(&free_b, &total_b));
 	budget = (size_t) (free_b * 0.9);
 	if (gopt != NULL && gopt->memory_limit > 0 && gopt->memory_limit < budget)
 		budget = gopt->memory_limit;
-	need = tiles_bytes(n, dims, dp) + (size_t) TILES_MIN_BATCH * 24 * j->drv.nstreams;
-	if (need > budget)
+	if (fixed + (size_t) n * per_row <= budget && (forced <= 0 || forced >= n))
 	{
-		snprintf(err, errlen, "the points and their filter need about %zu MB of GPU memory, %zu MB are available",
-				 need >> 20, budget >> 20);
-		return GJ_ERR_DEVICE_OOM;
+		j->m = n > 0 ? n : 1;
+		j->nslots = 1;
 	}
+	else
+	{
+		int64_t		most = budget > fixed ? (int64_t) ((budget - fixed) / (4 * per_row)) : 0;
+
+		if (forced > 0 && forced < most)
+			most = forced;
+		j->m = most / TILE * TILE;
+		j->nslots = 2;
+		if (j->m < TILE || (n + j->m - 1) / j->m > 4096)
+		{
+			snprintf(err, errlen, "the points need about %zu MB of GPU memory, and slices of them at least %zu MB; %zu MB are available",
+					 ((size_t) n * per_row + fixed) >> 20,
+					 (4 * per_row * (size_t) (TILE > n / 4096 ? TILE : n / 4096) + fixed) >> 20,
+					 budget >> 20);
+			return GJ_ERR_DEVICE_OOM;
+		}
+	}
+	j->nslices = (n + j->m - 1) / j->m;
+	if (j->nslices < 1)
+		j->nslices = 1;
+	j->nwin = j->nslices * (j->nslices + 1) / 2;
+	j->win_a = (int32_t *) malloc(sizeof(int32_t) * j->nwin);
+	j->win_b = (int32_t *) malloc(sizeof(int32_t) * j->nwin);
+	j->win_u0 = (int64_t *) malloc(sizeof(int64_t) * (j->nwin + 1));
+	j->hruns = (int64_t *) malloc(sizeof(int64_t) * (3 * ((2 * j->m + TILE - 1) / TILE) + 1));
+	m = (double *) malloc(sizeof(double) * dims);
+	if (j->win_a == NULL || j->win_b == NULL || j->win_u0 == NULL || j->hruns == NULL || m == NULL)
+	{
+		free(m);
+		return GJ_ERR_NOMEM;
+	}
+	{
+		int64_t		w = 0,
+					u = 0;
+
+		for (int64_t a = 0; a < j->nslices; a++)
+			for (int64_t b = a; b < j->nslices; b++, w++)
+			{
+				int64_t		nba = (slice_rows(j, a) + TILE - 1) / TILE,
+							nbb = (slice_rows(j, b) + TILE - 1) / TILE;
+
+				j->win_a[w] = (int32_t) a;
+				j->win_b[w] = (int32_t) b;
+				j->win_u0[w] = u;
+				u += a == b ? nba * (nba + 1) / 2 : nba * nbb;
+			}
+		j->win_u0[w] = u;
+	}
+
 	res = gj_gpu_stop_alloc(&j->d_stop, &j->stop_stream, err, errlen);
 	if (res != GJ_OK)
-		return res;
-
-	/* the points, and their per-dimension sums for the centre */
-	st = (gj_dim_stats *) malloc(sizeof(gj_dim_stats) * dims);
-	m = (double *) malloc(sizeof(double) * dims);
-	if (st == NULL || m == NULL)
-	{
-		free(st);
-		free(m);
-		return GJ_ERR_NOMEM;
-	}
-	res = gj_gpu_upload_stats(p, &j->d_x, st, s, &j->info.upload_ms, err, errlen);
-	for (int d = 0; res == GJ_OK && d < dims; d++)
-		m[d] = n > 0 ? st[d].sum / (double) n : 0.0;
-	free(st);
-	if (res != GJ_OK)
 	{
 		free(m);
 		return res;
 	}
-	if (!opt->emit_rows)
+	GJ_CUDA_CHECK(err, errlen, cudaStreamCreateWithFlags(&j->load_stream, cudaStreamNonBlocking));
+	sample_centre(p, m);
 	{
-		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_ids, sizeof(int64_t) * (n + 1)));
-		GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(j->d_ids, p->ids, sizeof(int64_t) * n,
-												   cudaMemcpyHostToDevice, s));
-	}
-
-	/* the plan: every pair of blocks */
-	res = gj_tile_plan_brute(&j->plan, n, TILE);
-	if (res != GJ_OK)
-	{
-		free(m);
-		return res;
-	}
-	runs = (int64_t *) malloc(sizeof(int64_t) * (3 * j->plan.nruns + 1));
-	if (runs == NULL)
-	{
-		free(m);
-		return GJ_ERR_NOMEM;
-	}
-	{
-		int64_t		u = 0;
-
-		for (int64_t r = 0; r < j->plan.nruns; r++)
-		{
-			runs[r] = j->plan.run_qb[r];
-			runs[j->plan.nruns + r] = j->plan.run_lo[r];
-			runs[2 * j->plan.nruns + r] = u;
-			u += j->plan.run_hi[r] - j->plan.run_lo[r];
-		}
-		runs[3 * j->plan.nruns] = u;
-		j->plan.units = u;
-	}
-
-	{
-		cudaError_t e = cudaSuccess;
-		int64_t		nb = j->plan.nblocks;
+		cudaError_t e = cudaMalloc(&j->d_m, sizeof(double) * dims);
+		int64_t		rows = j->nslots == 1 ? j->m : 2 * j->m;
 
 		if (e == cudaSuccess)
-			e = cudaMalloc(&j->d_m, sizeof(double) * dims);
-		if (e == cudaSuccess)
-			e = cudaMalloc(&j->d_f, sizeof(float) * (size_t) (n + 1) * dp);
-		if (e == cudaSuccess)
-			e = cudaMalloc(&j->d_h, sizeof(float) * (n + 1));
-		if (e == cudaSuccess)
-			e = cudaMalloc(&j->d_r, sizeof(double) * (n + 1));
-		if (e == cudaSuccess)
-			e = cudaMalloc(&j->d_blockr, sizeof(double) * (nb + 1));
-		if (e == cudaSuccess)
-			e = cudaMalloc(&j->d_runs, sizeof(int64_t) * (3 * j->plan.nruns + 1));
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(j->d_m, m, sizeof(double) * dims, cudaMemcpyHostToDevice, s);
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(j->d_runs, runs, sizeof(int64_t) * (3 * j->plan.nruns + 1),
-								cudaMemcpyHostToDevice, s);
-		if (e == cudaSuccess && opt->prune)
-			e = dev_bounds_alloc(&j->d_bounds, nb, dims);
+			e = cudaMemcpy(j->d_m, m, sizeof(double) * dims, cudaMemcpyHostToDevice);
+		for (int k = 0; e == cudaSuccess && k < j->nslots; k++)
+			e = slot_alloc(&j->slot[k], rows, dims, dp, !opt->emit_rows, opt->prune);
 		if (e == cudaSuccess && opt->prune)
 			e = cudaMalloc(&j->d_skipped, sizeof(unsigned long long));
 		if (e == cudaSuccess && opt->prune)
-			e = cudaMemsetAsync(j->d_skipped, 0, sizeof(unsigned long long), s);
-		if (e == cudaSuccess && opt->prune && nb > 0)
-		{
-			bounds_kernel<<<(unsigned) nb, 256, 0, s>>>(j->d_x, n, dims, j->d_bounds);
-			e = cudaGetLastError();
-		}
-		if (e == cudaSuccess)
-			e = filter_rows(j->d_x, j->d_m, n, dims, dp, j->d_f, j->d_h, j->d_r, j->d_blockr, s,
-							&maxr);
+			e = cudaMemset(j->d_skipped, 0, sizeof(unsigned long long));
 		free(m);
-		free(runs);
 		if (e != cudaSuccess)
 		{
-			snprintf(err, errlen, "tile filter: %s", cudaGetErrorName(e));
+			snprintf(err, errlen, "tile buffers: %s", cudaGetErrorName(e));
 			cudaGetLastError();
 			return gj_cuda_status(e);
 		}
 	}
-	cudaFree(j->d_r);
-	j->d_r = NULL;
+	for (int k = 0; k < j->nslots; k++)
+	{
+		tiles_params *P = &j->slot[k].P;
 
-	memset(&j->P, 0, sizeof(j->P));
-	j->P.x = j->d_x;
-	j->P.ids = j->d_ids;
-	j->P.f = j->d_f;
-	j->P.h = j->d_h;
-	j->P.blockr = j->d_blockr;
-	j->P.run_qb = j->d_runs;
-	j->P.run_lo = j->d_runs + j->plan.nruns;
-	j->P.run_u0 = j->d_runs + 2 * j->plan.nruns;
-	j->P.nruns = j->plan.nruns;
-	j->P.n = n;
-	j->P.dims = dims;
-	j->P.dp = dp;
-	j->P.eps2 = opt->eps2;
-	j->P.s0 = filter_s0(opt->eps2, dims);
-	j->P.emit_rows = opt->emit_rows;
-	j->P.prune = opt->prune;
-	j->P.B = j->d_bounds;
-	j->P.skipped = j->d_skipped;
-	j->P.stop = j->d_stop;
+		memset(P, 0, sizeof(*P));
+		P->dims = dims;
+		P->dp = dp;
+		P->eps2 = opt->eps2;
+		P->s0 = filter_s0(opt->eps2, dims);
+		P->emit_rows = opt->emit_rows;
+		P->prune = opt->prune;
+		P->skipped = j->d_skipped;
+		P->stop = j->d_stop;
+	}
+	/* the windows' uploads overlap kernels only from pinned rows */
+	if (j->nwin > 1 && n > 0 &&
+		cudaHostRegister(p->x, sizeof(double) * n * dims, cudaHostRegisterDefault) == cudaSuccess)
+	{
+		j->registered = 1;
+		if (!opt->emit_rows &&
+			cudaHostRegister(p->ids, sizeof(int64_t) * n, cudaHostRegisterDefault) == cudaSuccess)
+			j->registered = 2;
+	}
+	cudaGetLastError();
 
-	/*
-	 * The filter, where its float32 arithmetic holds: eps2 well above
-	 * float32's smallest numbers, squared norms well below its largest.
-	 * Elsewhere every unit takes the slow path (the float64 rule).
-	 */
-	j->P.use_filter = opt->eps2 >= 1e-30 && opt->eps2 < 1e30 && maxr <= 1e18 &&
-		!opt->no_filter;
-	j->info.filter = j->P.use_filter;
-	j->info.units = j->plan.units;
+	res = load_window(j, 0, 0);
+	if (res != GJ_OK)
+	{
+		snprintf(err, errlen, "%s", j->drv.err);
+		j->drv.err[0] = '\0';
+		return res;
+	}
+	j->info.upload_ms = j->load_ms;
+	j->info.units = j->win_u0[j->nwin];
+	j->info.slices = j->nslices;
+	j->info.windows = j->nwin;
+	j->info.slice_rows = j->m;
 	j->info.prep_ms = gj_now_ms() - t0;
 	return GJ_OK;
 }
 
-/* Result buffers and the batches: ranges of units. */
+/* Result buffers and the batches: ranges of units, none across windows. */
 static gj_status
 plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 			 const gj_gpu_options *gopt, char *err, size_t errlen)
 {
 	int64_t		cap;
-	uint64_t	units = (uint64_t) j->plan.units,
+	uint64_t	units = (uint64_t) j->win_u0[j->nwin],
 				per;
 	double		per_unit;
 	gj_status	st;
@@ -664,6 +914,10 @@ plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 						   err, errlen);
 	if (st != GJ_OK)
 		return st;
+	st = gj_driver_phases(&j->drv, j->nwin, j->nslots, load_window);
+	if (st != GJ_OK)
+		return st;
+	j->drv.slot_phase[0] = 0;	/* prepare loaded the first window */
 	/* units expected to fill 70% of a buffer, at most a bounded run of work */
 	per_unit = units > 0 ? opt->expected_pairs / (double) units : 0.0;
 	per = per_unit > 0 ? (uint64_t) (0.7 * (double) j->drv.cap / per_unit) : units;
@@ -672,13 +926,19 @@ plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 	if (per < TUNITS_PER_CTA)
 		per = TUNITS_PER_CTA;
 	/* pushed last first: the driver pops them in order */
-	for (uint64_t b = (units + per - 1) / per; b-- > 0;)
+	for (int64_t w = j->nwin; w-- > 0;)
 	{
-		uint64_t	u0 = b * per,
-					u1 = u0 + per < units ? u0 + per : units;
+		uint64_t	w0 = (uint64_t) j->win_u0[w],
+					w1 = (uint64_t) j->win_u0[w + 1];
 
-		if (!gj_driver_push(&j->drv, u0, u1, 0))
-			return GJ_ERR_NOMEM;
+		for (uint64_t b = (w1 - w0 + per - 1) / per; b-- > 0;)
+		{
+			uint64_t	u0 = w0 + b * per,
+						u1 = u0 + per < w1 ? u0 + per : w1;
+
+			if (!gj_driver_push(&j->drv, u0, u1, 0, w))
+				return GJ_ERR_NOMEM;
+		}
 	}
 	return GJ_OK;
 }
@@ -725,6 +985,7 @@ gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
 	info->batches = j->drv.batches;
 	info->overflows = j->drv.overflows;
 	info->pairs = j->drv.pairs;
+	info->upload_ms = j->load_ms;
 	info->done_ms = j->eng.q != NULL ? gj_queue_done_ms(j->eng.q) : 0.0;
 	info->units_skipped = 0;
 	if (j->d_skipped != NULL)
@@ -750,19 +1011,25 @@ gpu_tiles_free(gj_engine *e)
 
 	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
 	gj_driver_stop(&j->drv);
-	cudaFree(j->d_x);
-	cudaFree(j->d_ids);
-	cudaFree(j->d_f);
-	cudaFree(j->d_h);
-	cudaFree(j->d_r);
-	cudaFree(j->d_blockr);
+	for (int k = 0; k < GJ_DRIVER_MAX_SLOTS; k++)
+		slot_free(&j->slot[k]);
 	cudaFree(j->d_m);
-	cudaFree(j->d_runs);
-	dev_bounds_free(&j->d_bounds);
 	cudaFree(j->d_skipped);
+	if (j->load_stream != NULL)
+	{
+		cudaStreamSynchronize(j->load_stream);
+		cudaStreamDestroy(j->load_stream);
+	}
+	if (j->registered >= 1)
+		cudaHostUnregister(j->p->x);
+	if (j->registered == 2)
+		cudaHostUnregister(j->p->ids);
 	gj_gpu_stop_free(j->d_stop, j->stop_stream);
 	cudaGetLastError();
-	gj_tile_plan_free(&j->plan);
+	free(j->win_a);
+	free(j->win_b);
+	free(j->win_u0);
+	free(j->hruns);
 	gj_queue_destroy(j->eng.q);
 	free(j);
 }
@@ -796,8 +1063,9 @@ gj_gpu_tiles_gram_error(const gj_points *p, double *worst, char *err, size_t err
 		st = prepare(j, p, &opt, NULL, err, errlen);
 	if (st == GJ_OK)
 	{
-		int64_t		nb = j->plan.nblocks < 8 ? j->plan.nblocks : 8;
-		int			dp = j->P.dp;
+		int64_t		nblocks = (p->n + TILE - 1) / TILE;
+		int64_t		nb = nblocks < 8 ? nblocks : 8;
+		int			dp = j->slot[0].P.dp;
 		int64_t		rows = nb * TILE < p->n ? nb * TILE : p->n;
 		cudaError_t e;
 
@@ -806,11 +1074,11 @@ gj_gpu_tiles_gram_error(const gj_points *p, double *worst, char *err, size_t err
 		e = hg != NULL && hf != NULL ? cudaMalloc(&dg, sizeof(float) * TILE * TILE) :
 			cudaErrorMemoryAllocation;
 		if (e == cudaSuccess)
-			e = cudaMemcpy(hf, j->d_f, sizeof(float) * (size_t) rows * dp, cudaMemcpyDeviceToHost);
+			e = cudaMemcpy(hf, j->slot[0].f, sizeof(float) * (size_t) rows * dp, cudaMemcpyDeviceToHost);
 		for (int64_t qb = 0; e == cudaSuccess && qb < nb; qb++)
 			for (int64_t rb = 0; e == cudaSuccess && rb < nb; rb++)
 			{
-				gram_kernel<<<1, TTHREADS>>>(j->P, qb, rb, dg);
+				gram_kernel<<<1, TTHREADS>>>(j->slot[0].P, qb, rb, dg);
 				e = cudaGetLastError();
 				if (e == cudaSuccess)
 					e = cudaMemcpy(hg, dg, sizeof(float) * TILE * TILE, cudaMemcpyDeviceToHost);

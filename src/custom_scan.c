@@ -476,6 +476,8 @@ EndJob(GjScanState *st)
 	st->stats.emit_ms += js.emit_ms;
 	st->stats.rows_out += js.rows_out;
 	st->stats.batches += js.batches;
+	st->stats.slices = Max(st->stats.slices, js.slices);
+	st->stats.slice_rows = Max(st->stats.slice_rows, js.slice_rows);
 	if (js.estimated_pairs >= 0)
 		st->stats.estimated_pairs = Max(st->stats.estimated_pairs, 0) + js.estimated_pairs;
 	else if (st->stats.runs == 0)
@@ -613,6 +615,11 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);
 	if (strncmp(js->engine, "gpu", 3) == 0 || es->verbose)
 		ExplainPropertyInteger("Batches", NULL, js->batches, es);
+	if (js->slices > 1)
+		ExplainPropertyText("GPU Slices",
+							psprintf(INT64_FORMAT " of up to " INT64_FORMAT " rows, " INT64_FORMAT " pairs of slices",
+									 js->slices, js->slice_rows, js->slices * (js->slices + 1) / 2),
+							es);
 	if (js->estimated_pairs >= 0 && (strncmp(js->engine, "gpu", 3) == 0 || es->verbose))
 		ExplainPropertyFloat("Estimated Pairs", NULL, js->estimated_pairs, 0, es);
 	if (es->timing)

@@ -237,6 +237,8 @@ typedef struct GjJobStats
 	int			runs;			/* jobs (a rescan starts another) */
 	const char *knn_method;		/* auto's kNN choice in many dimensions, or NULL */
 	double		knn_contrast;	/* ... and the sampled contrast it came from */
+	int64		slices;			/* GPU tiles: slices the rows were joined in (> 1: */
+	int64		slice_rows;		/* ... they did not fit the GPU at once) */
 } GjJobStats;
 
 typedef struct GjJob GjJob;

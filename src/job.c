@@ -971,6 +971,8 @@ EngineDoneMs(GjJob *job)
 
 		gj_gpu_tiles_stats((gj_gpu_tiles *) res->engine, &ti);
 		job->stats.batches = ti.batches;
+		job->stats.slices = ti.slices;
+		job->stats.slice_rows = ti.slice_rows;
 	}
 	else if (job->running == RUN_GPU_KNN)
 	{
