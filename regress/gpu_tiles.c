@@ -120,10 +120,10 @@ cpu_pairs(const gj_points *p, double eps2, gj_pairset *out)
 }
 
 static gj_status
-gpu_pairs(const gj_points *p, const gj_tiles_options *o, int64_t batch, gj_pairset *out,
-		  gj_gpu_tiles_info *info, char *err, size_t errlen)
+gpu_pairs(const gj_points *p, const gj_tiles_options *o, int64_t batch, int64_t slice,
+		  gj_pairset *out, gj_gpu_tiles_info *info, char *err, size_t errlen)
 {
-	gj_gpu_options g = {0, batch, 0};
+	gj_gpu_options g = {.batch_pairs = batch, .slice_rows = slice};
 	gj_gpu_tiles *j;
 	gj_status	st = gj_gpu_tiles_start(p, o, &g, &j, err, errlen);
 
@@ -143,7 +143,9 @@ static int64_t skipped_total = 0;
 /*
  * GPU against CPU on p at eps2: as ids, as rows, unfiltered, small
  * buffers, and with the index (prune) on p as given and on p sorted into
- * blocks (as the SQL functions sort it), as ids and as rows.
+ * blocks (as the SQL functions sort it), as ids and as rows; then in
+ * slices of about a third of the rows (at least one block), as ids and as
+ * sorted rows with the index.
  */
 static void
 check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
@@ -155,11 +157,12 @@ check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
 	gj_points_copy(&sorted, p, p->n);
 	if (gj_points_block_order(&sorted) != GJ_OK)
 		exit(2);
-	for (int v = 0; v < 7; v++)
+	for (int v = 0; v < 9; v++)
 	{
-		gj_tiles_options o = {eps2, v == 1 || v == 6, 0, v == 2, v >= 4};
-		const gj_points *q = v >= 5 ? &sorted : p;
+		gj_tiles_options o = {eps2, v == 1 || v == 6 || v == 8, 0, v == 2, v >= 4 && v != 7};
+		const gj_points *q = v >= 5 && v != 7 ? &sorted : p;
 		int64_t		batch = v == 3 ? 65536 : 0;
+		int64_t		slice = v >= 7 ? (p->n / 3 > 128 ? p->n / 3 : 128) : 0;
 		gj_pairset	got = {0};
 		gj_gpu_tiles_info info;
 		char		err[256] = "",
@@ -167,17 +170,20 @@ check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
 		const char *why = NULL;
 		int64_t		at = -1;
 		static const char *what[] = {"ids", "rows", "no-filter", "small-buffers",
-		"blocks", "blocks-sorted", "blocks-sorted-rows"};
+		"blocks", "blocks-sorted", "blocks-sorted-rows", "slices", "slices-blocks-sorted-rows"};
 
 		memset(&info, 0, sizeof(info));
 		if (st == GJ_OK)
-			st = gpu_pairs(q, &o, batch, &got, &info, err, sizeof(err));
+			st = gpu_pairs(q, &o, batch, slice, &got, &info, err, sizeof(err));
 		skipped_total += info.units_skipped;
 		why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
-		snprintf(detail, sizeof(detail), "%s: %s %s (cpu %lld pairs, gpu %lld, filter %d, %lld batches, %lld overflows, %lld of %lld units skipped)",
+		if (why == NULL && slice > 0 && p->n > slice + 128 && info.slices < 2)
+			why = "not sliced";
+		snprintf(detail, sizeof(detail), "%s: %s %s (cpu %lld pairs, gpu %lld, filter %d, %lld batches, %lld overflows, %lld of %lld units skipped, %lld slices)",
 				 what[v], why ? why : "", err, (long long) want.n, (long long) got.n,
 				 info.filter, (long long) info.batches, (long long) info.overflows,
-				 (long long) info.units_skipped, (long long) info.units);
+				 (long long) info.units_skipped, (long long) info.units,
+				 (long long) info.slices);
 		result(why == NULL, "tiles", name, seed, p, eps2, detail);
 		if (why != NULL)
 			gj_pairset_print_at("cpu", &want, "gpu", &got, at);
@@ -303,12 +309,13 @@ check_shapes(const char *name, uint64_t seed, const gj_points *p, double eps2)
 	free(kb);
 }
 
-/* Stop a large join after its first chunk: back at once, nothing leaked. */
+/* Stop a large join after its first chunk: back at once, nothing leaked; in slices too. */
 static void
-check_cancel(uint64_t seed)
+check_cancel(uint64_t seed, int64_t slice)
 {
 	gj_points	p;
 	gj_tiles_options o = {1e300, 0, 0, 0};
+	gj_gpu_options g = {.slice_rows = slice};
 	gj_gpu_tiles *j;
 	gj_chunk   *c;
 	char		err[256] = "";
@@ -317,7 +324,7 @@ check_cancel(uint64_t seed)
 				t1;
 
 	gj_gen_points(&p, GJ_GEN_UNIFORM, 200000, 64, seed);
-	st = gj_gpu_tiles_start(&p, &o, NULL, &j, err, sizeof(err));
+	st = gj_gpu_tiles_start(&p, &o, &g, &j, err, sizeof(err));
 	if (st == GJ_OK)
 	{
 		while ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_AGAIN)
@@ -327,11 +334,11 @@ check_cancel(uint64_t seed)
 		t0 = now();
 		gj_engine_free(GJ_ENGINE(j));	/* 2e10 pairs to come */
 		t1 = now();
-		printf("cancel: freed in %.1f ms\n", (t1 - t0) * 1e3);
+		printf("cancel%s: freed in %.1f ms\n", slice > 0 ? " (slices)" : "", (t1 - t0) * 1e3);
 		if (st == GJ_OK && t1 - t0 > 1.0)
 			st = GJ_ERR_ARG;
 	}
-	result(st == GJ_OK, "cancel", "uniform", seed, &p, o.eps2, err);
+	result(st == GJ_OK, slice > 0 ? "cancel-slices" : "cancel", "uniform", seed, &p, o.eps2, err);
 	gj_points_free(&p);
 }
 
@@ -350,6 +357,69 @@ check_oom(uint64_t seed)
 	if (st == GJ_OK)
 		gj_engine_free(GJ_ENGINE(j));
 	result(st == GJ_ERR_DEVICE_OOM, "oom", "uniform", seed, &p, 1.0, err);
+	gj_points_free(&p);
+}
+
+/*
+ * Rows that do not fit a memory limit, but whose slices do: joined in
+ * slices (many windows), with the same pairs as the CPU engine; as ids,
+ * and as sorted rows with the index.
+ */
+static void
+check_memory_slices(uint64_t seed)
+{
+	gj_points	p,
+				sorted;
+	gj_pairset	want = {0};
+	gj_status	st;
+
+	gj_gen_points(&p, GJ_GEN_CLUSTERS, 20000, 64, seed);
+	gj_points_copy(&sorted, &p, p.n);
+	gj_points_block_order(&sorted);
+	{
+		double		eps2 = eps2_for(&p, 10.0);
+
+		st = cpu_pairs(&p, eps2, &want);
+		for (int v = 0; v < 2; v++)
+		{
+			gj_tiles_options o = {eps2, v, 0, 0, v};
+			gj_gpu_options g = {.memory_limit = (size_t) 40 << 20};
+			gj_gpu_tiles *j = NULL;
+			gj_gpu_tiles_info info;
+			gj_pairset	got = {0};
+			char		err[256] = "",
+						detail[400];
+			const char *why;
+			int64_t		at = -1;
+			gj_status	s2 = st;
+
+			memset(&info, 0, sizeof(info));
+			if (s2 == GJ_OK)
+				s2 = gj_gpu_tiles_start(v ? &sorted : &p, &o, &g, &j, err, sizeof(err));
+			if (s2 == GJ_OK)
+			{
+				s2 = drain(GJ_ENGINE(j), &got, o.emit_rows, v ? &sorted : &p);
+				gj_gpu_tiles_stats(j, &info);
+				if (s2 != GJ_OK)
+					snprintf(err, sizeof(err), "%s", gj_gpu_tiles_error(j));
+				gj_engine_free(GJ_ENGINE(j));
+			}
+			why = s2 != GJ_OK ? gj_status_name(s2) : gj_pairset_diff(&want, &got, &at);
+			if (why == NULL && info.slices < 2)
+				why = "not sliced";
+			snprintf(detail, sizeof(detail), "%s, 40 MB: %s %s (cpu %lld pairs, gpu %lld, %lld slices of %lld rows, %lld windows)",
+					 v ? "sorted rows, index" : "ids", why ? why : "", err,
+					 (long long) want.n, (long long) got.n, (long long) info.slices,
+					 (long long) info.slice_rows, (long long) info.windows);
+			result(why == NULL, "memory-slices", "clusters", seed, &p, eps2, detail);
+			printf("memory slices: %s\n", detail);
+			if (why != NULL)
+				gj_pairset_print_at("cpu", &want, "gpu", &got, at);
+			gj_pairset_free(&got);
+		}
+	}
+	gj_pairset_free(&want);
+	gj_points_free(&sorted);
 	gj_points_free(&p);
 }
 
@@ -405,8 +475,12 @@ check_main(uint64_t seed)
 		seed++;
 	}
 	if (!quick)
-		check_cancel(seed++);
+	{
+		check_cancel(seed++, 0);
+		check_cancel(seed++, 20000);
+	}
 	check_oom(seed++);
+	check_memory_slices(seed++);
 	gj_gpu_release_cache();
 	{
 		/* the index must have skipped block pairs somewhere, or it went untested */
@@ -431,11 +505,15 @@ cmp_dbl(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Pairs of a GPU run and its time (counting only). */
+static double eps_for(const gj_points *p, int nb);
+
+/* Pairs of a GPU run and its time (counting only); slice > 0: slices of that many rows. */
 static double
-time_gpu(const gj_points *p, double eps2, int prune, int64_t *pairs, gj_gpu_tiles_info *info)
+time_gpu_sliced(const gj_points *p, double eps2, int prune, int64_t slice, int64_t *pairs,
+				gj_gpu_tiles_info *info)
 {
 	gj_tiles_options o = {eps2, 1, 0, 0, prune};
+	gj_gpu_options g = {.slice_rows = slice};
 	gj_gpu_tiles *j;
 	gj_chunk   *c;
 	char		err[256];
@@ -443,7 +521,7 @@ time_gpu(const gj_points *p, double eps2, int prune, int64_t *pairs, gj_gpu_tile
 	double		t0 = now();
 
 	*pairs = 0;
-	st = gj_gpu_tiles_start(p, &o, NULL, &j, err, sizeof(err));
+	st = gj_gpu_tiles_start(p, &o, &g, &j, err, sizeof(err));
 	if (st != GJ_OK)
 	{
 		printf("gpu start: %s %s\n", gj_status_name(st), err);
@@ -458,6 +536,69 @@ time_gpu(const gj_points *p, double eps2, int prune, int64_t *pairs, gj_gpu_tile
 	gj_gpu_tiles_stats(j, info);
 	gj_engine_free(GJ_ENGINE(j));
 	return st == GJ_DONE ? now() - t0 : -1;
+}
+
+static double
+time_gpu(const gj_points *p, double eps2, int prune, int64_t *pairs, gj_gpu_tiles_info *info)
+{
+	return time_gpu_sliced(p, eps2, prune, 0, pairs, info);
+}
+
+/*
+ * Rows joined in slices (as when they do not fit the GPU) against all at
+ * once: Syn16D2M in 2, 4 and 8 slices, brute force, and clustered rows
+ * sorted into blocks with the index; best of two runs each.
+ */
+static void
+bench_slices(void)
+{
+	static const int parts[] = {1, 2, 4, 8};
+	gj_points	p,
+				c;
+	double		ce;
+
+	gj_gen_points(&p, GJ_GEN_EXPONENTIAL, 2000000, 16, 1);
+	gj_gen_points(&c, GJ_GEN_CLUSTERS, 2000000, 16, 3);
+	ce = eps_for(&c, 10);
+	gj_points_block_order(&c);
+	printf("\n| case | slices | windows | rows a slice | pairs | GPU s | upload s | / all at once |\n");
+	printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+	for (int set = 0; set < 3; set++)
+	{
+		const gj_points *q = set < 2 ? &p : &c;
+		double		eps = set == 0 ? 0.03 : set == 1 ? 0.04 : ce;
+		double		base = 0.0;
+		int64_t		base_pairs = 0;
+
+		for (int k = 0; k < 4; k++)
+		{
+			int64_t		slice = parts[k] == 1 ? 0 : (q->n + parts[k] - 1) / parts[k];
+			int64_t		pairs = 0;
+			gj_gpu_tiles_info info;
+			double		t = -1;
+
+			memset(&info, 0, sizeof(info));
+			for (int r = 0; r < 2; r++)
+			{
+				double		t1 = time_gpu_sliced(q, eps * eps, set == 2, slice, &pairs, &info);
+
+				t = t < 0 || (t1 >= 0 && t1 < t) ? t1 : t;
+			}
+			if (k == 0)
+			{
+				base = t;
+				base_pairs = pairs;
+			}
+			printf("| %s eps %.3g | %lld | %lld | %lld | %lld%s | %.3f | %.3f | %.2f |\n",
+				   set < 2 ? "Syn16D2M" : "Clusters16D2M sorted, index", eps,
+				   (long long) info.slices, (long long) info.windows,
+				   (long long) info.slice_rows, (long long) pairs,
+				   pairs == base_pairs ? "" : " DIFFERENT", t, info.upload_ms / 1e3,
+				   base > 0 ? t / base : 0.0);
+		}
+	}
+	gj_points_free(&p);
+	gj_points_free(&c);
 }
 
 static double
@@ -629,6 +770,8 @@ bench_main(const char *what)
 		bench_case("100K x 768 cosine 0.01", &p, 0.01, 20000, 1);
 		gj_points_free(&p);
 	}
+	if (all || strstr(what, "slices") != NULL)
+		bench_slices();
 	gj_gpu_release_cache();
 	return 0;
 }
@@ -682,12 +825,26 @@ big_main(void)
 	tc = now() - t0;
 	t0 = now();
 	if (st == GJ_OK)
-		st = gpu_pairs(&p, &o, 0, &got, &info, err, sizeof(err));
+		st = gpu_pairs(&p, &o, 0, 0, &got, &info, err, sizeof(err));
 	tg = now() - t0;
 	why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
 	printf("big tiles: 20000 x 16000, %lld pairs, cpu %.1f s, gpu %.1f s, filter %d: %s %s\n",
 		   (long long) want.n, tc, tg, info.filter, why ? why : "equal", err);
 	result(why == NULL && want.n > 0, "big-tiles", "clusters", 7, &p, o.eps2, why ? why : "");
+
+	/* the same in 4 slices of 5,000 rows (10 windows), as beyond the GPU's memory */
+	gj_pairset_free(&got);
+	memset(&got, 0, sizeof(got));
+	t0 = now();
+	st = gpu_pairs(&p, &o, 0, 5000, &got, &info, err, sizeof(err));
+	tg = now() - t0;
+	why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
+	if (why == NULL && info.slices != 4)
+		why = "not in 4 slices";
+	printf("big tiles in slices: %lld slices, %lld windows, gpu %.1f s (upload %.1f s): %s %s\n",
+		   (long long) info.slices, (long long) info.windows, tg, info.upload_ms / 1e3,
+		   why ? why : "equal", err);
+	result(why == NULL, "big-tiles-slices", "clusters", 7, &p, o.eps2, why ? why : "");
 
 	/* kNN: 500 queries (the first rows, moved a little) against all 20,000 */
 	gj_points_copy(&q, &p, 500);
@@ -762,6 +919,25 @@ main(int argc, char **argv)
 		return bench_main(argc > 2 ? argv[2] : "all");
 	if (strcmp(mode, "big") == 0)
 		return big_main();
+	if (strcmp(mode, "slicecheck") == 0)
+	{
+		/* the slices alone, small enough for compute-sanitizer */
+		static const int dl[] = {16, 768};
+
+		for (int d = 0; d < 2; d++)
+			for (int k = 0; k < 4; k++)
+			{
+				gj_points	p;
+
+				gj_gen_points(&p, kinds[k].kind, d == 0 ? 3000 : 600, dl[d], 100 + k);
+				check_join(kinds[k].name, 100 + k, &p, eps2_for(&p, 10.0));
+				gj_points_free(&p);
+			}
+		check_memory_slices(7);
+		gj_gpu_release_cache();
+		printf("gpu_tiles slicecheck: %d passed, %d failed\n", passed, failed);
+		return failed == 0 ? 0 : 1;
+	}
 	if (strcmp(mode, "profile") == 0)
 	{
 		/* a few launches of the kernel on Syn16 (200K rows) for a profiler */

@@ -17,6 +17,13 @@ BEGIN
     DROP TABLE c_res; DROP TABLE g_res;
     RETURN CASE WHEN d = 0 THEN 'ok ' ELSE 'FAIL ' END || label || ' (' || n || ' pairs, ' || d || ' differ)';
 END $$;
+CREATE OR REPLACE FUNCTION pg_temp.explain_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+    FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || q LOOP
+        RETURN NEXT l;
+    END LOOP;
+END $$;
 SELECT setseed(0.77);
 CREATE TABLE IF NOT EXISTS gh2 AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 200000) i;
 CREATE TABLE IF NOT EXISTS gh5 AS SELECT i AS id, ARRAY[random(), random(), random(), random(), random()] AS p FROM generate_series(1, 50000) i;
@@ -36,6 +43,23 @@ SET gpujoin.device = gpu;
 SET gpujoin.gpu_memory_limit = 1;
 SELECT CASE WHEN count(*) = :cpu_n THEN 'ok' ELSE 'FAIL' END
        || ' memory limit fallback (expect a NOTICE above)' FROM eps_selfjoin_sql('SELECT id, x, y FROM gh2', 0.5);
+RESET gpujoin.gpu_memory_limit;
+RESET gpujoin.device;
+-- many dimensions beyond a GPU memory limit: the tile join in slices, not the CPU
+CREATE TABLE IF NOT EXISTS gh16 AS SELECT i AS id,
+    array_agg(floor(i / 5000.0) + random() * 0.5 ORDER BY d)::float8[] AS v
+    FROM generate_series(1, 100000) i, generate_series(1, 16) d GROUP BY i;
+SET gpujoin.gpu_memory_limit = 48;
+SET gpujoin.eps_method = brute;
+SELECT pg_temp.same('SELECT id, v FROM gh16', 0.35, '16-D brute force in slices (48 MB)');
+SET gpujoin.eps_method = blocks;
+SELECT pg_temp.same('SELECT id, v FROM gh16', 0.35, '16-D blocks in slices (48 MB)');
+SET gpujoin.device = gpu;
+SELECT CASE WHEN plan LIKE '%GPU Slices: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows the slices: '
+       || coalesce(substring(plan from 'GPU Slices: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM eps_selfjoin('gh16', '{v}', 0.35, 'id')$$) x) e;
+RESET gpujoin.eps_method;
 RESET gpujoin.gpu_memory_limit;
 RESET gpujoin.device;
 SET gpujoin.progress = on;

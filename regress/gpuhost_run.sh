@@ -19,7 +19,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,highdimsql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,highdimsql,cancel,exit}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -59,6 +59,14 @@ if has tilessanitize; then
 		env GJ_GPU_CHECK_QUICK=1 ./regress/gpu_tiles check > "$OUT/tiles_sanitizer.log" 2>&1
 	rc=$?
 	summary+=("compute-sanitizer gpu_tiles: exit $rc; $(grep 'ERROR SUMMARY' "$OUT/tiles_sanitizer.log" | tail -1)")
+fi
+if has slicesanitize; then
+	# the tile join in slices (windows loaded by the batch driver) under memcheck
+	# (~100 s on the H100; racecheck of the same ran past 300 s)
+	timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+		./regress/gpu_tiles slicecheck > "$OUT/slices_memcheck.log" 2>&1
+	rc=$?
+	summary+=("memcheck gpu_tiles slicecheck: exit $rc; $(grep -h 'slicecheck:' "$OUT/slices_memcheck.log"); $(tail -1 "$OUT/slices_memcheck.log")")
 fi
 if has tilesbench; then
 	timeout ${GJ_BENCH_TIMEOUT:-400} ./regress/gpu_tiles bench ${GJ_TILES_BENCH:-all} 2>&1 | tee "$OUT/tiles_bench.md"
