@@ -24,7 +24,7 @@ OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql
-EXTRA_CLEAN = regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -113,7 +113,7 @@ regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(C
 
 # GPU check and GPU benchmark (need nvcc to build, a GPU to run).
 KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o kernels/density.o \
-	kernels/pinned.o kernels/pair_driver.o kernels/tiles.o kernels/knn_tiles.o
+	kernels/pinned.o kernels/pair_driver.o kernels/tiles.o kernels/knn_tiles.o kernels/ceilings.o
 GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
 regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \

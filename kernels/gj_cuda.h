@@ -198,6 +198,19 @@ extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps2,
 										 int64_t *pairs, double *ms,
 										 char *err, size_t errlen);
 
+/*
+ * For the benchmarks only (kernels/ceilings.cu, not in the extension): the
+ * device's arithmetic rates, measured, in flop/s.
+ */
+typedef struct gj_gpu_ceilings
+{
+	double		fp64_tensor;	/* FP64 mma (the Gram form's products) */
+	double		tf32_tensor;	/* TF32 mma.sync m16n8k8 (the tile filters') */
+	double		fp64_fma;		/* FP64 fused multiply-adds, 2 flops each */
+} gj_gpu_ceilings;
+
+extern gj_status gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -394,8 +394,19 @@ do_bench_hd(void)
 	const char *only = getenv("GJ_BENCH_CASES");
 	int			quick = getenv("GJ_BENCH_QUICK") != NULL;
 
-	printf("| case | GPU brute s | GPU blocks s (sort) | same | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s | contrast (ms) | auto: its time / best |\n");
-	printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+	gj_gpu_ceilings ceil_rate;
+	char		cerr[256] = "";
+
+	if (gj_gpu_measure_ceilings(&ceil_rate, cerr, sizeof(cerr)) != GJ_OK)
+	{
+		printf("ceilings: %s\n", cerr);
+		return 1;
+	}
+	printf("measured ceilings: FP64 mma %.1f TFLOP/s, TF32 mma.sync %.1f TFLOP/s (limits: every "
+		   "ordered pair, 2 flops a pair-dimension; TF32 dimensions padded to 8)\n\n",
+		   ceil_rate.fp64_tensor / 1e12, ceil_rate.tf32_tensor / 1e12);
+	printf("| case | GPU brute s | GPU blocks s (sort) | same | GPU float64 scan s | CPU s (scaled) | GPU vs CPU | TF32 limit s | FP64 Gram limit s | brute / FP64 Gram | contrast (ms) | auto: its time / best |\n");
+	printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 	{
 		gj_points	refs,
@@ -411,7 +422,9 @@ do_bench_hd(void)
 					t0;
 		int64_t		nz,
 					m = 1000;
-		double		limit = (double) cases[c].n * cases[c].n * 2.0 * ((cases[c].dims + 7) / 8 * 8) / 495e12;
+		double		limit = (double) cases[c].n * cases[c].n * 2.0 * ((cases[c].dims + 7) / 8 * 8) /
+			ceil_rate.tf32_tensor;
+		double		gram = (double) cases[c].n * cases[c].n * 2.0 * cases[c].dims / ceil_rate.fp64_tensor;
 
 		if (only != NULL && !name_selected(cases[c].name, only))
 			continue;
@@ -476,10 +489,10 @@ do_bench_hd(void)
 				oa.method = GJ_KNN_AUTO;
 				am = gj_knn_auto_method(&oa, &refs, &contrast);
 				tcon = now() - tcon;
-				printf("| %s | %.3f (filter %d) | %.3f (%.3f) | %s | %.3f | %.1f | %.0fx | %.3f | %.3f (%.1f) | %s: %.2f |\n",
+				printf("| %s | %.3f (filter %d) | %.3f (%.3f) | %s | %.3f | %.1f | %.0fx | %.3f | %.3f | %.2f | %.3f (%.1f) | %s: %.2f |\n",
 					   cases[c].name, t1, info.filter, tb, ts,
 					   gj_knnset_diff(&a, &d) == NULL ? "same" : "DIFFERENT", t2, tc,
-					   tc / (tb < t1 ? tb : t1), limit, contrast, tcon * 1e3,
+					   tc / (tb < t1 ? tb : t1), limit, gram, t1 / gram, contrast, tcon * 1e3,
 					   am == GJ_KNN_BLOCKS ? "blocks" : "brute",
 					   ((am == GJ_KNN_BLOCKS ? tb : t1) + tcon) / (tb < t1 ? tb : t1));
 			}

@@ -507,6 +507,9 @@ cmp_dbl(const void *a, const void *b)
 
 static double eps_for(const gj_points *p, int nb);
 
+/* The device's arithmetic rates, measured at the start of the benchmark. */
+static gj_gpu_ceilings ceil_rate;
+
 /* Pairs of a GPU run and its time (counting only); slice > 0: slices of that many rows. */
 static double
 time_gpu_sliced(const gj_points *p, double eps2, int prune, int64_t slice, int64_t *pairs,
@@ -648,9 +651,9 @@ bench_case(const char *name, const gj_points *p, double eps, int64_t m, int cosi
 				tb,
 				tsort,
 				tc,
-				tf32 = pairs_all * 2.0 * ((p->dims + 7) / 8 * 8) / 495e12,
-				gram64 = pairs_all * 2.0 * p->dims / 67e12,
-				fp64 = pairs_all * 3.0 * p->dims / 33.5e12;
+				tf32 = pairs_all * 2.0 * ((p->dims + 7) / 8 * 8) / ceil_rate.tf32_tensor,
+				gram64 = pairs_all * 2.0 * p->dims / ceil_rate.fp64_tensor,
+				fp64 = pairs_all * 3.0 * p->dims / (ceil_rate.fp64_fma / 2);
 	gj_points	sub,
 				sorted;
 
@@ -715,7 +718,18 @@ static int
 bench_main(const char *what)
 {
 	int			all = strcmp(what, "all") == 0;
+	char		err[256] = "";
 
+	if (gj_gpu_measure_ceilings(&ceil_rate, err, sizeof(err)) != GJ_OK)
+	{
+		printf("ceilings: %s\n", err);
+		return 1;
+	}
+	printf("measured ceilings: FP64 mma %.1f TFLOP/s, TF32 mma.sync %.1f TFLOP/s, FP64 FMA %.1f TFLOP/s\n"
+		   "(limits below: TF32 products 2 flops a pair-dimension, dimensions padded to 8; FP64 Gram "
+		   "2 flops a pair-dimension on the FP64 mma; FP64 rule sub, mul, add: 3 instructions a "
+		   "pair-dimension at the FMA instruction rate)\n\n",
+		   ceil_rate.fp64_tensor / 1e12, ceil_rate.tf32_tensor / 1e12, ceil_rate.fp64_fma / 1e12);
 	printf("| case | pairs | GPU brute s | GPU blocks s | units skipped | same | CPU s (scaled) | GPU vs CPU | TF32 limit s | FP64 Gram limit s | FP64 rule limit s | best / FP64 Gram |\n");
 	printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 	if (all || strstr(what, "syn") != NULL)
