@@ -3,8 +3,9 @@
  *		The device's arithmetic ceilings, measured: what the benchmarks
  *		compare the joins with, in the same run, instead of a data sheet.
  *
- * Three loops of independent operations, every SM full, timed by events:
- * FP64 tensor-core products (mma m8n8k4 f64, the Gram form's instruction),
+ * Loops of independent operations, every SM full, timed by events: FP64
+ * tensor-core products (mma m8n8k4 and sm_90's m16n8k16, the Gram form's
+ * instructions: the faster is its ceiling),
  * TF32 tensor-core products (mma.sync m16n8k8, the instruction the tile
  * filters use; Hopper's wgmma is faster and unused here), and FP64 fused
  * multiply-adds on the vector pipes.  Each is run twice and the faster
@@ -33,6 +34,29 @@ fp64_mma_kernel(double seed, double *sink)
 	for (int k = 0; k < CEIL_CHAINS; k++)
 		if (c[k][0] + c[k][1] == 12345.678)
 			*sink = c[k][0];	/* never: keeps the loop */
+}
+
+/* FP64 mma m16n8k16 (sm_90): CEIL_CHAINS independent 16x8 accumulators a warp. */
+__global__ static void
+fp64_mma16_kernel(double seed, double *sink)
+{
+	double		a = seed + threadIdx.x,
+				b = seed - threadIdx.x;
+	double		c[CEIL_CHAINS][4];
+
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.0;
+	for (int it = 0; it < CEIL_ITERS / 4; it++)
+		for (int k = 0; k < CEIL_CHAINS; k++)
+			asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+						 "{%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
+						 "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
+						 : "+d"(c[k][0]), "+d"(c[k][1]), "+d"(c[k][2]), "+d"(c[k][3])
+						 : "d"(a), "d"(b), "d"(a), "d"(b), "d"(a), "d"(b), "d"(a), "d"(b),
+						 "d"(a), "d"(b), "d"(a), "d"(b));
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		if (c[k][0] + c[k][3] == 12345.678)
+			*sink = c[k][0];
 }
 
 /* TF32 mma m16n8k8 (float accumulators), CEIL_CHAINS independent ones a warp. */
@@ -73,7 +97,7 @@ fp64_fma_kernel(double seed, double *sink)
 			*sink = x[k];
 }
 
-/* Seconds of the faster of two launches of kernel k (0, 1, 2) on grid x 256 threads. */
+/* Seconds of the faster of two launches of kernel k (0-3) on grid x 256 threads. */
 static cudaError_t
 time_kernel(int k, int grid, void *sink, double *secs)
 {
@@ -94,6 +118,8 @@ time_kernel(int k, int grid, void *sink, double *secs)
 			fp64_mma_kernel<<<grid, 256>>>(1.0, (double *) sink);
 		else if (k == 1)
 			tf32_mma_kernel<<<grid, 256>>>(1.0f, (float *) sink);
+		else if (k == 3)
+			fp64_mma16_kernel<<<grid, 256>>>(1.0, (double *) sink);
 		else
 			fp64_fma_kernel<<<grid, 256>>>(1.0, (double *) sink);
 		cudaEventRecord(e1);
@@ -126,7 +152,14 @@ gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen)
 	warps = (double) sms * 8 * 8;
 	e = time_kernel(0, sms * 8, sink, &s);
 	if (e == cudaSuccess)
-		c->fp64_tensor = warps * CEIL_ITERS * CEIL_CHAINS * (2.0 * 8 * 8 * 4) / s;
+		c->fp64_mma_m8n8k4 = warps * CEIL_ITERS * CEIL_CHAINS * (2.0 * 8 * 8 * 4) / s;
+	if (e == cudaSuccess)
+		e = time_kernel(3, sms * 8, sink, &s);
+	if (e == cudaSuccess)
+		c->fp64_mma_m16n8k16 = warps * (CEIL_ITERS / 4) * CEIL_CHAINS * (2.0 * 16 * 8 * 16) / s;
+	/* the Gram form's ceiling: the faster shape */
+	c->fp64_tensor = c->fp64_mma_m8n8k4 > c->fp64_mma_m16n8k16 ? c->fp64_mma_m8n8k4 :
+		c->fp64_mma_m16n8k16;
 	if (e == cudaSuccess)
 		e = time_kernel(1, sms * 8, sink, &s);
 	if (e == cudaSuccess)

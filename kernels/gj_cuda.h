@@ -204,7 +204,9 @@ extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps2,
  */
 typedef struct gj_gpu_ceilings
 {
-	double		fp64_tensor;	/* FP64 mma (the Gram form's products) */
+	double		fp64_tensor;	/* FP64 mma, the faster shape (the Gram form's products) */
+	double		fp64_mma_m8n8k4;
+	double		fp64_mma_m16n8k16;
 	double		tf32_tensor;	/* TF32 mma.sync m16n8k8 (the tile filters') */
 	double		fp64_fma;		/* FP64 fused multiply-adds, 2 flops each */
 } gj_gpu_ceilings;

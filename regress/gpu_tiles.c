@@ -725,11 +725,13 @@ bench_main(const char *what)
 		printf("ceilings: %s\n", err);
 		return 1;
 	}
-	printf("measured ceilings: FP64 mma %.1f TFLOP/s, TF32 mma.sync %.1f TFLOP/s, FP64 FMA %.1f TFLOP/s\n"
+	printf("measured ceilings: FP64 mma %.1f TFLOP/s (m8n8k4 %.1f, m16n8k16 %.1f), TF32 mma.sync %.1f TFLOP/s, FP64 FMA %.1f TFLOP/s\n"
 		   "(limits below: TF32 products 2 flops a pair-dimension, dimensions padded to 8; FP64 Gram "
 		   "2 flops a pair-dimension on the FP64 mma; FP64 rule sub, mul, add: 3 instructions a "
 		   "pair-dimension at the FMA instruction rate)\n\n",
-		   ceil_rate.fp64_tensor / 1e12, ceil_rate.tf32_tensor / 1e12, ceil_rate.fp64_fma / 1e12);
+		   ceil_rate.fp64_tensor / 1e12, ceil_rate.fp64_mma_m8n8k4 / 1e12,
+		   ceil_rate.fp64_mma_m16n8k16 / 1e12, ceil_rate.tf32_tensor / 1e12,
+		   ceil_rate.fp64_fma / 1e12);
 	printf("| case | pairs | GPU brute s | GPU blocks s | units skipped | same | CPU s (scaled) | GPU vs CPU | TF32 limit s | FP64 Gram limit s | FP64 rule limit s | best / FP64 Gram |\n");
 	printf("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 	if (all || strstr(what, "syn") != NULL)
@@ -933,6 +935,20 @@ main(int argc, char **argv)
 		return bench_main(argc > 2 ? argv[2] : "all");
 	if (strcmp(mode, "big") == 0)
 		return big_main();
+	if (strcmp(mode, "ceilings") == 0)
+	{
+		char		err[256] = "";
+
+		if (gj_gpu_measure_ceilings(&ceil_rate, err, sizeof(err)) != GJ_OK)
+		{
+			printf("ceilings: %s\n", err);
+			return 1;
+		}
+		printf("FP64 mma m8n8k4 %.1f, m16n8k16 %.1f, TF32 mma.sync m16n8k8 %.1f, FP64 FMA %.1f TFLOP/s\n",
+			   ceil_rate.fp64_mma_m8n8k4 / 1e12, ceil_rate.fp64_mma_m16n8k16 / 1e12,
+			   ceil_rate.tf32_tensor / 1e12, ceil_rate.fp64_fma / 1e12);
+		return 0;
+	}
 	if (strcmp(mode, "slicecheck") == 0)
 	{
 		/* the slices alone, small enough for compute-sanitizer */
