@@ -848,15 +848,15 @@ big_main(void)
 		   (long long) want.n, tc, tg, info.filter, why ? why : "equal", err);
 	result(why == NULL && want.n > 0, "big-tiles", "clusters", 7, &p, o.eps2, why ? why : "");
 
-	/* the same in 4 slices of 5,000 rows (10 windows), as beyond the GPU's memory */
+	/* the same in slices of 5,000 rows (4,992, whole blocks: 5 slices, 15 windows), as beyond the GPU's memory */
 	gj_pairset_free(&got);
 	memset(&got, 0, sizeof(got));
 	t0 = now();
 	st = gpu_pairs(&p, &o, 0, 5000, &got, &info, err, sizeof(err));
 	tg = now() - t0;
 	why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
-	if (why == NULL && info.slices != 4)
-		why = "not in 4 slices";
+	if (why == NULL && info.slices < 2)
+		why = "not sliced";
 	printf("big tiles in slices: %lld slices, %lld windows, gpu %.1f s (upload %.1f s): %s %s\n",
 		   (long long) info.slices, (long long) info.windows, tg, info.upload_ms / 1e3,
 		   why ? why : "equal", err);
