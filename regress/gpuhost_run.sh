@@ -62,7 +62,7 @@ if has tilessanitize; then
 fi
 if has slicesanitize; then
 	# the tile join in slices (windows loaded by the batch driver) under memcheck
-	# (~100 s on the H100; racecheck of the same ran past 300 s)
+	# (~100 s on the H100; racecheck of the same did not finish in one call)
 	timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
 		./regress/gpu_tiles slicecheck > "$OUT/slices_memcheck.log" 2>&1
 	rc=$?
