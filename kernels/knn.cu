@@ -142,10 +142,10 @@ knn_buffer(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int64_t nb, int k,
 }
 
 __device__ __forceinline__ void
-knn_store(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int last)
+knn_store(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int last, const int *stop)
 {
-	if (last)
-		gj_kb_finish(kb);
+	if (gj_knn_stopped(stop) || (last && !gj_kb_finish(kb, stop)))
+		return;					/* cancelled: nothing is read back */
 	B.d_bn[t] = kb->n;
 	B.d_btop[t] = kb->top;
 }
@@ -174,7 +174,7 @@ knn_grid_kernel(gj_knn_grid G, knn_batch_buf B, const double *qx, int64_t nb,
 	}
 	knn_buffer(&kb, B, t, stride, k, heap, first);
 	gj_knn_search_grid(&G, q, self0 >= 0 ? self0 + t : -1, &kb);
-	knn_store(&kb, B, t, last);
+	knn_store(&kb, B, t, last, G.stop);
 }
 
 /*
@@ -227,7 +227,7 @@ knn_brute_kernel(const double *x, const int64_t *ids, int64_t p0, int64_t p1, in
 						self0 >= 0 ? self0 + t : -1, &kb, NULL);
 	}
 	if (live)
-		knn_store(&kb, B, t, last);
+		knn_store(&kb, B, t, last, stop);
 }
 
 /* --- setup --------------------------------------------------------------- */

@@ -548,9 +548,8 @@ knn_tiles_kernel(knn_tiles_params P)
 		qloaded = 0;
 		__syncthreads();		/* round_rb and round_keep are read up to here */
 	}
-	if (mine)
+	if (mine && gj_kb_finish(&kb, P.stop))
 	{
-		gj_kb_finish(&kb);
 		P.bn[qi] = kb.n;
 		P.btop[qi] = kb.top;
 	}

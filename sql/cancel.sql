@@ -79,3 +79,22 @@ END $$;
 RESET statement_timeout;
 SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
 SELECT count(*) FROM knn_selfjoin_sql('SELECT id, v FROM big16 WHERE id <= 300', 2);
+
+-- kNN with a huge k: each query's own search grows with k (20,000 of the
+-- 200,000 references by the grid, 150,000 by brute force, against big's
+-- heavy ties), so the engines must read their stop word inside a query's
+-- search, not only between queries or batches
+CREATE TABLE u200k AS SELECT i AS id, (i::bigint * 7919 % 200003) * 0.0005 AS x, (i::bigint * 104729 % 199999) * 0.0005 AS y
+    FROM generate_series(1, 200000) i;
+ALTER TABLE u200k ADD PRIMARY KEY (id);
+SELECT count(*) AS tasks_before FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') \gset
+SET statement_timeout = '300ms';
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM knn_join('u200k', 'u200k', '{x,y}', 20000)$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM knn_join('u200k', 'big', '{x,y}', 20000)$$, 1.3);
+SET gpujoin.knn_method = brute;
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM knn_join('u200k', 'u200k', '{x,y}', 150000)$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM knn_selfjoin('big', '{x,y}', 150000)$$, 1.3);
+RESET gpujoin.knn_method;
+RESET statement_timeout;
+SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');
+SELECT count(*) FROM knn_join_sql('SELECT id, x, y FROM u200k WHERE id <= 100', 'SELECT id, x, y FROM u200k', 20000);

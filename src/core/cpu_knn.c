@@ -391,8 +391,8 @@ brute_batch(struct gj_cpu_knn *j, int64_t b0, int64_t b1, gj_kbuf *kb, double *T
 	{
 		uint32_t	qrow = j->order != NULL ? j->order[i] : (uint32_t) i;
 
-		gj_kb_finish(&kb[i - b0]);
-		if (!emit_list(j, chp, j->queries->ids[qrow], &kb[i - b0]))
+		if (!gj_kb_finish(&kb[i - b0], &j->stop) ||
+			!emit_list(j, chp, j->queries->ids[qrow], &kb[i - b0]))
 			return 0;
 	}
 	return 1;
@@ -472,8 +472,8 @@ knn_worker(void *arg)
 				break;
 			gj_kb_init(kb, bd, bid, 1, (int) j->k, j->heap);
 			gj_knn_search_grid(&j->G, qx, self, kb);
-			gj_kb_finish(kb);
-			if (!emit_list(j, &ch, j->queries->ids[qrow], kb))
+			if (!gj_kb_finish(kb, &j->stop) ||
+				!emit_list(j, &ch, j->queries->ids[qrow], kb))
 				break;
 		}
 	}
@@ -595,6 +595,7 @@ gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 	{
 		j->use_grid = 1;
 		gj_knn_grid_view(&j->G, g, refs);
+		j->G.stop = &j->stop;	/* a huge k's search stops part-way */
 		if (!opt->exclude_self && queries->n > 1)
 		{
 			st = gj_knn_query_order(g, queries, &j->order);

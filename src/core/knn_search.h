@@ -185,22 +185,6 @@ gj_kb_offer(gj_kbuf *b, double d, int64_t id)
 	}
 }
 
-/* Sort the held entries by (d, id), ascending (heapsort, in place). */
-GJ_HD void
-gj_kb_finish(gj_kbuf *b)
-{
-	int			n = b->n;
-
-	if (!b->heap)
-		for (int i = n / 2 - 1; i >= 0; i--)
-			gj_kb_sift_down(b, i, n);
-	for (int end = n - 1; end > 0; end--)
-	{
-		gj_kb_swap(b, 0, end);
-		gj_kb_sift_down(b, 0, end);
-	}
-}
-
 /* --- candidates --------------------------------------------------------- */
 
 /*
@@ -226,14 +210,42 @@ gj_knn_sqdist(const double *a, const double *b, int dims, double bound)
 }
 
 /*
- * A stop word (GPU: raised by the host to cancel) read every 1024 rows of
- * a scan and every 64 blocks of a descent; NULL (the CPU) never stops.  A
- * stopped search leaves a partial list, which the canceller discards.
+ * A stop word, raised to cancel (GPU: by the host; CPU: the engine's own
+ * flag), read every 1024 rows of a scan, every 64 blocks of a descent and
+ * every 1024 steps of the final sort; NULL never stops.  A stopped search
+ * leaves a partial list, which the canceller discards.
  */
 GJ_HD int
 gj_knn_stopped(const int *stop)
 {
 	return stop != NULL && *(const volatile int *) stop != 0;
+}
+
+/*
+ * Sort the held entries by (d, id), ascending (heapsort, in place); 0 when
+ * stopped part-way (the stop word is read every 1024 steps: with a huge k
+ * the sort alone runs for seconds on one GPU thread).
+ */
+GJ_HD int
+gj_kb_finish(gj_kbuf *b, const int *stop)
+{
+	int			n = b->n;
+
+	if (!b->heap)
+		for (int i = n / 2 - 1; i >= 0; i--)
+		{
+			if ((i & 1023) == 0 && gj_knn_stopped(stop))
+				return 0;
+			gj_kb_sift_down(b, i, n);
+		}
+	for (int end = n - 1; end > 0; end--)
+	{
+		if ((end & 1023) == 0 && gj_knn_stopped(stop))
+			return 0;
+		gj_kb_swap(b, 0, end);
+		gj_kb_sift_down(b, 0, end);
+	}
+	return 1;
 }
 
 /*
