@@ -11,15 +11,17 @@
 #      (regress/gpuhost_cancel.sql); the spread of the cells nearest a bar
 #      within one run (regress/gpuhost_spread.sql); the backend's rate by
 #      result-buffer size (regress/gpuhost_emit.sql)
-#      many dimensions in SQL (regress/gpuhost_highdim.sql)
+#      many dimensions in SQL (regress/gpuhost_highdim.sql); eps_neighbors
+#      against its arrays read from a table (regress/gpuhost_lists.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
-#      (regress/gpuhost_exitcheck.sh)
+#      (regress/gpuhost_exitcheck.sh), and the exit stress run: hundreds of
+#      sessions joining, cancelling and leaving (regress/gpuhost_exitstress.sh)
 # Built here beforehand (make, make regress/gpu_check regress/bench_gpu,
 # ../shared/gpuhost/prepare.sh); logs go to $OUT; a summary table prints last.
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,highdimsql,cancel,exit}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,lists,highdimsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -140,15 +142,24 @@ has read && sql_step regress/gpuhost_read.sql read.txt 14
 has spread && sql_step regress/gpuhost_spread.sql spread.txt 24
 has emit && sql_step regress/gpuhost_emit.sql emit.txt 10
 has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
+has lists && sql_step regress/gpuhost_lists.sql lists.txt 8
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
 if has cancel; then
-	sql_step regress/gpuhost_cancel.sql cancel.txt 12
+	sql_step regress/gpuhost_cancel.sql cancel.txt 20
+	# the phases each cancel waited on: engine start and stop, the error, in time order
+	grep -E 'gpujoin cancel case|engine st|canceling statement|: read [0-9]+ rows' /tmp/gj-pg.log \
+		| tail -200 > "$OUT/cancel_server.log"
 	summary+=("gpu cancel: $(grep -c '| t ' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps)' "$OUT/cancel.txt") within 1 s of the timeout")
 fi
 if has exit; then
 	bash regress/gpuhost_exitcheck.sh > "$OUT/exitcheck.txt" 2>&1
 	tail -3 "$OUT/exitcheck.txt"
 	summary+=("$(grep '^exit teardown' "$OUT/exitcheck.txt")" "$(grep '^exit skip' "$OUT/exitcheck.txt")")
+fi
+if has exitstress; then
+	timeout 420 bash regress/gpuhost_exitstress.sh > "$OUT/exitstress.txt" 2>&1
+	tail -3 "$OUT/exitstress.txt"
+	summary+=("$(grep '^exit stress' "$OUT/exitstress.txt")")
 fi
 # the server log, and any crash in it, always come back
 if [ -f /tmp/gj-pg.log ]; then

@@ -638,6 +638,14 @@ StartGpuKnn(GjJob *job)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(kj);
 	job->stats.index_ms += gj_now_ms() - t0;
+	if (message_level_is_interesting(DEBUG1))
+	{
+		gj_gpu_knn_info ki;
+
+		gj_gpu_knn_stats(kj, &ki);
+		elog(DEBUG1, "%s: GPU kNN engine started in %.1f ms (index %.1f ms, buffers %.1f ms)",
+			 job->spec.fname, gj_now_ms() - t0, ki.index_ms, ki.alloc_ms);
+	}
 	job->t_engine = gj_now_ms();
 	job->stats.engine = "gpu";
 	job->running = RUN_GPU_KNN;

@@ -48,8 +48,15 @@ GjResourcesCreate(MemoryContext parent)
 void
 GjResourcesStopEngine(GjResources *res)
 {
+	double		t0;
+
+	if (res->engine == NULL)
+		return;
+	t0 = gj_now_ms();
 	gj_engine_free(res->engine);
 	res->engine = NULL;
+	/* how long a cancel waits on the engine (the GPU host's cancel check) */
+	elog(DEBUG1, "gpujoin: engine stopped in %.1f ms", gj_now_ms() - t0);
 }
 
 /* Stop the engines and free everything; safe to call more than once. */
