@@ -156,7 +156,7 @@ check_counts_lists(const char *name, const gj_points *orig, double eps,
 				int64_t		id = c->a[r];
 				int64_t		row = orow[id];
 				int64_t		m = 0;
-				int64_t		len = c->off[r + 1] - c->off[r];
+				int64_t		len = c->off[r + 1] - c->off[r] - GJ_LIST_GAP;
 
 				seen++;
 				if (listed[id]++ && bad++ == 0)
@@ -184,13 +184,13 @@ check_counts_lists(const char *name, const gj_points *orig, double eps,
 					continue;
 				}
 				for (int64_t e = 0; e < m; e++)
-					if (c->nb[c->off[r] + e] != ref[e].id ||
-						memcmp(&c->nd[c->off[r] + e], &ref[e].d, sizeof(double)) != 0)
+					if (c->nb[c->off[r] + GJ_LIST_GAP + e] != ref[e].id ||
+						memcmp(&c->nd[c->off[r] + GJ_LIST_GAP + e], &ref[e].d, sizeof(double)) != 0)
 					{
 						if (bad++ == 0)
 							snprintf(detail, sizeof(detail), "id %lld entry %lld: (%lld, %.17g), oracle (%lld, %.17g)",
 									 (long long) id, (long long) e,
-									 (long long) c->nb[c->off[r] + e], c->nd[c->off[r] + e],
+									 (long long) c->nb[c->off[r] + GJ_LIST_GAP + e], c->nd[c->off[r] + GJ_LIST_GAP + e],
 									 (long long) ref[e].id, ref[e].d);
 						break;
 					}

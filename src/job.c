@@ -1109,6 +1109,42 @@ MakeArray8(const void *data, int64 n, Oid elemtype)
 	return PointerGetDatum(a);
 }
 
+/*
+ * The n 8-byte values after gap (the engine's GJ_LIST_GAP entries before a
+ * list) as a one-dimensional array, its header written into the gap: no
+ * copy.  Valid while the chunk is held, which outlasts the row (the
+ * executor is done with a row when it asks for the next).
+ */
+static Datum
+ArrayInGap(int64 *gap, int64 n, Oid elemtype)
+{
+	ArrayType  *a = (ArrayType *) gap;
+
+	StaticAssertStmt(ARR_OVERHEAD_NONULLS(1) == GJ_LIST_GAP * sizeof(int64),
+					 "an array header fills the engine's gap before a list");
+	if (n > MaxAllocSize / 8 - 64)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a row has %lld neighbours, more than an array can hold",
+						(long long) n)));
+	if (n == 0)
+	{
+		/* as construct_empty_array makes it */
+		SET_VARSIZE(a, sizeof(ArrayType));
+		a->ndim = 0;
+		a->dataoffset = 0;
+		a->elemtype = elemtype;
+		return PointerGetDatum(a);
+	}
+	SET_VARSIZE(a, ARR_OVERHEAD_NONULLS(1) + (Size) n * 8);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = elemtype;
+	ARR_DIMS(a)[0] = (int) n;
+	ARR_LBOUND(a)[0] = 1;
+	return PointerGetDatum(a);
+}
+
 /* The next row of a per-row shape; false when there are no more. */
 static bool
 NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
@@ -1168,24 +1204,25 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	for (;;)
 	{
 		gj_chunk   *c = job->chunk;
-		MemoryContext old;
 		int			i;
 
 		if (c != NULL && job->pos < c->n)
 		{
+			int64		e0,
+						e1;
+
 			i = job->pos++;
-			MemoryContextReset(job->rowcxt);
-			old = MemoryContextSwitchTo(job->rowcxt);
+			e0 = c->off[i] + GJ_LIST_GAP;
+			e1 = c->off[i + 1];
 			values[0] = Int64GetDatum(c->a[i]);
-			values[1] = MakeArray8(c->nb + c->off[i], c->off[i + 1] - c->off[i], INT8OID);
+			values[1] = ArrayInGap(c->nb + c->off[i], e1 - e0, INT8OID);
 			if (job->spec.metric == GJ_METRIC_COSINE)
 			{
 				/* the distances as the metric's, in place: the list is done with */
-				for (int64 e = c->off[i]; e < c->off[i + 1]; e++)
+				for (int64 e = e0; e < e1; e++)
 					c->nd[e] = OutDist(job, c->nd[e]);
 			}
-			values[2] = MakeArray8(c->nd + c->off[i], c->off[i + 1] - c->off[i], FLOAT8OID);
-			MemoryContextSwitchTo(old);
+			values[2] = ArrayInGap((int64 *) (c->nd + c->off[i]), e1 - e0, FLOAT8OID);
 			nulls[0] = nulls[1] = nulls[2] = false;
 			job->stats.rows_out++;
 			return true;

@@ -6,7 +6,8 @@
  * Worker threads take blocks of consecutive grid-sorted rows, gather each
  * row's neighbours from its cell's 3^n neighbourhood into a private buffer,
  * sort them, and append the finished list to a chunk of lists; the backend
- * only copies each list into an array.  A list is never split across
+ * only writes an array header into the gap before each list (GJ_LIST_GAP)
+ * and hands the list out in place.  A list is never split across
  * chunks; a chunk is handed over when it holds GJ_CHUNK_PAIRS rows or its
  * entries pass GJ_LIST_CHUNK_ENTRIES (one long list may exceed that alone).
  * Memory is bounded by the chunk pool, whatever the number of pairs.
@@ -202,14 +203,14 @@ lists_worker(void *arg)
 			}
 			sort_entries(buf, n);
 
-			/* the list goes whole into a chunk with room for it */
+			/* the list goes whole, after its gap, into a chunk with room for it */
 			if (ch->n == ch->cap ||
-				(ch->n > 0 && ch->off[ch->n] + n > GJ_LIST_CHUNK_ENTRIES))
+				(ch->n > 0 && ch->off[ch->n] + GJ_LIST_GAP + n > GJ_LIST_CHUNK_ENTRIES))
 			{
 				if (!next_chunk(j, &ch))
 					goto out;
 			}
-			at = ch->off[ch->n];
+			at = ch->off[ch->n] + GJ_LIST_GAP;
 			if (!gj_chunk_reserve_list(ch, at + n))
 			{
 				fail(j, GJ_ERR_NOMEM);

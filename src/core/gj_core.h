@@ -213,6 +213,8 @@ extern void gj_grid_count_pairs(const gj_grid *g, const gj_points *p,
  * dist the Euclidean distance, and for kNN rank the entry's rank (1 = the
  * nearest).  rank is NULL in chunks of pairs.
  */
+#define GJ_LIST_GAP 3			/* 8-byte entries before each list: 24 bytes */
+
 typedef struct gj_chunk
 {
 	int32_t		n;
@@ -224,8 +226,10 @@ typedef struct gj_chunk
 
 	/*
 	 * Neighbour lists (eps_neighbors): row i is the row with id a[i] and its
-	 * list is entries [off[i], off[i + 1]) of nb (neighbour ids) and nd
-	 * (distances).  NULL in other chunks.
+	 * list is entries [off[i] + GJ_LIST_GAP, off[i + 1]) of nb (neighbour
+	 * ids) and nd (distances).  The GJ_LIST_GAP entries before each list
+	 * are the consumer's: it writes an array header there, so a list goes
+	 * out as an array without a copy.  NULL in other chunks.
 	 */
 	int64_t    *off;			/* cap + 1 */
 	int64_t    *nb;
