@@ -12,7 +12,7 @@ MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
 	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o \
-	src/core/density.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
+	src/core/density.o src/core/density_boxes.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
 	src/core/normalize.o src/core/tile_distances.o src/core/tile_plan.o src/core/cpu_tiles.o \
 	src/core/pair_rows.o src/core/block_index.o src/core/big_buffers.o \
 	src/core/knn_contrast.o
@@ -66,7 +66,7 @@ include $(PGXS)
 kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_math.cuh src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
-$(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h
+$(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
 src/*.o: src/gpujoin.h kernels/gj_cuda.h
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql

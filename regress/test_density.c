@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../src/core/gj_core.h"
+#include "../src/core/density_boxes.h"
 #include "datagen.h"
 
 static int	passed = 0;
@@ -400,6 +401,56 @@ main(int argc, char **argv)
 		check_dbscan("chain", &p, 0.5, minpts, 4, seed);
 		check_counts_lists("chain", &p, 0.5, 4, seed);
 		gj_points_free(&p);
+	}
+	/*
+	 * dense wide cells: a clump 2 eps across (its cells hold hundreds of
+	 * rows and are not compact, so DBSCAN cuts them into boxes), with every
+	 * 40th row spread 3x wider (borders and noise), and two clumps with a
+	 * gap just over and just under eps (a bridge or not)
+	 */
+	for (int d = 0; d < 4; d++)
+	{
+		int			dims = dim_list[d];
+
+		for (int gap = 0; gap < 3; gap++, seed++)
+		{
+			gj_points	p;
+			gj_grid		g;
+			gj_boxes	bx;
+			uint8_t    *none;
+			char		name[64];
+			double		eps = 25.0;
+			int64_t		cut;
+
+			gj_gen_points(&p, GJ_GEN_UNIFORM, 1500, dims, seed);	/* [0, 100)^d */
+			for (int64_t i = 0; i < p.n; i++)
+				for (int k = 0; k < dims; k++)
+				{
+					double	   *v = &p.x[i * dims + k];
+
+					*v = *v * 0.5 * (i % 40 == 0 ? 3.0 : 1.0);	/* 2 eps wide */
+					if (gap > 0 && k == 0 && i % 2 == 1)
+						*v += 50.0 + (gap == 1 ? 24.0 : 26.0);	/* a second clump */
+				}
+			gj_scramble_ids(&p, seed);
+			snprintf(name, sizeof(name), "dense-wide-%dd-%s", dims,
+					 gap == 0 ? "one" : gap == 1 ? "bridged" : "apart");
+			for (int m = 0; m < 4; m++)
+				check_dbscan(name, &p, eps, (int32_t[]) {1, 4, 40, 400}[m], 1 + m, seed);
+			/*
+			 * and the boxes were there to be used (in 5-D the clump's ~1,800
+			 * boxes would hold under GJ_BOX_MIN_FILL rows each: left whole)
+			 */
+			gj_grid_build(&g, &p, eps * eps);
+			none = calloc(g.ncells + 1, 1);
+			cut = gj_boxes_build(&bx, &g, &p, none, 2) == GJ_OK ? bx.nbox : -1;
+			result(dims > 3 ? cut == 0 : cut > 0, "boxes", name, seed,
+				   dims > 3 ? "a sparse 5-D clump was cut" : "no dense cell was cut into boxes");
+			gj_boxes_free(&bx);
+			free(none);
+			gj_grid_free(&g);
+			gj_points_free(&p);
+		}
 	}
 	check_interrupt(seed++);
 

@@ -124,3 +124,16 @@ EXPLAIN (COSTS OFF) SELECT * FROM dbscan('c_rand', '{x,y}', 0.2, 5) WHERE cluste
 RESET gpujoin.device;
 -- the row estimate is the table's size
 EXPLAIN SELECT * FROM eps_neighbors('c_rand', '{x,y}', 0.2);
+
+-- a dense clump wider than eps: 200,000 rows 2 eps across, so no cell is
+-- compact; DBSCAN links it box by box (density_boxes.h), where pair by
+-- pair it took about a minute on two cores (the timeout only guards)
+SET statement_timeout = '60s';
+SELECT count(*), count(DISTINCT cluster), min(cluster), bool_and(is_core)
+FROM dbscan_sql('SELECT i, (i % 997) * 0.002, (i / 997) * 0.01 FROM generate_series(1, 200000) i', 1.0, 5);
+-- with a sparse ring of 40 rows around it, 2.6 eps out or more: noise
+SELECT count(*) FILTER (WHERE cluster IS NULL) AS noise, count(DISTINCT cluster) AS clusters
+FROM dbscan_sql($$SELECT i, (i % 997) * 0.002, (i / 997) * 0.01 FROM generate_series(1, 200000) i
+                 UNION ALL SELECT 300000 + j, 1 + 4 * cos(j * pi() / 20), 1 + 4 * sin(j * pi() / 20)
+                 FROM generate_series(1, 40) j$$, 1.0, 5);
+RESET statement_timeout;

@@ -31,22 +31,24 @@
  * in one cell, in the worst case) from quadratic to linear.  Cells of
  * side eps/sqrt(d) for every cell are not used: the eps grid is shared
  * with the joins, and the capped count stops early in dense cells anyway.
+ * Dense cells that are not compact (a clump a few eps across) are cut into
+ * such boxes for DBSCAN alone (density_boxes.h): their core rows link box
+ * by box, not pair by pair.  Uncapped counts still test every pair there.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gj_core.h"
+#include "density_boxes.h"
 
 #define DENSITY_BLOCK 256		/* rows a worker takes at a time */
 
 /* --- blocks of rows on worker threads ------------------------------------ */
 
-typedef void (*block_fn) (void *arg, int64_t r0, int64_t r1, const int *stop);
-
 typedef struct par_run
 {
-	block_fn	fn;
+	gj_block_fn fn;
 	void	   *arg;
 	int64_t		n;
 	int64_t		next;			/* atomic */
@@ -75,8 +77,8 @@ par_worker(void *a)
  * fn over rows [0, n) in blocks on up to nthreads threads; the calling
  * thread polls the interrupt hook every millisecond until they finish.
  */
-static gj_status
-par_for(block_fn fn, void *arg, int64_t n, int nthreads)
+gj_status
+gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads)
 {
 	par_run		r;
 	pthread_t  *threads;
@@ -197,7 +199,7 @@ compact_cells(const gj_grid *g, const gj_points *p, int nthreads, gj_status *st)
 		*st = GJ_ERR_NOMEM;
 		return NULL;
 	}
-	*st = par_for(compact_block, &c, g->ncells, nthreads);
+	*st = gj_par_for(compact_block, &c, g->ncells, nthreads);
 	return c.compact;
 }
 
@@ -293,7 +295,7 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	c.counts = counts;
 	c.compact = compact;
 	c.rows = rows;
-	st = par_for(count_block, &c, nrows, nthreads);
+	st = gj_par_for(count_block, &c, nrows, nthreads);
 	free(compact);
 	return st;
 }
@@ -310,6 +312,8 @@ typedef struct dbscan_ctx
 	int64_t    *minid;			/* per root: the smallest id of its core rows */
 	const uint8_t *compact;		/* per cell */
 	int64_t    *first_core;		/* per compact cell: its first core row, or -1 */
+	gj_boxes	bx;				/* the dense wide cells' boxes (nbox 0: none) */
+	int64_t    *box_core;		/* per box: its first core row, or -1 */
 } dbscan_ctx;
 
 /* The root of x, halving the path on the way (benign races: any ancestor). */
@@ -357,6 +361,52 @@ uf_union(int32_t *parent, int32_t a, int32_t b)
 	}
 }
 
+/*
+ * count_row where cells are cut into boxes: a compact own box counts
+ * whole, boxes beyond reach are skipped whole.
+ */
+static int32_t
+count_row_boxes(const dbscan_ctx *c, const nbhd *h, int64_t i, int32_t cap)
+{
+	const gj_boxes *bx = &c->bx;
+	const gj_grid *g = c->g;
+	const gj_points *p = c->p;
+	const double *xi = p->x + i * p->dims;
+	int64_t		own = bx->box_of_row[i];
+	int32_t		n = 0;
+
+	if (own < 0 || !bx->compact[own])
+		return count_row(g, p, h, i, cap, c->compact);
+	n = bx->box_end[own] - bx->box_start[own] < cap ?
+		(int32_t) (bx->box_end[own] - bx->box_start[own]) : cap;
+	if (n >= cap)
+		return n;
+	for (int k = 0; k < h->nn; k++)
+	{
+		int64_t		cell = h->nbr[k];
+
+		if (!gj_cell_cut(bx, cell))
+		{
+			int64_t		r1 = g->cell_start[cell + 1];
+
+			for (int64_t r = g->cell_start[cell]; r < r1; r++)
+				if (gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2 && ++n >= cap)
+					return n;
+			continue;
+		}
+		for (int64_t b = bx->cell_box[cell]; b < bx->cell_box[cell + 1]; b++)
+		{
+			if (b == own || !gj_box_reachable(bx, b, xi, g->eps2))
+				continue;
+			for (int64_t pos = bx->box_start[b]; pos < bx->box_end[b]; pos++)
+				if (gj_sqdist(xi, p->x + (int64_t) bx->rows[pos] * p->dims, p->dims) <= g->eps2 &&
+					++n >= cap)
+					return n;
+		}
+	}
+	return n;
+}
+
 static void
 core_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 {
@@ -369,7 +419,8 @@ core_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
 		nbhd_at(c->g, &h, i);
-		c->core[i] = count_row(c->g, c->p, &h, i, c->minpts, c->compact) >= c->minpts;
+		c->core[i] = (c->bx.nbox > 0 ? count_row_boxes(c, &h, i, c->minpts) :
+					  count_row(c->g, c->p, &h, i, c->minpts, c->compact)) >= c->minpts;
 		c->parent[i] = (int32_t) i;
 	}
 }
@@ -396,6 +447,59 @@ first_core_block(void *arg, int64_t c0, int64_t c1, const int *stop)
 						uf_union(c->parent, (int32_t) first, (int32_t) r);
 				}
 		c->first_core[cell] = first;
+		if (gj_cell_cut(&c->bx, cell))
+			for (int64_t b = c->bx.cell_box[cell]; b < c->bx.cell_box[cell + 1]; b++)
+			{
+				/* a compact box's core rows are one cluster; any box: its first core */
+				first = -1;
+				for (int64_t pos = c->bx.box_start[b]; pos < c->bx.box_end[b]; pos++)
+				{
+					int64_t		r = c->bx.rows[pos];
+
+					if (!c->core[r])
+						continue;
+					if (first < 0)
+						first = r;
+					else if (c->bx.compact[b])
+						uf_union(c->parent, (int32_t) first, (int32_t) r);
+				}
+				c->box_core[b] = first;
+			}
+	}
+}
+
+/*
+ * Core row i with the core rows of cut cell `cell`, box by box: a compact
+ * box already in i's cluster costs one find; else its first core row within
+ * eps links it (its core rows are one cluster); a non-compact box links
+ * each of its core rows within eps.  From either side, as compact cells.
+ */
+static void
+link_boxes(dbscan_ctx *c, int64_t i, const double *xi, int64_t cell)
+{
+	const gj_boxes *bx = &c->bx;
+	const gj_points *p = c->p;
+
+	for (int64_t b = bx->cell_box[cell]; b < bx->cell_box[cell + 1]; b++)
+	{
+		int64_t		fc = c->box_core[b];
+
+		if (fc < 0 ||
+			(bx->compact[b] && uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) fc)) ||
+			!gj_box_reachable(bx, b, xi, c->g->eps2))
+			continue;
+		for (int64_t pos = bx->box_start[b]; pos < bx->box_end[b]; pos++)
+		{
+			int64_t		r = bx->rows[pos];
+
+			if (r == i || !c->core[r] ||
+				uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) r) ||
+				gj_sqdist(xi, p->x + r * p->dims, p->dims) > c->g->eps2)
+				continue;
+			uf_union(c->parent, (int32_t) i, (int32_t) r);
+			if (bx->compact[b])
+				break;
+		}
 	}
 }
 
@@ -428,6 +532,11 @@ link_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 			int64_t		r1c = g->cell_start[cell + 1];
 			int64_t		r = g->cell_start[cell];
 
+			if (gj_cell_cut(&c->bx, cell))
+			{
+				link_boxes(c, i, xi, cell);
+				continue;
+			}
 			if (c->compact[cell])
 			{
 				int64_t		fc = c->first_core[cell];
@@ -492,6 +601,34 @@ typedef struct border_ctx
 	int32_t    *out;
 } border_ctx;
 
+/* border_block's search of cut cell `cell`, box by box; the best root so far. */
+static int32_t
+border_boxes(const dbscan_ctx *c, const double *xi, int64_t cell, int32_t best)
+{
+	const gj_boxes *bx = &c->bx;
+	const gj_points *p = c->p;
+
+	for (int64_t b = bx->cell_box[cell]; b < bx->cell_box[cell + 1]; b++)
+	{
+		if (c->box_core[b] < 0 || !gj_box_reachable(bx, b, xi, c->g->eps2))
+			continue;
+		for (int64_t pos = bx->box_start[b]; pos < bx->box_end[b]; pos++)
+		{
+			int64_t		r = bx->rows[pos];
+			int32_t		root;
+
+			if (!c->core[r] || gj_sqdist(xi, p->x + r * p->dims, p->dims) > c->g->eps2)
+				continue;
+			root = uf_find(c->parent, (int32_t) r);
+			if (best < 0 || c->minid[root] < c->minid[best])
+				best = root;
+			if (bx->compact[b])
+				break;			/* its core rows are one cluster */
+		}
+	}
+	return best;
+}
+
 static void
 border_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 {
@@ -520,6 +657,11 @@ border_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 			int64_t		cell = h.nbr[k];
 			int64_t		r1c = g->cell_start[cell + 1];
 
+			if (gj_cell_cut(&c->bx, cell))
+			{
+				best = border_boxes(c, xi, cell, best);
+				continue;
+			}
 			if (c->compact[cell] && c->first_core[cell] < 0)
 				continue;		/* no core row there */
 			for (int64_t r = g->cell_start[cell]; r < r1c; r++)
@@ -576,22 +718,33 @@ gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
 		free((void *) c.compact);
 		return st;
 	}
+	/* the dense wide cells' boxes (none when no cell is worth cutting) */
+	st = gj_boxes_build(&c.bx, g, p, c.compact, nthreads);
+	if (st == GJ_OK && c.bx.nbox > 0)
+	{
+		c.box_core = malloc(sizeof(int64_t) * c.bx.nbox);
+		if (c.box_core == NULL)
+			st = GJ_ERR_NOMEM;
+	}
 	for (int64_t i = 0; i < p->n; i++)
 		c.minid[i] = INT64_MAX;
 	b.d = &c;
 	b.out = root;
-	st = par_for(core_block, &c, p->n, nthreads);
 	if (st == GJ_OK)
-		st = par_for(first_core_block, &c, g->ncells, nthreads);
+		st = gj_par_for(core_block, &c, p->n, nthreads);
 	if (st == GJ_OK)
-		st = par_for(link_block, &c, p->n, nthreads);
+		st = gj_par_for(first_core_block, &c, g->ncells, nthreads);
 	if (st == GJ_OK)
-		st = par_for(flatten_block, &c, p->n, nthreads);
+		st = gj_par_for(link_block, &c, p->n, nthreads);
 	if (st == GJ_OK)
-		st = par_for(border_block, &b, p->n, nthreads);
+		st = gj_par_for(flatten_block, &c, p->n, nthreads);
+	if (st == GJ_OK)
+		st = gj_par_for(border_block, &b, p->n, nthreads);
 	free(c.parent);
 	free(c.minid);
 	free(c.first_core);
+	free(c.box_core);
+	gj_boxes_free(&c.bx);
 	free((void *) c.compact);
 	return st;
 }
