@@ -18,7 +18,10 @@
  *            the component with the least smallest id;
  * then one scatter back to the caller's row order.  Compact cells (all
  * points within eps of each other, by their bounding box's diagonal) count
- * whole and link as one, as in the CPU engine (src/core/density.c).  Distances follow the
+ * whole and link as one, as in the CPU engine (src/core/density.c); for
+ * DBSCAN, dense cells that are not compact are cut into boxes first
+ * (density_boxes.cu), through which core rows count, link and border rows
+ * search box by box.  Distances follow the
  * shared rule (gj_dev_sqdist), so counts and core flags equal the CPU
  * engine's bit for bit, and so do clusters after gj_dbscan_number.
  * Loops read the stop word every 1024 candidates; the host waits with
@@ -28,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_common.cuh"
+#include "density_boxes.cuh"
 
 #define GJ_DENSITY_BLOCK 256
 
@@ -166,7 +169,8 @@ compact_kernel(gj_dev_grid G, gj_grid_params P, uint8_t *compact)
 template <int DIMS>
 __global__ static void
 count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
-			 uint8_t *core, int32_t *parent, const uint8_t *compact, const int *stop)
+			 uint8_t *core, int32_t *parent, const uint8_t *compact, gj_dev_boxes B,
+			 const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
@@ -177,6 +181,7 @@ count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
 	int32_t		n = 0;
 	uint32_t	seen = 0;
 	uint32_t	own = G.pcell[i];
+	int64_t		own_box = B.nbox > 0 ? B.box_of_row[i] : -1;
 
 	if (compact[own])
 	{
@@ -184,10 +189,49 @@ count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
 
 		n = size < (uint32_t) cap ? (int32_t) size : cap;
 	}
+	else if (own_box >= 0 && B.compact[own_box])
+	{
+		uint32_t	size = B.end[own_box] - B.start[own_box];
+
+		n = size < (uint32_t) cap ? (int32_t) size : cap;
+	}
+	else
+		own_box = -1;			/* no box counted whole */
 	if (n < cap)
 		for_each_neighbour(G, P, own, [&](int64_t k) {
 		if (k == (int64_t) own && compact[own])
 			return true;		/* counted whole */
+		if (B.nbox > 0 && gj_dev_cell_cut(G, compact, k))
+		{
+			/* box by box: the own compact box is counted, far boxes skipped */
+			int64_t		b0,
+						b1;
+
+			gj_dev_cell_boxes(G, B, k, &b0, &b1);
+			for (int64_t b = b0; b < b1; b++)
+			{
+				if (b == own_box || !gj_dev_box_reachable<DIMS>(B, b, xi.p, P.eps2))
+					continue;
+				if (gj_dev_box_within<DIMS>(B, b, xi.p, P.eps2))
+				{
+					uint32_t	size = B.end[b] - B.start[b];
+
+					n = size < (uint32_t) (cap - n) ? n + (int32_t) size : cap;
+					if (n >= cap)
+						return false;
+					continue;	/* every row of it: counted whole */
+				}
+				for (uint32_t r = B.start[b]; r < B.end[b]; r++)
+				{
+					if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2 &&
+						++n >= cap)
+						return false;
+					if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+						return false;
+				}
+			}
+			return true;
+		}
 		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
 		{
 			if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) <= P.eps2 &&
@@ -267,6 +311,42 @@ first_core_kernel(gj_dev_grid G, const uint8_t *core, const uint8_t *compact,
 	first_core[c] = first;
 }
 
+/* Each box's first core position (or -1): one warp a box, 32 rows a step. */
+__global__ static void
+box_core_kernel(gj_dev_boxes B, const uint8_t *core)
+{
+	uint64_t	b = (blockIdx.x * (uint64_t) blockDim.x + threadIdx.x) / 32;
+	int			lane = threadIdx.x & 31;
+	int32_t		first = -1;
+
+	if (b >= (uint64_t) B.nbox)
+		return;
+	for (uint32_t r0 = B.start[b]; r0 < B.end[b] && first < 0; r0 += 32)
+	{
+		uint32_t	r = r0 + lane;
+		unsigned	hit = __ballot_sync(0xffffffffu, r < B.end[b] && core[r]);
+
+		if (hit != 0)
+			first = (int32_t) (r0 + __ffs(hit) - 1);
+	}
+	if (lane == 0)
+		B.core[b] = first;
+}
+
+/* A compact box's core points under its first, as a compact cell's. */
+__global__ static void
+join_boxes_kernel(int64_t n, gj_dev_boxes B, const uint8_t *core, int32_t *parent)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) n || !core[t])
+		return;
+	int32_t		b = B.box_of_row[t];
+
+	if (b >= 0 && B.compact[b] && B.core[b] >= 0 && B.core[b] != (int32_t) t)
+		parent[t] = B.core[b];	/* t is still a root; the box's first < t */
+}
+
 /* A compact cell's core points under its first: one cluster, no distance. */
 __global__ static void
 join_compact_kernel(int64_t n, const uint32_t *pcell, const uint8_t *core,
@@ -291,7 +371,7 @@ template <int DIMS>
 __global__ static void
 link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 			int32_t *parent, const uint8_t *compact, const int32_t *first_core,
-			const int *stop)
+			gj_dev_boxes B, const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
@@ -304,6 +384,52 @@ link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
 		uint32_t	r1 = G.cell_start[k + 1];
 		uint32_t	r = G.cell_start[k];
+
+		if (B.nbox > 0 && gj_dev_cell_cut(G, compact, k))
+		{
+			/*
+			 * box by box, from either side: a compact box already in i's
+			 * cluster costs a find, else its first core row within eps
+			 * links it; a non-compact box links each of its core rows
+			 */
+			int64_t		b0,
+						b1;
+
+			gj_dev_cell_boxes(G, B, k, &b0, &b1);
+			for (int64_t b = b0; b < b1; b++)
+			{
+				int32_t		fc = B.core[b];
+
+				if (fc < 0 ||
+					(B.compact[b] && uf_find(parent, (int32_t) i) == uf_find(parent, fc)) ||
+					!gj_dev_box_reachable<DIMS>(B, b, xi.p, P.eps2))
+					continue;
+				if (B.compact[b] && gj_dev_box_within<DIMS>(B, b, xi.p, P.eps2))
+				{
+					uf_union(parent, (int32_t) i, fc, stop);	/* all of it within eps */
+					continue;
+				}
+				for (uint32_t q = B.start[b]; q < B.end[b]; q++)
+				{
+					if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+						return false;
+					if (q == i || !core[q])
+						continue;
+					if (uf_find(parent, (int32_t) i) == uf_find(parent, (int32_t) q))
+					{
+						if (B.compact[b])
+							break;	/* linked meanwhile: the box is one cluster */
+						continue;
+					}
+					if (gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) q * P.dims, P.dims, P.eps2) > P.eps2)
+						continue;
+					uf_union(parent, (int32_t) i, (int32_t) q, stop);
+					if (B.compact[b])
+						break;
+				}
+			}
+			return true;
+		}
 
 		if (compact[k])
 		{
@@ -362,7 +488,8 @@ template <int DIMS>
 __global__ static void
 border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 			  const int32_t *parent, const long long *minid, int32_t *rep,
-			  const uint8_t *compact, const int32_t *first_core, const int *stop)
+			  const uint8_t *compact, const int32_t *first_core, gj_dev_boxes B,
+			  const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
@@ -380,6 +507,42 @@ border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 	uint32_t	seen = 0;
 
 	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
+		if (B.nbox > 0 && gj_dev_cell_cut(G, compact, k))
+		{
+			int64_t		b0,
+						b1;
+
+			gj_dev_cell_boxes(G, B, k, &b0, &b1);
+			for (int64_t b = b0; b < b1; b++)
+			{
+				if (B.core[b] < 0 || !gj_dev_box_reachable<DIMS>(B, b, xi.p, P.eps2))
+					continue;
+				if (B.compact[b] && gj_dev_box_within<DIMS>(B, b, xi.p, P.eps2))
+				{
+					/* its first core point is within eps, and speaks for the box */
+					int32_t		root = parent[B.core[b]];
+
+					if (best < 0 || minid[root] < minid[best])
+						best = root;
+					continue;
+				}
+				for (uint32_t q = B.start[b]; q < B.end[b]; q++)
+				{
+					if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+						return false;
+					if (!core[q] ||
+						gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) q * P.dims, P.dims, P.eps2) > P.eps2)
+						continue;
+					int32_t		root = parent[q];
+
+					if (best < 0 || minid[root] < minid[best])
+						best = root;
+					if (B.compact[b])
+						break;	/* its core points are one cluster */
+				}
+			}
+			return true;
+		}
 		if (compact[k] && first_core[k] < 0)
 			return true;		/* no core point there */
 		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
@@ -449,6 +612,7 @@ typedef struct density_run
 	long long  *d_minid;
 	uint8_t    *d_compact;		/* per cell */
 	int32_t    *d_first_core;	/* per cell */
+	gj_dev_boxes B;				/* DBSCAN: the dense wide cells' boxes */
 	int32_t    *d_val_out;
 	uint8_t    *d_core_out;
 } density_run;
@@ -466,6 +630,7 @@ run_free(density_run *r)
 	cudaFree(r->d_minid);
 	cudaFree(r->d_compact);
 	cudaFree(r->d_first_core);
+	gj_gpu_boxes_free(&r->B);
 	cudaFree(r->d_val_out);
 	cudaFree(r->d_core_out);
 	if (r->stream)
@@ -621,7 +786,7 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 		launch_compact(&r);
 		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P,
 					cap > 0 ? cap : INT32_MAX, r.d_val, (uint8_t *) NULL,
-					(int32_t *) NULL, (const uint8_t *) r.d_compact, r.d_stop);
+					(int32_t *) NULL, (const uint8_t *) r.d_compact, r.B, r.d_stop);
 		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, NULL,
 																 false, r.d_val_out, NULL);
 		info->launches = 3;
@@ -635,6 +800,39 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 	}
 	run_free(&r);
 	return st;
+}
+
+/* DBSCAN's passes after the compact cells and the boxes, on r's stream. */
+static void
+launch_dbscan(density_run *r, int64_t n, int dims, int32_t minpts)
+{
+	unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+	unsigned	cgrid = (unsigned) ((r->G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+	unsigned	bgrid = (unsigned) ((r->B.nbox + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+
+	LAUNCH_DIMS(count_kernel, dims, grid, r->stream, r->G, r->P, minpts,
+				(int32_t *) NULL, r->d_core, r->d_parent, (const uint8_t *) r->d_compact,
+				r->B, r->d_stop);
+	first_core_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->d_core, r->d_compact,
+																  r->d_first_core);
+	join_compact_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->G.pcell, r->d_core,
+																   r->d_first_core, r->d_parent);
+	if (r->B.nbox > 0)
+	{
+		box_core_kernel<<<bgrid * 32, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->B, r->d_core);
+		join_boxes_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->B, r->d_core,
+																	 r->d_parent);
+	}
+	LAUNCH_DIMS(link_kernel, dims, grid, r->stream, r->G, r->P, r->d_core,
+				r->d_parent, (const uint8_t *) r->d_compact,
+				(const int32_t *) r->d_first_core, r->B, r->d_stop);
+	flatten_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->d_core, r->G.ids,
+															  r->d_parent, r->d_minid);
+	LAUNCH_DIMS(border_kernel, dims, grid, r->stream, r->G, r->P, r->d_core,
+				r->d_parent, r->d_minid, r->d_val, (const uint8_t *) r->d_compact,
+				(const int32_t *) r->d_first_core, r->B, r->d_stop);
+	scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->G.perm, r->d_val, r->d_core,
+															  true, r->d_val_out, r->d_core_out);
 }
 
 extern "C" gj_status
@@ -658,37 +856,28 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 	st = run_prepare(&r, p, eps2, opt, 1, info, err, errlen);
 	if (st == GJ_OK)
 	{
-		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 		double		t0 = gj_now_ms();
 
-		unsigned	cgrid = (unsigned) ((r.G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
-
 		launch_compact(&r);
-		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P, minpts,
-					(int32_t *) NULL, r.d_core, r.d_parent, (const uint8_t *) r.d_compact,
-					r.d_stop);
-		first_core_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r.stream>>>(r.G, r.d_core, r.d_compact,
-																	 r.d_first_core);
-		join_compact_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.pcell, r.d_core,
-																	  r.d_first_core, r.d_parent);
-		LAUNCH_DIMS(link_kernel, p->dims, grid, r.stream, r.G, r.P, r.d_core,
-					r.d_parent, (const uint8_t *) r.d_compact,
-					(const int32_t *) r.d_first_core, r.d_stop);
-		flatten_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.d_core, r.G.ids,
-																 r.d_parent, r.d_minid);
-		LAUNCH_DIMS(border_kernel, p->dims, grid, r.stream, r.G, r.P, r.d_core,
-					r.d_parent, r.d_minid, r.d_val, (const uint8_t *) r.d_compact,
-					(const int32_t *) r.d_first_core, r.d_stop);
-		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, r.d_core,
-																 true, r.d_val_out, r.d_core_out);
-		info->launches = 8;
-		if (cudaGetLastError() != cudaSuccess)
+		/* dense wide cells: boxes (reorders rows within their cells) */
+		st = gj_gpu_boxes_build(&r.G, &r.P, r.d_compact, &r.B, r.stream, err, errlen);
+		if (st == GJ_ERR_DEVICE_OOM)
 		{
-			snprintf(err, errlen, "DBSCAN kernel launch failed");
-			st = GJ_ERR_CUDA;
+			st = GJ_OK;			/* no room for them: pair by pair, as exact */
+			err[0] = '\0';
 		}
-		else
-			st = run_finish(&r, n, root, core, info, t0, err, errlen);
+		if (st == GJ_OK)
+		{
+			launch_dbscan(&r, n, p->dims, minpts);
+			info->launches = 8 + (r.B.nbox > 0 ? 9 : 0);
+			if (cudaGetLastError() != cudaSuccess)
+			{
+				snprintf(err, errlen, "DBSCAN kernel launch failed");
+				st = GJ_ERR_CUDA;
+			}
+			else
+				st = run_finish(&r, n, root, core, info, t0, err, errlen);
+		}
 	}
 	run_free(&r);
 	return st;

@@ -52,6 +52,8 @@ typedef struct cpu_answers
 	int64_t		nclusters;
 } cpu_answers;
 
+static int	cpu_no_counts = 0;	/* run_dense: the clump's counts are quadratic */
+
 static gj_status
 cpu_run(const gj_points *p, double eps, int32_t minpts, int threads, cpu_answers *a)
 {
@@ -74,12 +76,14 @@ cpu_run(const gj_points *p, double eps, int32_t minpts, int threads, cpu_answers
 	t0 = gj_now_ms();
 	st = gj_grid_build(&g, &s, eps * eps);
 	a->index_ms = gj_now_ms() - t0;
-	if (st == GJ_OK)
+	if (st == GJ_OK && !cpu_no_counts)
 	{
 		t0 = gj_now_ms();
 		st = gj_cpu_count_within(&g, &s, 0, threads, c);
 		a->count_ms = gj_now_ms() - t0;
 	}
+	else
+		memset(c, 0, sizeof(int32_t) * (n + 1));
 	if (st == GJ_OK)
 	{
 		t0 = gj_now_ms();
@@ -217,8 +221,9 @@ check_cancel(uint64_t seed)
 
 	/*
 	 * 1M rows in one cell wider than eps (not compact: a compact cell
-	 * counts and links without distances): 1e12 distances to count, 5e11
-	 * pairs of core rows to link
+	 * counts and links without distances): 1e12 distances to count; for
+	 * DBSCAN, whose boxes link such a cell at once, minpts past the rows,
+	 * so that every row counts its reachable boxes' rows to the end
 	 */
 	gj_gen_points(&p, GJ_GEN_UNIFORM, 1000000, 2, seed);
 	v = malloc(sizeof(int32_t) * p.n);
@@ -229,7 +234,7 @@ check_cancel(uint64_t seed)
 		hook_at = t0 + 100;
 		gj_set_interrupt_hook(hook);
 		st = what == 0 ? gj_gpu_count_within(&p, 110.0 * 110.0, 0, NULL, v, &info, err, sizeof(err)) :
-			gj_gpu_dbscan(&p, 110.0 * 110.0, 5, NULL, v, k, &info, err, sizeof(err));
+			gj_gpu_dbscan(&p, 110.0 * 110.0, 2000000, NULL, v, k, &info, err, sizeof(err));
 		gj_set_interrupt_hook(NULL);
 		snprintf(detail, sizeof(detail), "%s after %.0f ms", gj_status_name(st),
 				 gj_now_ms() - t0);
@@ -299,6 +304,38 @@ run_check(uint64_t seed)
 			gj_points_free(&p);
 		}
 	}
+	/*
+	 * dense wide cells (DBSCAN cuts them into boxes): a clump 2 eps across,
+	 * every 40th row spread 3x wider, alone and as two clumps just under
+	 * and just over eps apart; dimensions past the boxes' limit too
+	 */
+	for (int d = 0; d < 5; d++)
+		for (int gap = 0; gap < 3; gap++, seed++)
+		{
+			static const int ddims[] = {1, 2, 3, 4, 9};
+			int			dims = ddims[d];
+			gj_points	p;
+			char		name[96];
+
+			if (quick && seed % 2 != 0)
+				continue;
+			gj_gen_points(&p, GJ_GEN_UNIFORM, 3000, dims, seed);	/* [0, 100)^d */
+			for (int64_t i = 0; i < p.n; i++)
+				for (int k = 0; k < dims; k++)
+				{
+					double	   *v = &p.x[i * dims + k];
+
+					*v = *v * 0.5 * (i % 40 == 0 ? 3.0 : 1.0);
+					if (gap > 0 && k == 0 && i % 2 == 1)
+						*v += 50.0 + (gap == 1 ? 24.0 : 26.0);
+				}
+			gj_scramble_ids(&p, seed);
+			snprintf(name, sizeof(name), "dense-wide-%dd-%s", dims,
+					 gap == 0 ? "one" : gap == 1 ? "bridged" : "apart");
+			for (int m = 0; m < 4; m++)
+				check_case(name, &p, 25.0, (int32_t[]) {1, 4, 40, 400}[m], seed, m == 1);
+			gj_points_free(&p);
+		}
 	if (quick)
 	{
 		printf("gpu_density: %d passed, %d failed\n", passed, failed);
@@ -404,6 +441,64 @@ run_bench(void)
 				}
 }
 
+/*
+ * Issue 18's bar for DBSCAN in a dense wide cell: 1M rows uniform in a
+ * square 2 eps across against 1M uniform rows at ~30 neighbours, GPU and
+ * CPU engine (best of two), minpts 5; and the counts of the clump (still
+ * pair by pair), once.
+ */
+static void
+run_dense(void)
+{
+	gj_points	p;
+	int64_t		n = 1000000;
+	int32_t    *v = malloc(sizeof(int32_t) * n);
+	uint8_t    *c = malloc(n);
+	gj_gpu_density_info info;
+	char		err[256];
+
+	printf("| data | eps | clusters | GPU dbscan ms | CPU dbscan ms (index) | GPU counts ms |\n");
+	printf("|---|---:|---:|---:|---:|---:|\n");
+	for (int dense = 0; dense < 2; dense++)
+	{
+		double		eps = dense ? 50.0 : gj_gen_typical_eps(GJ_GEN_UNIFORM, n, 2, 30.0);
+		double		gdb = 1e30,
+					gcount = -1,
+					t0;
+		int64_t		ncl = -1;
+		cpu_answers a;
+
+		gj_gen_points(&p, GJ_GEN_UNIFORM, n, 2, 20261124 + dense);	/* [0, 100)^2 */
+		gj_scramble_ids(&p, 7);
+		for (int rep = 0; rep < 2; rep++)
+		{
+			t0 = gj_now_ms();
+			if (gj_gpu_dbscan(&p, eps * eps, 5, NULL, v, c, &info, err, sizeof(err)) != GJ_OK ||
+				gj_dbscan_number(&p, v, c, &ncl) != GJ_OK)
+				printf("GPU dbscan failed: %s\n", err);
+			gdb = fmin(gdb, gj_now_ms() - t0);
+		}
+		if (!dense || getenv("GJ_DENSE_COUNTS") != NULL)
+		{
+			t0 = gj_now_ms();
+			if (gj_gpu_count_within(&p, eps * eps, 0, NULL, v, &info, err, sizeof(err)) != GJ_OK)
+				printf("GPU counts failed: %s\n", err);
+			gcount = gj_now_ms() - t0;
+		}
+		cpu_no_counts = dense;
+		cpu_run(&p, eps, 5, 0, &a);
+		cpu_no_counts = 0;
+		printf("| %s | %.4g | %lld (CPU %lld) | %.1f | %.1f (%.1f) | %.1f |\n",
+			   dense ? "1M in a square 2 eps across" : "1M uniform, ~30 neighbours", eps,
+			   (long long) ncl, (long long) a.nclusters, gdb, a.dbscan_ms + a.index_ms,
+			   a.index_ms, gcount);
+		cpu_free(&a);
+		gj_points_free(&p);
+	}
+	free(v);
+	free(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -421,6 +516,12 @@ main(int argc, char **argv)
 		check_cancel(1);
 		printf("gpu_density: %d passed, %d failed\n", passed, failed);
 		return failed == 0 ? 0 : 1;
+	}
+	if (argc > 1 && strcmp(argv[1], "dense") == 0)
+	{
+		printf("gpu_density dense: %s, %d CPU threads\n", info.name, gj_cpu_count());
+		run_dense();
+		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
 	{

@@ -19,7 +19,7 @@ BEGIN
 END $$;
 
 SELECT setseed(0.1);
-DROP TABLE IF EXISTS u2_2m, c3_2m, u2_10m, u3_10m;
+DROP TABLE IF EXISTS u2_2m, c3_2m, u2_10m, u3_10m, clump_1m, u2_1m;
 CREATE TABLE u2_2m AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 2000000) i;
 CREATE TEMP TABLE centers AS SELECT c, random() * 100 AS cx, random() * 100 AS cy, random() * 100 AS cz FROM generate_series(0, 19) c;
 CREATE TABLE c3_2m AS SELECT i AS id,
@@ -33,7 +33,13 @@ ALTER TABLE u2_2m ADD PRIMARY KEY (id);
 ALTER TABLE c3_2m ADD PRIMARY KEY (id);
 ALTER TABLE u2_10m ADD PRIMARY KEY (id);
 ALTER TABLE u3_10m ADD PRIMARY KEY (id);
-VACUUM ANALYZE u2_2m, c3_2m, u2_10m, u3_10m;
+-- issue 18's dense wide cell: 1M rows in a square 2 eps across (eps 1), and
+-- 1M uniform rows at ~30 neighbours (eps 0.309 in [0, 100)^2)
+CREATE TABLE clump_1m AS SELECT i AS id, random() * 2 AS x, random() * 2 AS y FROM generate_series(1, 1000000) i;
+CREATE TABLE u2_1m AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 1000000) i;
+ALTER TABLE clump_1m ADD PRIMARY KEY (id);
+ALTER TABLE u2_1m ADD PRIMARY KEY (id);
+VACUUM ANALYZE u2_2m, c3_2m, u2_10m, u3_10m, clump_1m, u2_1m;
 -- warm up the GPU context and the tables
 SELECT count(*) FROM dbscan('u2_2m', '{x,y}', 0.01, 5) \g /dev/null
 
@@ -70,6 +76,11 @@ BEGIN
         END IF;
     END LOOP;
 END $$;
+-- DBSCAN in the dense wide cell (boxes) against uniform rows, both engines
+SELECT dn('1M 2-D clump 2 eps across', 'dbscan gpu', 'gpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('clump_1m', '{x,y}', 1.0, 5)$q$);
+SELECT dn('1M 2-D clump 2 eps across', 'dbscan cpu', 'cpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('clump_1m', '{x,y}', 1.0, 5)$q$);
+SELECT dn('1M 2-D uniform ~30', 'dbscan gpu', 'gpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('u2_1m', '{x,y}', 0.309, 5)$q$);
+SELECT dn('1M 2-D uniform ~30', 'dbscan cpu', 'cpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('u2_1m', '{x,y}', 0.309, 5)$q$);
 -- the form users write today (issue 10: 53.6 s at 2M, eps 0.3)
 SELECT dn('2M 2-D uniform ~30', 'GROUP BY gpu', 'gpu', 1,
           $q$SELECT count(*) FROM (SELECT a, count(*) FROM eps_selfjoin('u2_2m', '{x,y}', 0.2185, "symmetric" => true) GROUP BY a) g$q$);

@@ -21,7 +21,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,pg,sqlbench,read,spread,emit,densitysql,lists,highdimsql,cancel,exit,exitstress}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,highdimsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -136,6 +136,11 @@ fi
 if has densitybench; then
 	timeout 400 ./regress/gpu_density bench > "$OUT/density_bench.md" 2>&1
 	cat "$OUT/density_bench.md"
+fi
+if has densitydense; then
+	# issue 18's bar: DBSCAN of 1M rows 2 eps across against 1M uniform rows
+	timeout 300 ./regress/gpu_density dense > "$OUT/density_dense.md" 2>&1
+	cat "$OUT/density_dense.md"
 fi
 has sqlbench && sql_step regress/gpuhost_bench.sql sql_bench.txt 14
 has read && sql_step regress/gpuhost_read.sql read.txt 14

@@ -40,11 +40,13 @@ SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_selfjoin_sql('SELECT a.i
 SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_selfjoin('big', '{x,y}', 1.0) WHERE a = ANY (ARRAY(SELECT generate_series(1, 100000)::bigint))$$, 1.3);
 SELECT pg_temp.cancel_within($$SELECT a FROM eps_selfjoin('big', '{x,y}', 1.0) ORDER BY dist LIMIT 1$$, 1.3);
 -- per-row functions over the one cell: counting 2.6e12 distances (1.6M
--- rows: a GPU counts big's 4e10 in less than the timeout), linking
--- DBSCAN's 2e10 pairs of core rows in one cell wider than eps (big's own
--- cell is compact: linked at once, below), sorting 200000 lists of 200000
+-- rows: a GPU counts big's 4e10 in less than the timeout), DBSCAN's core
+-- counts over 1.6M rows in one cell wider than eps with minpts past the
+-- rows (its boxes link such a cell at once, but no row is core, so each
+-- counts its reachable boxes to the end: 2e12 distances; big's own cell
+-- is compact, below), sorting 200000 lists of 200000
 SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_neighbor_counts_sql('SELECT a.id * 8 + b.i, a.x, a.y FROM big a, generate_series(0, 7) b(i)', 1.0)$$, 1.3);
-SELECT pg_temp.cancel_within($$SELECT count(*) FROM dbscan_sql('SELECT id, (id % 1000) * 0.0009, (id / 200 % 1000) * 0.0009 FROM big', 1.0, 5)$$, 1.3);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM dbscan_sql('SELECT a.id * 8 + b.i, (a.id % 1000) * 0.0009, (a.id / 200 % 1000) * 0.0009 FROM big a, generate_series(0, 7) b(i)', 1.0, 10000000)$$, 1.3);
 SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_neighbors('big', '{x,y}', 1.0)$$, 1.3);
 RESET statement_timeout;
 SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');

@@ -398,6 +398,15 @@ count_row_boxes(const dbscan_ctx *c, const nbhd *h, int64_t i, int32_t cap)
 		{
 			if (b == own || !gj_box_reachable(bx, b, xi, g->eps2))
 				continue;
+			if (gj_box_within(bx, b, xi, g->eps2))
+			{
+				/* every row of it: counted whole */
+				n = bx->box_end[b] - bx->box_start[b] < cap - n ?
+					n + (int32_t) (bx->box_end[b] - bx->box_start[b]) : cap;
+				if (n >= cap)
+					return n;
+				continue;
+			}
 			for (int64_t pos = bx->box_start[b]; pos < bx->box_end[b]; pos++)
 				if (gj_sqdist(xi, p->x + (int64_t) bx->rows[pos] * p->dims, p->dims) <= g->eps2 &&
 					++n >= cap)
@@ -488,13 +497,24 @@ link_boxes(dbscan_ctx *c, int64_t i, const double *xi, int64_t cell)
 			(bx->compact[b] && uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) fc)) ||
 			!gj_box_reachable(bx, b, xi, c->g->eps2))
 			continue;
+		if (bx->compact[b] && gj_box_within(bx, b, xi, c->g->eps2))
+		{
+			uf_union(c->parent, (int32_t) i, (int32_t) fc);	/* all of it within eps */
+			continue;
+		}
 		for (int64_t pos = bx->box_start[b]; pos < bx->box_end[b]; pos++)
 		{
 			int64_t		r = bx->rows[pos];
 
-			if (r == i || !c->core[r] ||
-				uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) r) ||
-				gj_sqdist(xi, p->x + r * p->dims, p->dims) > c->g->eps2)
+			if (r == i || !c->core[r])
+				continue;
+			if (uf_find(c->parent, (int32_t) i) == uf_find(c->parent, (int32_t) r))
+			{
+				if (bx->compact[b])
+					break;		/* linked meanwhile: the box is one cluster */
+				continue;
+			}
+			if (gj_sqdist(xi, p->x + r * p->dims, p->dims) > c->g->eps2)
 				continue;
 			uf_union(c->parent, (int32_t) i, (int32_t) r);
 			if (bx->compact[b])
@@ -612,6 +632,15 @@ border_boxes(const dbscan_ctx *c, const double *xi, int64_t cell, int32_t best)
 	{
 		if (c->box_core[b] < 0 || !gj_box_reachable(bx, b, xi, c->g->eps2))
 			continue;
+		if (bx->compact[b] && gj_box_within(bx, b, xi, c->g->eps2))
+		{
+			/* its first core row is within eps, and speaks for the box */
+			int32_t		root = uf_find(c->parent, (int32_t) c->box_core[b]);
+
+			if (best < 0 || c->minid[root] < c->minid[best])
+				best = root;
+			continue;
+		}
 		for (int64_t pos = bx->box_start[b]; pos < bx->box_end[b]; pos++)
 		{
 			int64_t		r = bx->rows[pos];

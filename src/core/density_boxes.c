@@ -3,11 +3,13 @@
  *		Cutting the dense wide cells of a grid into boxes of side just under
  *		eps / sqrt(d) (why: density_boxes.h).
  *
- * Each dense non-compact cell sorts its rows by their box (the floor of
- * each coordinate's offset from the cell's lower corner over the side,
- * every dimension, then the row) on a worker thread; the rows of a cut
- * cell are listed box by box at the cell's own positions, so no prefix sum
- * over rows is needed, only one over the cells' box counts.  A cell whose
+ * Every row gets a key: its cell, then, in a dense non-compact cell, a
+ * hash of its box on a global lattice of that side (as density_boxes.cu
+ * does on the GPU); one stable parallel radix sort of the keys (sort.c)
+ * lists each cell's rows box by box at the cell's own positions, so no
+ * prefix sum over rows is needed, only one over the cells' box counts.
+ * Two boxes whose hashes collide become one box with wider bounds, which
+ * at worst is not compact.  A cell whose
  * boxes would hold fewer than GJ_BOX_MIN_FILL rows on average (sparse in
  * some dimension) is left whole: its rows then cost what they cost today.
  * Nothing here decides a pair: a box is compact only when its bounding
@@ -20,24 +22,6 @@
 
 #include "density_boxes.h"
 
-typedef struct box_key
-{
-	int64_t		k[GJ_BOX_MAX_DIMS];
-	uint32_t	row;
-} box_key;
-
-static int
-cmp_box_key(const void *a, const void *b)
-{
-	const box_key *x = a,
-			   *y = b;
-
-	for (int d = 0; d < GJ_BOX_MAX_DIMS; d++)
-		if (x->k[d] != y->k[d])
-			return x->k[d] < y->k[d] ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
 typedef struct cut_ctx
 {
 	const gj_grid *g;
@@ -45,67 +29,95 @@ typedef struct cut_ctx
 	const uint8_t *compact;
 	gj_boxes   *b;
 	double		side;
+	uint8_t    *cand;			/* per cell: dense and not compact */
+	int64_t    *keys;			/* per row: cell << 31 | its box's hash */
 	uint8_t    *starts;			/* per position: a box starts here */
 	int64_t    *nbox_of_cell;	/* per cell: its boxes, 0 when not cut */
+	int			any;			/* atomic: some cell is a candidate */
 } cut_ctx;
 
-/* Sort the rows of cells [c0, c1) that are worth cutting by box. */
+/* The cells worth cutting: not compact, GJ_BOX_MIN_ROWS rows or more. */
 static void
-cut_cells(void *arg, int64_t c0, int64_t c1, const int *stop)
+find_candidates(void *arg, int64_t c0, int64_t c1, const int *stop)
 {
 	cut_ctx    *c = arg;
-	const gj_points *p = c->p;
-	int			dims = p->dims;
+
+	(void) stop;
+	for (int64_t cell = c0; cell < c1; cell++)
+	{
+		c->cand[cell] = !c->compact[cell] &&
+			c->g->cell_start[cell + 1] - c->g->cell_start[cell] >= GJ_BOX_MIN_ROWS;
+		if (c->cand[cell])
+			__atomic_store_n(&c->any, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * A 31-bit mix of a point's box on the global lattice of the given side
+ * (as density_boxes.cu's): equal boxes, equal hashes.
+ */
+static inline int64_t
+box_hash(const double *x, int dims, double side)
+{
+	uint64_t	h = 0x9e3779b97f4a7c15ull;
+
+	for (int d = 0; d < dims; d++)
+	{
+		double		u = floor(x[d] / side);
+		int64_t		k = u < -4.0e18 ? INT64_MIN / 2 : u > 4.0e18 ? INT64_MAX / 2 : (int64_t) u;
+
+		h ^= (uint64_t) k + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 33;
+	}
+	return (int64_t) ((h ^ (h >> 32)) & 0x7fffffffu);
+}
+
+/* Rows [r0, r1)'s keys: the cell, then (in a candidate cell) the box. */
+static void
+row_keys(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	cut_ctx    *c = arg;
+	int64_t		cell = -1;
+
+	(void) stop;
+	for (int64_t r = r0; r < r1; r++)
+	{
+		cell = gj_grid_cell_of_row(c->g, r, cell);
+		c->keys[r] = cell << 31;
+		if (c->cand[cell])
+			c->keys[r] |= box_hash(c->p->x + r * c->p->dims, c->p->dims, c->side);
+		c->b->rows[r] = (uint32_t) r;
+	}
+}
+
+/*
+ * After the sort: a candidate cell's boxes are its runs of equal keys; it
+ * is cut when they hold GJ_BOX_MIN_FILL rows or more on average.
+ */
+static void
+count_boxes(void *arg, int64_t c0, int64_t c1, const int *stop)
+{
+	cut_ctx    *c = arg;
 
 	for (int64_t cell = c0; cell < c1; cell++)
 	{
 		int64_t		r0 = c->g->cell_start[cell],
 					r1 = c->g->cell_start[cell + 1],
-					size = r1 - r0,
 					nbox = 0;
-		double		lo[GJ_BOX_MAX_DIMS];
-		box_key    *e;
 
 		c->nbox_of_cell[cell] = 0;
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
-		if (c->compact[cell] || size < GJ_BOX_MIN_ROWS)
+		if (!c->cand[cell])
 			continue;
-		e = malloc(sizeof(box_key) * size);
-		if (e == NULL)
-			continue;			/* not cut: slower, still exact */
-		for (int d = 0; d < dims; d++)
-			lo[d] = p->x[r0 * dims + d];
-		for (int64_t r = r0 + 1; r < r1; r++)
-			for (int d = 0; d < dims; d++)
-				lo[d] = p->x[r * dims + d] < lo[d] ? p->x[r * dims + d] : lo[d];
-		for (int64_t r = r0; r < r1; r++)
+		for (int64_t pos = r0; pos < r1; pos++)
 		{
-			box_key    *k = &e[r - r0];
-
-			memset(k->k, 0, sizeof(k->k));
-			for (int d = 0; d < dims; d++)
-			{
-				double		u = floor((p->x[r * dims + d] - lo[d]) / c->side);
-
-				/* a huge offset in an unindexed dimension: its own box anyway */
-				k->k[d] = u < 0.0 ? 0 : u > 1e18 ? (int64_t) 1e18 : (int64_t) u;
-			}
-			k->row = (uint32_t) r;
+			c->starts[pos] = pos == r0 || c->keys[pos] != c->keys[pos - 1];
+			nbox += c->starts[pos];
 		}
-		qsort(e, size, sizeof(box_key), cmp_box_key);
-		for (int64_t j = 0; j < size; j++)
-			nbox += j == 0 || memcmp(e[j].k, e[j - 1].k, sizeof(e[j].k)) != 0;
-		if (nbox * GJ_BOX_MIN_FILL <= size)
-		{
-			for (int64_t j = 0; j < size; j++)
-			{
-				c->b->rows[r0 + j] = e[j].row;
-				c->starts[r0 + j] = j == 0 || memcmp(e[j].k, e[j - 1].k, sizeof(e[j].k)) != 0;
-			}
+		if (nbox * GJ_BOX_MIN_FILL <= r1 - r0)
 			c->nbox_of_cell[cell] = nbox;
-		}
-		free(e);
 	}
 }
 
@@ -174,16 +186,29 @@ gj_boxes_build(gj_boxes *b, const gj_grid *g, const gj_points *p,
 	c.side = sqrt(g->eps2 / p->dims) * 0.99;
 	if (!(c.side > 0.0))
 		return GJ_OK;			/* eps 0: duplicates only, compact cells */
+	c.cand = malloc(g->ncells + 1);
+	if (c.cand == NULL)
+		return GJ_ERR_NOMEM;
+	st = gj_par_for(find_candidates, &c, g->ncells, nthreads);
+	if (st != GJ_OK || !c.any)
+		goto done;
 	b->rows = malloc(sizeof(uint32_t) * (p->n + 1));
+	c.keys = malloc(sizeof(int64_t) * (p->n + 1));
 	c.starts = malloc(p->n + 1);
 	c.nbox_of_cell = malloc(sizeof(int64_t) * (g->ncells + 1));
 	b->cell_box = malloc(sizeof(int64_t) * (g->ncells + 1));
-	if (b->rows == NULL || c.starts == NULL || c.nbox_of_cell == NULL || b->cell_box == NULL)
+	if (b->rows == NULL || c.keys == NULL || c.starts == NULL || c.nbox_of_cell == NULL ||
+		b->cell_box == NULL)
 	{
 		st = GJ_ERR_NOMEM;
 		goto done;
 	}
-	st = gj_par_for(cut_cells, &c, g->ncells, nthreads);
+	/* every row keyed by (cell, box), sorted stably: cells keep their places */
+	st = gj_par_for(row_keys, &c, p->n, nthreads);
+	if (st == GJ_OK)
+		st = gj_sort_by_key(c.keys, b->rows, p->n, (g->ncells << 31) | 0x7fffffff);
+	if (st == GJ_OK)
+		st = gj_par_for(count_boxes, &c, g->ncells, nthreads);
 	if (st != GJ_OK)
 		goto done;
 	for (int64_t cell = 0; cell < g->ncells; cell++)
@@ -211,6 +236,8 @@ gj_boxes_build(gj_boxes *b, const gj_grid *g, const gj_points *p,
 	st = gj_par_for(fill_boxes, &c, g->ncells, nthreads);
 
 done:
+	free(c.cand);
+	free(c.keys);
 	free(c.starts);
 	free(c.nbox_of_cell);
 	if (st != GJ_OK || b->nbox == 0)

@@ -19,6 +19,11 @@
 
 #include "gj_core.h"
 
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
 #define GJ_BOX_MIN_ROWS 64		/* a cell smaller than this is not cut */
 #define GJ_BOX_MIN_FILL 4		/* rows a box must hold on average, or no cut */
 #define GJ_BOX_MAX_DIMS 8		/* beyond, boxes of side eps / sqrt(d) hold a row or two */
@@ -69,8 +74,28 @@ gj_box_reachable(const gj_boxes *b, int64_t k, const double *x, double eps2)
 	return gj_sqdist(x, near, b->dims) <= eps2;
 }
 
+/*
+ * Is every row of box k within eps of x?  The box's farthest corner from x,
+ * by the shared rule (no row inside can compute a larger distance).
+ */
+static inline int
+gj_box_within(const gj_boxes *b, int64_t k, const double *x, double eps2)
+{
+	const double *lo = b->lo + k * b->dims,
+			   *hi = b->hi + k * b->dims;
+	double		far[GJ_BOX_MAX_DIMS];
+
+	for (int d = 0; d < b->dims; d++)
+		far[d] = x[d] - lo[d] > hi[d] - x[d] ? lo[d] : hi[d];
+	return gj_sqdist(x, far, b->dims) <= eps2;
+}
+
 /* The parallel loop of density.c: fn over items [0, n) in blocks on threads. */
 typedef void (*gj_block_fn) (void *arg, int64_t r0, int64_t r1, const int *stop);
 extern gj_status gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif							/* GJ_DENSITY_BOXES_H */
