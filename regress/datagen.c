@@ -311,3 +311,18 @@ gj_gen_chain(gj_points *p, int nclusters, double eps, uint64_t seed)
 		gj_points_push(p, p->n, b);
 	}
 }
+
+void
+gj_gen_clump(gj_points *p, int64_t n, int dims, int gap, uint64_t seed)
+{
+	gj_gen_points(p, GJ_GEN_UNIFORM, n, dims, seed);	/* [0, 100)^d */
+	for (int64_t i = 0; i < p->n; i++)
+		for (int k = 0; k < dims; k++)
+		{
+			double	   *v = &p->x[i * dims + k];
+
+			*v = *v * 0.5 * (i % 40 == 0 ? 3.0 : 1.0);
+			if (gap > 0 && k == 0 && i % 2 == 1)
+				*v += 50.0 + (gap == 1 ? 24.0 : 26.0);
+		}
+}

@@ -55,6 +55,15 @@ extern void gj_scramble_ids(gj_points *p, uint64_t seed);
  * its centre, so a lone point lies exactly eps from two clusters.
  */
 extern void gj_gen_chain(gj_points *p, int nclusters, double eps, uint64_t seed);
+
+/*
+ * A dense clump 2 eps across (eps 25: uniform in [0, 50)^dims), every 40th
+ * row spread 3x wider; gap 1 or 2 moves every other row 74 or 76 further
+ * along the first dimension (a second clump just under or just over eps
+ * from the first).  Its cells are dense and not compact: DBSCAN's boxes.
+ */
+#define GJ_GEN_CLUMP_EPS 25.0
+extern void gj_gen_clump(gj_points *p, int64_t n, int dims, int gap, uint64_t seed);
 extern int	gj_gen_boundary_case(int k, gj_points *p, const char **name,
 								 double *eps, int *neps);
 

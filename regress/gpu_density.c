@@ -319,21 +319,12 @@ run_check(uint64_t seed)
 
 			if (quick && seed % 2 != 0)
 				continue;
-			gj_gen_points(&p, GJ_GEN_UNIFORM, 3000, dims, seed);	/* [0, 100)^d */
-			for (int64_t i = 0; i < p.n; i++)
-				for (int k = 0; k < dims; k++)
-				{
-					double	   *v = &p.x[i * dims + k];
-
-					*v = *v * 0.5 * (i % 40 == 0 ? 3.0 : 1.0);
-					if (gap > 0 && k == 0 && i % 2 == 1)
-						*v += 50.0 + (gap == 1 ? 24.0 : 26.0);
-				}
+			gj_gen_clump(&p, 3000, dims, gap, seed);
 			gj_scramble_ids(&p, seed);
 			snprintf(name, sizeof(name), "dense-wide-%dd-%s", dims,
 					 gap == 0 ? "one" : gap == 1 ? "bridged" : "apart");
 			for (int m = 0; m < 4; m++)
-				check_case(name, &p, 25.0, (int32_t[]) {1, 4, 40, 400}[m], seed, m == 1);
+				check_case(name, &p, GJ_GEN_CLUMP_EPS, (int32_t[]) {1, 4, 40, 400}[m], seed, m == 1);
 			gj_points_free(&p);
 		}
 	if (quick)

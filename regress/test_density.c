@@ -419,19 +419,10 @@ main(int argc, char **argv)
 			gj_boxes	bx;
 			uint8_t    *none;
 			char		name[64];
-			double		eps = 25.0;
+			double		eps = GJ_GEN_CLUMP_EPS;
 			int64_t		cut;
 
-			gj_gen_points(&p, GJ_GEN_UNIFORM, 1500, dims, seed);	/* [0, 100)^d */
-			for (int64_t i = 0; i < p.n; i++)
-				for (int k = 0; k < dims; k++)
-				{
-					double	   *v = &p.x[i * dims + k];
-
-					*v = *v * 0.5 * (i % 40 == 0 ? 3.0 : 1.0);	/* 2 eps wide */
-					if (gap > 0 && k == 0 && i % 2 == 1)
-						*v += 50.0 + (gap == 1 ? 24.0 : 26.0);	/* a second clump */
-				}
+			gj_gen_clump(&p, 1500, dims, gap, seed);
 			gj_scramble_ids(&p, seed);
 			snprintf(name, sizeof(name), "dense-wide-%dd-%s", dims,
 					 gap == 0 ? "one" : gap == 1 ? "bridged" : "apart");
