@@ -613,6 +613,7 @@ typedef struct density_run
 	uint8_t    *d_compact;		/* per cell */
 	int32_t    *d_first_core;	/* per cell */
 	gj_dev_boxes B;				/* DBSCAN: the dense wide cells' boxes */
+	size_t		room;			/* device bytes the budget leaves beyond the above */
 	int32_t    *d_val_out;
 	uint8_t    *d_core_out;
 } density_run;
@@ -669,6 +670,7 @@ run_prepare(density_run *r, const gj_points *p, double eps2,
 	if (opt != NULL && opt->memory_limit > 0 && opt->memory_limit < budget)
 		budget = opt->memory_limit;
 	need = gj_gpu_grid_bytes(n, p->dims) + (size_t) n * (4 + 4 + 1 + 8 + 4 + 1 + 1 + 4);
+	r->room = need < budget ? budget - need : 0;
 	if (need > budget)
 	{
 		snprintf(err, errlen, "the grid index and per-row arrays need about %zu MB of GPU memory, %zu MB are available",
@@ -860,10 +862,10 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 
 		launch_compact(&r);
 		/* dense wide cells: boxes (reorders rows within their cells) */
-		st = gj_gpu_boxes_build(&r.G, &r.P, r.d_compact, &r.B, r.stream, err, errlen);
+		st = gj_gpu_boxes_build(&r.G, &r.P, r.d_compact, r.room, &r.B, r.stream, err, errlen);
 		if (st == GJ_ERR_DEVICE_OOM)
 		{
-			st = GJ_OK;			/* no room for them: pair by pair, as exact */
+			st = GJ_OK;			/* no room for them: pair by pair, as exact, slower */
 			err[0] = '\0';
 		}
 		if (st == GJ_OK)

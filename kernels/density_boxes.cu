@@ -185,7 +185,8 @@ box_bounds_kernel(gj_dev_grid G, int dims, double eps2, gj_dev_boxes B)
 
 gj_status
 gj_gpu_boxes_build(gj_dev_grid *G, const gj_grid_params *P, const uint8_t *d_compact,
-				   gj_dev_boxes *B, cudaStream_t stream, char *err, size_t errlen)
+				   size_t room, gj_dev_boxes *B, cudaStream_t stream, char *err,
+				   size_t errlen)
 {
 	int64_t		n = G->n;
 	int			dims = P->dims;
@@ -221,6 +222,19 @@ gj_gpu_boxes_build(gj_dev_grid *G, const gj_grid_params *P, const uint8_t *d_com
 	BOX_TRY(cudaStreamSynchronize(stream));
 	if (!any)
 		goto done;
+
+	/*
+	 * at the peak: keys in and out, values in and out, CUB's scratch (about
+	 * the keys again), the gathered coordinates, ids and permutation; then
+	 * the boxes, at most one a row
+	 */
+	if ((size_t) n * (8 + 8 + 4 + 4 + 12 + 8 * dims + 8 + 4) > room ||
+		(size_t) n * (4 + 4 + 4 + 4 + 1 + 4 + 16 * dims) > room)
+	{
+		snprintf(err, errlen, "boxes: no room within the GPU memory share");
+		st = GJ_ERR_DEVICE_OOM;
+		goto done;
+	}
 
 	/* keys, and the stable sort that puts each cut cell's rows box by box */
 	while (end_bit < 64 && ((uint64_t) G->ncells >> (end_bit - 32)) != 0)

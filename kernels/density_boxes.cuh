@@ -74,9 +74,16 @@ gj_dev_box_within(const gj_dev_boxes &B, int64_t b, const double *x, double eps2
 	return gj_dev_sqdist<DIMS>(x, far, dims, eps2) <= eps2;
 }
 
+/*
+ * Cut G's dense non-compact cells into boxes (G's rows are reordered within
+ * their cells); B->nbox == 0 when no cell needs it.  GJ_ERR_DEVICE_OOM when
+ * the sort and the boxes would take more than room bytes of the device
+ * (gpujoin.gpu_memory_limit's share): the caller goes on without boxes.
+ */
 extern gj_status gj_gpu_boxes_build(gj_dev_grid *G, const gj_grid_params *P,
-									const uint8_t *d_compact, gj_dev_boxes *B,
-									cudaStream_t stream, char *err, size_t errlen);
+									const uint8_t *d_compact, size_t room,
+									gj_dev_boxes *B, cudaStream_t stream,
+									char *err, size_t errlen);
 extern void gj_gpu_boxes_free(gj_dev_boxes *B);
 
 #endif							/* GJ_DENSITY_BOXES_CUH */

@@ -198,6 +198,55 @@ out:
 	free(gk);
 }
 
+/*
+ * DBSCAN's boxes under gpujoin.gpu_memory_limit: a 60,000-row clump 2 eps
+ * across with the share just above the run's own need (no room for the
+ * boxes: pair by pair) and 5 MB above it (boxes); both equal the CPU
+ * engine, and the launches say which way each went (8 without boxes).
+ */
+static void
+check_room(uint64_t seed)
+{
+	gj_points	p;
+	cpu_answers a;
+	int32_t    *r = malloc(sizeof(int32_t) * 60000);
+	uint8_t    *k = malloc(60000);
+	size_t		need = (size_t) 60000 * (16 * 2 + 112) + ((size_t) 64 << 20) +
+		(size_t) 60000 * 27;	/* density.cu's own estimate */
+
+	gj_gen_clump(&p, 60000, 2, 0, seed);
+	gj_scramble_ids(&p, seed);
+	cpu_run(&p, GJ_GEN_CLUMP_EPS, 5, 0, &a);
+	for (int extra = 0; extra < 2; extra++)
+	{
+		gj_gpu_options opt;
+		gj_gpu_density_info info;
+		char		err[256],
+					detail[512] = "";
+		int64_t		ncl = -1,
+					bad = 0;
+		gj_status	st;
+
+		memset(&opt, 0, sizeof(opt));
+		opt.memory_limit = need + (extra ? (size_t) 5 << 20 : (size_t) 100 << 10);
+		st = gj_gpu_dbscan(&p, GJ_GEN_CLUMP_EPS * GJ_GEN_CLUMP_EPS, 5, &opt, r, k, &info,
+						   err, sizeof(err));
+		if (st == GJ_OK)
+			st = gj_dbscan_number(&p, r, k, &ncl);
+		for (int64_t i = 0; i < p.n && st == GJ_OK; i++)
+			bad += r[i] != a.cluster[i] || k[i] != a.core[i];
+		snprintf(detail, sizeof(detail), "%s %s, %lld rows differ, %lld launches",
+				 gj_status_name(st), err, (long long) bad, (long long) info.launches);
+		result(st == GJ_OK && bad == 0 && ncl == a.nclusters &&
+			   (extra ? info.launches > 8 : info.launches == 8),
+			   extra ? "boxes within the share" : "no room for boxes", "clump-60k", seed, detail);
+	}
+	cpu_free(&a);
+	gj_points_free(&p);
+	free(r);
+	free(k);
+}
+
 /* Cancel: the interrupt hook fires 100 ms in; the GPU must stop within 1 s. */
 static double hook_at;
 
@@ -327,6 +376,7 @@ run_check(uint64_t seed)
 				check_case(name, &p, GJ_GEN_CLUMP_EPS, (int32_t[]) {1, 4, 40, 400}[m], seed, m == 1);
 			gj_points_free(&p);
 		}
+	check_room(seed++);
 	if (quick)
 	{
 		printf("gpu_density: %d passed, %d failed\n", passed, failed);
