@@ -747,13 +747,17 @@ gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
 		free((void *) c.compact);
 		return st;
 	}
-	/* the dense wide cells' boxes (none when no cell is worth cutting) */
+	/*
+	 * the dense wide cells' boxes (none when no cell is worth cutting, or
+	 * when memory for them is short: pair by pair is as exact)
+	 */
 	st = gj_boxes_build(&c.bx, g, p, c.compact, nthreads);
 	if (st == GJ_OK && c.bx.nbox > 0)
-	{
 		c.box_core = malloc(sizeof(int64_t) * c.bx.nbox);
-		if (c.box_core == NULL)
-			st = GJ_ERR_NOMEM;
+	if (st == GJ_ERR_NOMEM || (c.bx.nbox > 0 && c.box_core == NULL))
+	{
+		gj_boxes_free(&c.bx);
+		st = GJ_OK;
 	}
 	for (int64_t i = 0; i < p->n; i++)
 		c.minid[i] = INT64_MAX;
