@@ -141,19 +141,7 @@ compact_kernel(gj_dev_grid G, gj_grid_params P, uint8_t *compact)
 	/* one dimension at a time, summed in order like gj_dev_sqdist */
 	for (int d = 0; d < dims && ok; d++)
 	{
-		lo = hi = G.xs[(int64_t) r0 * dims + d];
-		for (uint32_t r = r0 + lane; r < r1; r += 32)
-		{
-			double		v = G.xs[(int64_t) r * dims + d];
-
-			lo = fmin(lo, v);
-			hi = fmax(hi, v);
-		}
-		for (int off = 16; off > 0; off >>= 1)
-		{
-			lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, off));
-			hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, off));
-		}
+		gj_dev_warp_bounds(G.xs, r0, r1, dims, d, &lo, &hi);
 		{
 			double		t = __dsub_rn(hi, lo);
 
@@ -210,9 +198,9 @@ count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
 			gj_dev_cell_boxes(G, B, k, &b0, &b1);
 			for (int64_t b = b0; b < b1; b++)
 			{
-				if (b == own_box || !gj_dev_box_reachable<DIMS>(B, b, xi.p, P.eps2))
+				if (b == own_box || !gj_dev_box_corner_within<DIMS>(B, b, xi.p, 0, P.eps2))
 					continue;
-				if (gj_dev_box_within<DIMS>(B, b, xi.p, P.eps2))
+				if (gj_dev_box_corner_within<DIMS>(B, b, xi.p, 1, P.eps2))
 				{
 					uint32_t	size = B.end[b] - B.start[b];
 
@@ -402,9 +390,9 @@ link_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 
 				if (fc < 0 ||
 					(B.compact[b] && uf_find(parent, (int32_t) i) == uf_find(parent, fc)) ||
-					!gj_dev_box_reachable<DIMS>(B, b, xi.p, P.eps2))
+					!gj_dev_box_corner_within<DIMS>(B, b, xi.p, 0, P.eps2))
 					continue;
-				if (B.compact[b] && gj_dev_box_within<DIMS>(B, b, xi.p, P.eps2))
+				if (B.compact[b] && gj_dev_box_corner_within<DIMS>(B, b, xi.p, 1, P.eps2))
 				{
 					uf_union(parent, (int32_t) i, fc, stop);	/* all of it within eps */
 					continue;
@@ -506,6 +494,25 @@ border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 	int32_t		best = -1;
 	uint32_t	seen = 0;
 
+	/* the least cluster among positions [r0, r1)'s core points within eps */
+	auto		offer = [&](uint32_t r0, uint32_t r1, bool one_cluster) {
+		for (uint32_t q = r0; q < r1; q++)
+		{
+			if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
+				return false;
+			if (!core[q] ||
+				gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) q * P.dims, P.dims, P.eps2) > P.eps2)
+				continue;
+			int32_t		root = parent[q];
+
+			if (best < 0 || minid[root] < minid[best])
+				best = root;
+			if (one_cluster)
+				break;			/* its core points are one cluster */
+		}
+		return true;
+	};
+
 	for_each_neighbour(G, P, G.pcell[i], [&](int64_t k) {
 		if (B.nbox > 0 && gj_dev_cell_cut(G, compact, k))
 		{
@@ -515,9 +522,9 @@ border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 			gj_dev_cell_boxes(G, B, k, &b0, &b1);
 			for (int64_t b = b0; b < b1; b++)
 			{
-				if (B.core[b] < 0 || !gj_dev_box_reachable<DIMS>(B, b, xi.p, P.eps2))
+				if (B.core[b] < 0 || !gj_dev_box_corner_within<DIMS>(B, b, xi.p, 0, P.eps2))
 					continue;
-				if (B.compact[b] && gj_dev_box_within<DIMS>(B, b, xi.p, P.eps2))
+				if (B.compact[b] && gj_dev_box_corner_within<DIMS>(B, b, xi.p, 1, P.eps2))
 				{
 					/* its first core point is within eps, and speaks for the box */
 					int32_t		root = parent[B.core[b]];
@@ -526,40 +533,14 @@ border_kernel(gj_dev_grid G, gj_grid_params P, const uint8_t *core,
 						best = root;
 					continue;
 				}
-				for (uint32_t q = B.start[b]; q < B.end[b]; q++)
-				{
-					if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
-						return false;
-					if (!core[q] ||
-						gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) q * P.dims, P.dims, P.eps2) > P.eps2)
-						continue;
-					int32_t		root = parent[q];
-
-					if (best < 0 || minid[root] < minid[best])
-						best = root;
-					if (B.compact[b])
-						break;	/* its core points are one cluster */
-				}
+				if (!offer(B.start[b], B.end[b], B.compact[b]))
+					return false;
 			}
 			return true;
 		}
 		if (compact[k] && first_core[k] < 0)
 			return true;		/* no core point there */
-		for (uint32_t r = G.cell_start[k]; r < G.cell_start[k + 1]; r++)
-		{
-			if ((++seen & 1023) == 0 && gj_dev_stopped(stop))
-				return false;
-			if (!core[r] ||
-				gj_dev_sqdist<DIMS>(xi.p, G.xs + (int64_t) r * P.dims, P.dims, P.eps2) > P.eps2)
-				continue;
-			int32_t		root = parent[r];
-
-			if (best < 0 || minid[root] < minid[best])
-				best = root;
-			if (compact[k])
-				break;			/* its core points are one cluster */
-		}
-		return true;
+		return offer(G.cell_start[k], G.cell_start[k + 1], compact[k]);
 	});
 	rep[i] = best;
 }

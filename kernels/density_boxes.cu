@@ -33,24 +33,6 @@ any_cut_kernel(gj_dev_grid G, const uint8_t *compact, int *any)
 		*any = 1;
 }
 
-/* A 32-bit mix of a box's lattice coordinates. */
-__device__ __forceinline__ uint32_t
-box_hash(const double *x, int dims, double side)
-{
-	uint64_t	h = 0x9e3779b97f4a7c15ull;
-
-	for (int d = 0; d < dims; d++)
-	{
-		double		u = floor(x[d] / side);
-		int64_t		k = u < -4.0e18 ? INT64_MIN / 2 : u > 4.0e18 ? INT64_MAX / 2 : (int64_t) u;
-
-		h ^= (uint64_t) k + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 33;
-	}
-	return (uint32_t) (h ^ (h >> 32));
-}
-
 __global__ static void
 box_key_kernel(gj_dev_grid G, int dims, double side, const uint8_t *compact,
 			   uint64_t *keys, uint32_t *vals)
@@ -63,7 +45,7 @@ box_key_kernel(gj_dev_grid G, int dims, double side, const uint8_t *compact,
 	uint64_t	key = (uint64_t) c << 32;
 
 	if (gj_dev_cell_cut(G, compact, c))
-		key |= box_hash(G.xs + t * dims, dims, side);
+		key |= (uint64_t) gj_box_hash(G.xs + t * dims, dims, side);
 	keys[t] = key;
 	vals[t] = (uint32_t) t;
 }
@@ -143,21 +125,10 @@ box_bounds_kernel(gj_dev_grid G, int dims, double eps2, gj_dev_boxes B)
 
 	for (int d = 0; d < dims; d++)
 	{
-		double		lo = G.xs[(int64_t) r0 * dims + d],
-					hi = lo;
+		double		lo,
+					hi;
 
-		for (uint32_t r = r0 + lane; r < r1; r += 32)
-		{
-			double		v = G.xs[(int64_t) r * dims + d];
-
-			lo = fmin(lo, v);
-			hi = fmax(hi, v);
-		}
-		for (int off = 16; off > 0; off >>= 1)
-		{
-			lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, off));
-			hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, off));
-		}
+		gj_dev_warp_bounds(G.xs, r0, r1, dims, d, &lo, &hi);
 		if (lane == 0)
 		{
 			double		t = __dsub_rn(hi, lo);

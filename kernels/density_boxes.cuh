@@ -44,34 +44,21 @@ gj_dev_cell_boxes(const gj_dev_grid &G, const gj_dev_boxes &B, int64_t c,
 	*b1 = (int64_t) B.box_of_row[G.cell_start[c + 1] - 1] + 1;
 }
 
-/* Can box b hold a row within eps of x?  (Its clamp of x, by the shared rule.) */
+/*
+ * Box b's nearest corner to x within eps (far = 0: can it hold a row within
+ * eps?) or its farthest (far = 1: is every row within eps?); the corners
+ * of src/core/density_boxes.h, the distance by the shared rule.
+ */
 template <int DIMS>
 __device__ __forceinline__ bool
-gj_dev_box_reachable(const gj_dev_boxes &B, int64_t b, const double *x, double eps2)
+gj_dev_box_corner_within(const gj_dev_boxes &B, int64_t b, const double *x, int far,
+						 double eps2)
 {
-	double		near[GJ_BOX_MAX_DIMS];
+	double		c[GJ_BOX_MAX_DIMS];
 	int			dims = DIMS > 0 ? DIMS : B.dims;
-	const double *lo = B.lo + b * dims,
-			   *hi = B.hi + b * dims;
 
-	for (int d = 0; d < dims; d++)
-		near[d] = x[d] < lo[d] ? lo[d] : x[d] > hi[d] ? hi[d] : x[d];
-	return gj_dev_sqdist<DIMS>(x, near, dims, eps2) <= eps2;
-}
-
-/* Is every row of box b within eps of x?  (Its farthest corner.) */
-template <int DIMS>
-__device__ __forceinline__ bool
-gj_dev_box_within(const gj_dev_boxes &B, int64_t b, const double *x, double eps2)
-{
-	double		far[GJ_BOX_MAX_DIMS];
-	int			dims = DIMS > 0 ? DIMS : B.dims;
-	const double *lo = B.lo + b * dims,
-			   *hi = B.hi + b * dims;
-
-	for (int d = 0; d < dims; d++)
-		far[d] = x[d] - lo[d] > hi[d] - x[d] ? lo[d] : hi[d];
-	return gj_dev_sqdist<DIMS>(x, far, dims, eps2) <= eps2;
+	gj_box_corner(B.lo + b * dims, B.hi + b * dims, x, dims, far, c);
+	return gj_dev_sqdist<DIMS>(x, c, dims, eps2) <= eps2;
 }
 
 /*

@@ -313,6 +313,35 @@ gj_dev_stopped(const int *stop)
 }
 
 /* A device stop word, and how the host raises it (never blocks). */
+/*
+ * The bounds in dimension d of rows [r0, r1) of xs (dims wide), by a warp:
+ * a strided scan and shuffles, every lane left with the whole range's.
+ * Every lane of the warp must call it.
+ */
+__device__ __forceinline__ void
+gj_dev_warp_bounds(const double *xs, uint32_t r0, uint32_t r1, int dims, int d,
+				   double *lo_out, double *hi_out)
+{
+	int			lane = threadIdx.x & 31;
+	double		lo = xs[(int64_t) r0 * dims + d],
+				hi = lo;
+
+	for (uint32_t r = r0 + lane; r < r1; r += 32)
+	{
+		double		v = xs[(int64_t) r * dims + d];
+
+		lo = fmin(lo, v);
+		hi = fmax(hi, v);
+	}
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+		hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+	}
+	*lo_out = lo;
+	*hi_out = hi;
+}
+
 extern gj_status gj_gpu_stop_alloc(int **dstop, cudaStream_t *s, char *err,
 								   size_t errlen);
 extern void gj_gpu_stop_raise(int *dstop, cudaStream_t s);

@@ -52,27 +52,6 @@ find_candidates(void *arg, int64_t c0, int64_t c1, const int *stop)
 	}
 }
 
-/*
- * A 31-bit mix of a point's box on the global lattice of the given side
- * (as density_boxes.cu's): equal boxes, equal hashes.
- */
-static inline int64_t
-box_hash(const double *x, int dims, double side)
-{
-	uint64_t	h = 0x9e3779b97f4a7c15ull;
-
-	for (int d = 0; d < dims; d++)
-	{
-		double		u = floor(x[d] / side);
-		int64_t		k = u < -4.0e18 ? INT64_MIN / 2 : u > 4.0e18 ? INT64_MAX / 2 : (int64_t) u;
-
-		h ^= (uint64_t) k + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 33;
-	}
-	return (int64_t) ((h ^ (h >> 32)) & 0x7fffffffu);
-}
-
 /* Rows [r0, r1)'s keys: the cell, then (in a candidate cell) the box. */
 static void
 row_keys(void *arg, int64_t r0, int64_t r1, const int *stop)
@@ -86,7 +65,7 @@ row_keys(void *arg, int64_t r0, int64_t r1, const int *stop)
 		cell = gj_grid_cell_of_row(c->g, r, cell);
 		c->keys[r] = cell << 31;
 		if (c->cand[cell])
-			c->keys[r] |= box_hash(c->p->x + r * c->p->dims, c->p->dims, c->side);
+			c->keys[r] |= gj_box_hash(c->p->x + r * c->p->dims, c->p->dims, c->side);
 		c->b->rows[r] = (uint32_t) r;
 	}
 }

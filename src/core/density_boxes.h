@@ -17,6 +17,8 @@
 #ifndef GJ_DENSITY_BOXES_H
 #define GJ_DENSITY_BOXES_H
 
+#include <math.h>
+
 #include "gj_core.h"
 
 #ifdef __cplusplus
@@ -57,37 +59,69 @@ gj_cell_cut(const gj_boxes *b, int64_t c)
 	return b->nbox > 0 && b->cell_box[c + 1] > b->cell_box[c];
 }
 
-/*
- * Can box k hold a row within eps of x?  The box's nearest point to x, by
- * the shared rule: rounding is monotonic, so no row inside the bounds
- * computes a smaller distance than its clamp of x.
- */
-static inline int
-gj_box_reachable(const gj_boxes *b, int64_t k, const double *x, double eps2)
-{
-	const double *lo = b->lo + k * b->dims,
-			   *hi = b->hi + k * b->dims;
-	double		near[GJ_BOX_MAX_DIMS];
+#ifdef __CUDACC__
+#define GJ_BOX_HD static __host__ __device__ __forceinline__
+#else
+#define GJ_BOX_HD static inline
+#endif
 
-	for (int d = 0; d < b->dims; d++)
-		near[d] = x[d] < lo[d] ? lo[d] : x[d] > hi[d] ? hi[d] : x[d];
-	return gj_sqdist(x, near, b->dims) <= eps2;
+/*
+ * A point's box on the global lattice of the given side, as a 31-bit mix
+ * of its coordinates (the CPU's and the GPU's keys alike): equal boxes,
+ * equal hashes; two boxes that collide become one wider box, at worst not
+ * compact, so the answer does not depend on it.
+ */
+GJ_BOX_HD int64_t
+gj_box_hash(const double *x, int dims, double side)
+{
+	uint64_t	h = 0x9e3779b97f4a7c15ull;
+
+	for (int d = 0; d < dims; d++)
+	{
+		double		u = floor(x[d] / side);
+		int64_t		k = u < -4.0e18 ? INT64_MIN / 2 : u > 4.0e18 ? INT64_MAX / 2 : (int64_t) u;
+
+		h ^= (uint64_t) k + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 33;
+	}
+	return (int64_t) ((h ^ (h >> 32)) & 0x7fffffffu);
 }
 
 /*
- * Is every row of box k within eps of x?  The box's farthest corner from x,
- * by the shared rule (no row inside can compute a larger distance).
+ * The corner of bounds [lo, hi] nearest x (far = 0: x clamped into them)
+ * or farthest from it (far = 1), into out.  By the shared rule no row
+ * inside the bounds computes a smaller distance to x than the nearest
+ * corner, nor a larger one than the farthest (rounding is monotonic and
+ * symmetric, and the farthest corner is chosen by the rounded differences).
  */
+GJ_BOX_HD void
+gj_box_corner(const double *lo, const double *hi, const double *x, int dims, int far,
+			  double *out)
+{
+	for (int d = 0; d < dims; d++)
+		out[d] = far ? (x[d] - lo[d] > hi[d] - x[d] ? lo[d] : hi[d]) :
+			(x[d] < lo[d] ? lo[d] : x[d] > hi[d] ? hi[d] : x[d]);
+}
+
+/* Can box k hold a row within eps of x (its nearest corner)? */
+static inline int
+gj_box_reachable(const gj_boxes *b, int64_t k, const double *x, double eps2)
+{
+	double		c[GJ_BOX_MAX_DIMS];
+
+	gj_box_corner(b->lo + k * b->dims, b->hi + k * b->dims, x, b->dims, 0, c);
+	return gj_sqdist(x, c, b->dims) <= eps2;
+}
+
+/* Is every row of box k within eps of x (its farthest corner)? */
 static inline int
 gj_box_within(const gj_boxes *b, int64_t k, const double *x, double eps2)
 {
-	const double *lo = b->lo + k * b->dims,
-			   *hi = b->hi + k * b->dims;
-	double		far[GJ_BOX_MAX_DIMS];
+	double		c[GJ_BOX_MAX_DIMS];
 
-	for (int d = 0; d < b->dims; d++)
-		far[d] = x[d] - lo[d] > hi[d] - x[d] ? lo[d] : hi[d];
-	return gj_sqdist(x, far, b->dims) <= eps2;
+	gj_box_corner(b->lo + k * b->dims, b->hi + k * b->dims, x, b->dims, 1, c);
+	return gj_sqdist(x, c, b->dims) <= eps2;
 }
 
 /* The parallel loop of density.c: fn over items [0, n) in blocks on threads. */
