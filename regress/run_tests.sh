@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test suite of gpujoin and ends with one line: "N passed, N failed".
-#   1. core unit tests (regress/test_core, test_probe, test_knn): CPU
+#   1. core unit tests (regress/test_core, test_probe, test_join, ...): CPU
 #      engines vs brute-force oracles
 #   2. pg_regress on a throwaway cluster (pg_virtualenv), once with
 #      gpujoin.device = cpu and once with the default (auto)
@@ -23,10 +23,11 @@ log=$(mktemp -d)
 # 1. core unit tests: each program ends with "<name>: N passed, N failed"
 #    test_core  grid CPU self-join vs the brute-force oracle
 #    test_probe restricted self-join, size estimates, interrupt hook
+#    test_join  joins of two sets (pairs, counts) vs the brute-force oracle
 #    test_knn   CPU kNN engine vs the sorting oracle
 #    test_density neighbour counts, lists, DBSCAN vs brute-force oracles
 #    test_tiles many dimensions: tile join, shapes from pairs, tiled kNN, cosine
-for t in core probe knn density tiles; do
+for t in core probe join knn density tiles; do
 	prog=regress/test_$t
 	make -s "$prog" >/dev/null && "./$prog" | tee "$log/$t.txt" | grep -E "^(FAIL|$t:)"
 	line=$(grep -E "^$t: [0-9]+ passed, [0-9]+ failed" "$log/$t.txt" | tail -1)

@@ -16,6 +16,13 @@
  * Threads take blocks of query rows from an atomic counter; query rows
  * ascend, so with a grid consecutive rows share a cell and its
  * neighbourhood is looked up once.
+ *
+ * Join of two sets (eps_join).  The same engine with the query rows taken
+ * from the other set: each probes the cells around its own coordinates
+ * (gj_grid_point_neighbourhood) and every pair within eps is a row, with
+ * nothing to deduplicate.  The queries are in any order; sorted by the
+ * grid's cells (gj_knn_query_order does that for kNN) they would share
+ * lookups, which measurement has not yet asked for.
  */
 #include <math.h>
 #include <pthread.h>
@@ -109,6 +116,36 @@ probe_range(struct gj_cpu_probe *j, gj_chunk **chp, int64_t q, int64_t r0,
 	return 1;
 }
 
+/* Query row i of the other set against every row of p near it. */
+static int
+probe_other(struct gj_cpu_probe *j, gj_chunk **chp, int64_t i, int64_t *nbr)
+{
+	const gj_points *p = j->p;
+	const gj_points *qs = j->opt.queries;
+	const double *xq = qs->x + i * p->dims;
+	int64_t		qid = qs->ids[i];
+	int			nn = 1;
+
+	if (j->g != NULL)
+		nn = gj_grid_point_neighbourhood(j->g, xq, nbr);
+	for (int k = 0; k < nn; k++)
+	{
+		int64_t		r0 = j->g != NULL ? j->g->cell_start[nbr[k]] : 0;
+		int64_t		r1 = j->g != NULL ? j->g->cell_start[nbr[k] + 1] : p->n;
+
+		for (int64_t r = r0; r < r1; r++)
+		{
+			double		s = gj_sqdist(xq, p->x + r * p->dims, p->dims);
+
+			if (s <= j->eps2 &&
+				!(j->opt.swap ? put_row(j, chp, p->ids[r], qid, sqrt(s)) :
+				  put_row(j, chp, qid, p->ids[r], sqrt(s))))
+				return 0;
+		}
+	}
+	return 1;
+}
+
 static void *
 probe_worker(void *arg)
 {
@@ -129,12 +166,17 @@ probe_worker(void *arg)
 			break;
 		for (int64_t i = b0; i < b1 && ok; i++)
 		{
-			int64_t		q = j->rows[i];
+			int64_t		q = j->rows != NULL ? j->rows[i] : i;
 
 			if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 			{
 				ok = 0;
 				break;
+			}
+			if (j->opt.queries != NULL)
+			{
+				ok = probe_other(j, &ch, i, nbr);
+				continue;
 			}
 			if (g == NULL)
 			{
@@ -173,12 +215,15 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps2,
 	struct gj_cpu_probe *j;
 	int			want;
 
+	int64_t		nrows = opt->queries != NULL ? opt->queries->n : opt->nrows;
+
 	*out = NULL;
-	if (!(eps2 >= 0.0) || (opt->column != 0 && opt->column != 1))
+	if (!(eps2 >= 0.0) || (opt->column != 0 && opt->column != 1) ||
+		(opt->queries != NULL && opt->queries->dims != p->dims))
 		return GJ_ERR_ARG;
 	if (nthreads <= 0)
 		nthreads = gj_cpu_count();
-	want = (int) ((opt->nrows + GJ_PROBE_BLOCK - 1) / GJ_PROBE_BLOCK);
+	want = (int) ((nrows + GJ_PROBE_BLOCK - 1) / GJ_PROBE_BLOCK);
 	if (want < nthreads)
 		nthreads = want < 1 ? 1 : want;
 
@@ -190,22 +235,27 @@ gj_cpu_probe_start(const gj_grid *g, const gj_points *p, double eps2,
 	j->p = p;
 	j->eps2 = eps2;
 	j->opt = *opt;
-	j->inq = calloc((size_t) p->n + 1, 1);
-	j->rows = malloc(sizeof(uint32_t) * (opt->nrows + 1));
+	j->opt.nrows = nrows;
 	j->threads = calloc(nthreads, sizeof(pthread_t));
 	j->eng.q = gj_queue_create(2 * nthreads + 2, 0);
-	if (j->inq == NULL || j->rows == NULL || j->threads == NULL || j->eng.q == NULL)
+	if (opt->queries == NULL)
+	{
+		j->inq = calloc((size_t) p->n + 1, 1);
+		j->rows = malloc(sizeof(uint32_t) * (opt->nrows + 1));
+	}
+	if ((opt->queries == NULL && (j->inq == NULL || j->rows == NULL)) ||
+		j->threads == NULL || j->eng.q == NULL)
 	{
 		cpu_probe_free(&j->eng);
 		return GJ_ERR_NOMEM;
 	}
-	for (int64_t i = 0; i < opt->nrows; i++)
+	for (int64_t i = 0; opt->queries == NULL && i < opt->nrows; i++)
 	{
 		j->rows[i] = opt->rows[i];
 		j->inq[opt->rows[i]] = 1;
 	}
 	j->opt.rows = j->rows;
-	if (opt->nrows == 0)
+	if (nrows == 0 || p->n == 0)
 	{
 		gj_queue_set_producers(j->eng.q, 0);
 		*out = j;

@@ -300,6 +300,66 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	return st;
 }
 
+/*
+ * Two sets (eps_join_counts): counts[i] = rows of the grid-sorted p within
+ * eps of row i of qs, each probing its neighbourhood among p's cells.
+ */
+typedef struct count_q_ctx
+{
+	const gj_grid *g;
+	const gj_points *p;
+	const gj_points *qs;
+	int32_t    *counts;
+} count_q_ctx;
+
+static void
+count_q_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	count_q_ctx *c = arg;
+	const gj_points *p = c->p;
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+
+	for (int64_t i = r0; i < r1; i++)
+	{
+		const double *xq = c->qs->x + i * p->dims;
+		int			nn = gj_grid_point_neighbourhood(c->g, xq, nbr);
+		int32_t		n = 0;
+
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		for (int k = 0; k < nn; k++)
+		{
+			int64_t		r1c = c->g->cell_start[nbr[k] + 1];
+
+			for (int64_t r = c->g->cell_start[nbr[k]]; r < r1c; r++)
+				n += gj_sqdist(xq, p->x + r * p->dims, p->dims) <= c->g->eps2;
+		}
+		c->counts[i] = n;
+	}
+}
+
+gj_status
+gj_cpu_count_queries(const gj_grid *g, const gj_points *p, const gj_points *qs,
+					 int nthreads, int32_t *counts)
+{
+	count_q_ctx c;
+
+	if (qs->n == 0)
+		return GJ_OK;
+	if (p->n == 0)
+	{
+		memset(counts, 0, sizeof(int32_t) * qs->n);
+		return GJ_OK;
+	}
+	if (qs->dims != p->dims)
+		return GJ_ERR_ARG;
+	c.g = g;
+	c.p = p;
+	c.qs = qs;
+	c.counts = counts;
+	return gj_par_for(count_q_block, &c, qs->n, nthreads);
+}
+
 /* --- DBSCAN -------------------------------------------------------------- */
 
 typedef struct dbscan_ctx

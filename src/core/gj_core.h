@@ -187,6 +187,8 @@ extern int	gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out);
 
 #define GJ_MAX_ALL_NEIGHBOURS 729	/* 3^GJ_MAX_INDEXED_DIMS */
 extern int	gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out);
+/* ... of any point, inside the grid's range or not: the cells that can hold its neighbours */
+extern int	gj_grid_point_neighbourhood(const gj_grid *g, const double *x, int64_t *out);
 
 /* The cell holding sorted row `row`; hint (a cell, or -1) is tried first. */
 extern int64_t gj_grid_cell_of_row(const gj_grid *g, int64_t row, int64_t hint);
@@ -328,6 +330,11 @@ extern void gj_cpu_selfjoin_stats(const gj_cpu_selfjoin *j, gj_join_stats *st);
  * twice.  Output rows are final: with symmetric, each orientation that
  * passes the filter is its own row.  g is the grid over the sorted points,
  * or NULL to test every query row against every row (few query rows).
+ *
+ * The join of two sets (eps_join): with `queries` set, every one of its
+ * rows probes its neighbourhood among p (gj_grid_point_neighbourhood), and
+ * each pair within eps is a row (query id, p's id), or (p's id, query id)
+ * with swap; column, symmetric and rows are unused.
  */
 typedef struct gj_probe_options
 {
@@ -335,6 +342,8 @@ typedef struct gj_probe_options
 	int			symmetric;
 	const uint32_t *rows;		/* query rows of p, ascending */
 	int64_t		nrows;
+	const gj_points *queries;	/* the other set of a two-set join, or NULL */
+	int			swap;			/* ... its id second */
 } gj_probe_options;
 
 typedef struct gj_cpu_probe gj_cpu_probe;
@@ -373,6 +382,14 @@ extern gj_status gj_cpu_count_within(const gj_grid *g, const gj_points *p,
 extern gj_status gj_cpu_count_rows(const gj_grid *g, const gj_points *p,
 								   const uint32_t *rows, int64_t nrows,
 								   int32_t cap, int nthreads, int32_t *counts);
+
+/*
+ * Two sets: counts[i] = rows of the grid-sorted p within eps of row i of
+ * qs (qs in its own order, not in the grid's range necessarily).
+ */
+extern gj_status gj_cpu_count_queries(const gj_grid *g, const gj_points *p,
+									  const gj_points *qs, int nthreads,
+									  int32_t *counts);
 
 /*
  * DBSCAN as PostGIS ST_ClusterDBSCAN defines it, made independent of row

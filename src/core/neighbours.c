@@ -174,31 +174,20 @@ gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out)
 }
 
 /*
- * Write the indexes of every non-empty cell adjacent to cell, itself
- * included (room for GJ_MAX_ALL_NEIGHBOURS); returns how many.  For probes
- * from single points (restricted joins, estimates), which cannot rely on
- * LID-UNICOMP's one-sided visits: one binary search per prefix.
+ * The non-empty cells whose coordinates differ from c by at most one in
+ * every indexed dimension (c itself within the grid), into out; one binary
+ * search per prefix.
  */
-int
-gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out)
+static int
+neighbourhood_of(const gj_grid *g, const int64_t *c, int64_t *out)
 {
-	int64_t		id = g->cell_id[cell];
 	int			last = g->nidx - 1;
-	int64_t		c[GJ_MAX_INDEXED_DIMS];
-	int64_t		rest = id;
+	int64_t		id = 0;
 	int			nprefix = 1,
 				n = 0;
 
-	if (g->nidx == 0)
-	{
-		out[0] = cell;
-		return 1;
-	}
-	for (int k = last; k >= 0; k--)
-	{
-		c[k] = rest % g->ncell_dim[k];
-		rest /= g->ncell_dim[k];
-	}
+	for (int k = 0; k < g->nidx; k++)
+		id += c[k] * g->stride[k];
 	for (int k = 0; k < last; k++)
 		nprefix *= 3;
 	for (int t = 0; t < nprefix; t++)
@@ -232,6 +221,66 @@ gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out)
 			out[n++] = cur;
 	}
 	return n;
+}
+
+/*
+ * Write the indexes of every non-empty cell adjacent to cell, itself
+ * included (room for GJ_MAX_ALL_NEIGHBOURS); returns how many.  For probes
+ * from single points (restricted joins, estimates), which cannot rely on
+ * LID-UNICOMP's one-sided visits.
+ */
+int
+gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out)
+{
+	int64_t		c[GJ_MAX_INDEXED_DIMS];
+	int64_t		rest = g->cell_id[cell];
+
+	if (g->nidx == 0)
+	{
+		out[0] = cell;
+		return 1;
+	}
+	for (int k = g->nidx - 1; k >= 0; k--)
+	{
+		c[k] = rest % g->ncell_dim[k];
+		rest /= g->ncell_dim[k];
+	}
+	return neighbourhood_of(g, c, out);
+}
+
+/*
+ * The same for any point x, in the grid's range or not (the other table of
+ * a two-table join): the non-empty cells that can hold a row within eps of
+ * x.  Its cell coordinate u = (x - origin) / width is clamped into the
+ * grid, which only adds cells: a row within eps lies in a cell at most one
+ * from floor(u), and for u in [-1, ncells + 1) the clamped cell's
+ * neighbours include every such cell.  Beyond that range in any dimension
+ * no row can be within eps: none (u is tested in float64, never converted
+ * out of range).
+ */
+int
+gj_grid_point_neighbourhood(const gj_grid *g, const double *x, int64_t *out)
+{
+	int64_t		c[GJ_MAX_INDEXED_DIMS];
+
+	if (g->ncells == 0)
+		return 0;
+	if (g->nidx == 0)
+	{
+		out[0] = 0;
+		return 1;
+	}
+	for (int k = 0; k < g->nidx; k++)
+	{
+		double		u = (x[g->idx_dim[k]] - g->origin[k]) / g->width[k];
+
+		if (!(u >= -1.0 && u < (double) g->ncell_dim[k] + 1.0))
+			return 0;
+		c[k] = u < 0.0 ? 0 : (int64_t) u;
+		if (c[k] >= g->ncell_dim[k])
+			c[k] = g->ncell_dim[k] - 1;
+	}
+	return neighbourhood_of(g, c, out);
 }
 
 /*
