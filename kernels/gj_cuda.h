@@ -84,6 +84,15 @@ extern gj_status gj_gpu_selfjoin_start(const gj_points *p, double eps2,
 									   gj_gpu_selfjoin **out,
 									   char *err, size_t errlen);
 extern void gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st);
+
+/*
+ * The join of two sets (eps_join), the same engine: the grid over p, every
+ * row of queries probing the cells around it; rows (query id, p's id), or
+ * (p's id, query id) with swap.  Stats and errors as the self-join's.
+ */
+extern gj_status gj_gpu_join_start(const gj_points *p, const gj_points *queries,
+								   double eps2, int swap, const gj_gpu_options *opt,
+								   gj_gpu_selfjoin **out, char *err, size_t errlen);
 extern const char *gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j);
 
 /*
@@ -182,6 +191,11 @@ extern gj_status gj_gpu_count_within(const gj_points *p, double eps2, int32_t ca
 									 const gj_gpu_options *opt, int32_t *counts,
 									 gj_gpu_density_info *info,
 									 char *err, size_t errlen);
+/* eps_join_counts: counts[i] = rows of p within eps of row i of queries. */
+extern gj_status gj_gpu_join_counts(const gj_points *p, const gj_points *queries,
+									double eps2, const gj_gpu_options *opt,
+									int32_t *counts, gj_gpu_density_info *info,
+									char *err, size_t errlen);
 extern gj_status gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 							   const gj_gpu_options *opt, int32_t *root,
 							   uint8_t *core, gj_gpu_density_info *info,

@@ -96,6 +96,36 @@ gj_gpu_knn_error(const gj_gpu_knn *j)
 }
 
 gj_status
+gj_gpu_join_start(const gj_points *p, const gj_points *queries, double eps2, int swap,
+				  const gj_gpu_options *opt, gj_gpu_selfjoin **out, char *err,
+				  size_t errlen)
+{
+	(void) p;
+	(void) queries;
+	(void) eps2;
+	(void) swap;
+	(void) opt;
+	*out = NULL;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+gj_status
+gj_gpu_join_counts(const gj_points *p, const gj_points *queries, double eps2,
+				   const gj_gpu_options *opt, int32_t *counts,
+				   gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	(void) p;
+	(void) queries;
+	(void) eps2;
+	(void) opt;
+	(void) counts;
+	memset(info, 0, sizeof(*info));
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+gj_status
 gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 					const gj_gpu_options *opt, int32_t *counts,
 					gj_gpu_density_info *info, char *err, size_t errlen)
