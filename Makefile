@@ -6,7 +6,7 @@
 #   make demo        build, install and run a sample join on a throwaway cluster
 
 EXTENSION = gpujoin
-EXTVERSION = 0.4
+EXTVERSION = 0.5
 
 MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
@@ -23,10 +23,11 @@ OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_
 # upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
-	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql
-EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
+	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
+	sql/$(EXTENSION)--0.4--0.5.sql
+EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
 
-REGRESS = basic errors nulls boundary arrays views sqlform crosscheck \
+REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
 	readonly upgrade clustering clustering_postgis parallel_read highdim
 REGRESS_OPTS = --inputdir=$(srcdir)
@@ -88,6 +89,11 @@ regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h reg
 regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h regress/knnset.c regress/knnset.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_tiles.c regress/datagen.c regress/pairset.c regress/knnset.c $(CORE_SRCS) -lm
+
+# Joins of two sets: pairs and counts.
+regress/test_join: regress/test_join.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/test_join.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 # Neighbour counts, neighbour lists, DBSCAN.
 regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h

@@ -1,6 +1,7 @@
--- 0.1 -> 0.2 -> 0.3 -> 0.4: ALTER EXTENSION UPDATE adds the support function,
--- then the per-row functions, then the metric argument; the result is the
--- same catalog (names, arguments, support) as a fresh install.
+-- 0.1 -> ... -> 0.5: ALTER EXTENSION UPDATE adds the support function,
+-- then the per-row functions, then the metric argument, then the two-table
+-- joins; the result is the same catalog (names, arguments, support) as a
+-- fresh install.
 CREATE FUNCTION pg_temp.catalog() RETURNS TABLE (proname name, args text, has_support boolean)
 LANGUAGE sql AS $$
     SELECT p.proname, pg_get_function_arguments(p.oid), p.prosupport <> 0

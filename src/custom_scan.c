@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/sysattr.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_opfamily.h"
@@ -138,6 +139,23 @@ OurCall(RangeTblEntry *rte, GjFunction *fn)
 	return *fn == GJ_FN_NONE ? NULL : fexpr;
 }
 
+/*
+ * Does the query use the function's row as a whole (count(j.*),
+ * row_to_json(j))?  The custom scan's tuple has only the columns, so such
+ * a query keeps the function scan (materialised, same rows).
+ */
+static bool
+NeedsWholeRow(RelOptInfo *rel)
+{
+	Bitmapset  *attrs = NULL;
+	ListCell   *lc;
+
+	pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
+	foreach(lc, rel->baserestrictinfo)
+		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause, rel->relid, &attrs);
+	return bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, attrs);
+}
+
 /* Offer the streaming path next to the function scan. */
 static void
 GjSetRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
@@ -159,7 +177,7 @@ GjSetRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *r
 		if (p->pathtype == T_FunctionScan)
 			fpath = p;
 	}
-	if (fpath == NULL)
+	if (fpath == NULL || NeedsWholeRow(rel))
 		return;
 
 	cpath = makeNode(CustomPath);
@@ -548,7 +566,7 @@ PlannedEngine(GjScanState *st)
 		(st->fn == GJ_FN_EPS_SELFJOIN || st->fn == GJ_FN_EPS_SELFJOIN_SQL))
 		return "cpu (restricted)";
 	if (st->filter_expr != NULL &&
-		(GjFunctionShape(st->fn) == GJ_SHAPE_COUNTS ||
+		(st->fn == GJ_FN_NEIGHBOR_COUNTS || st->fn == GJ_FN_NEIGHBOR_COUNTS_SQL ||
 		 GjFunctionShape(st->fn) == GJ_SHAPE_LISTS))
 		return "cpu (restricted)";
 	if (GjFunctionShape(st->fn) == GJ_SHAPE_LISTS)
@@ -567,6 +585,9 @@ PlannedEngine(GjScanState *st)
 static const char *
 OutputColumnName(GjFunction fn, int column)
 {
+	if (fn == GJ_FN_EPS_JOIN || fn == GJ_FN_EPS_JOIN_SQL ||
+		fn == GJ_FN_JOIN_COUNTS || fn == GJ_FN_JOIN_COUNTS_SQL)
+		return column == 0 ? "r" : "s";
 	if (column == 1)
 		return "b";
 	if (GjFunctionShape(fn) != GJ_SHAPE_PAIRS && GjFunctionShape(fn) != GJ_SHAPE_KNN)

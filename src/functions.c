@@ -31,7 +31,7 @@
  * The functions by their C symbol (pg_proc.prosrc) and argument count.
  * Since 0.4 every one ends with metric; the 0.3 definitions, one argument
  * shorter, still call this library until ALTER EXTENSION UPDATE, and mean
- * l2.
+ * l2.  The two-table eps functions came in 0.5, with metric.
  */
 static const struct
 {
@@ -53,6 +53,10 @@ static const struct
 	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 3, GJ_SHAPE_LISTS},
 	{GJ_FN_DBSCAN, "dbscan", 6, GJ_SHAPE_DBSCAN},
 	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 4, GJ_SHAPE_DBSCAN},
+	{GJ_FN_EPS_JOIN, "eps_join", 8, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_JOIN_SQL, "eps_join_sql", 4, GJ_SHAPE_PAIRS},
+	{GJ_FN_JOIN_COUNTS, "eps_join_counts", 8, GJ_SHAPE_COUNTS},
+	{GJ_FN_JOIN_COUNTS_SQL, "eps_join_counts_sql", 4, GJ_SHAPE_COUNTS},
 };
 
 /*
@@ -138,7 +142,12 @@ GjFilterableColumn(GjFunction fn, int column)
 	{
 		case GJ_FN_EPS_SELFJOIN:
 		case GJ_FN_EPS_SELFJOIN_SQL:
-			return column == 0 || column == 1;
+		case GJ_FN_EPS_JOIN:
+		case GJ_FN_EPS_JOIN_SQL:
+			return column == 0 || column == 1;	/* eps_join: fewer r or s rows read */
+		case GJ_FN_JOIN_COUNTS:
+		case GJ_FN_JOIN_COUNTS_SQL:
+			return column == 0;
 		case GJ_FN_KNN_JOIN:
 		case GJ_FN_KNN_SELFJOIN:
 		case GJ_FN_KNN_JOIN_SQL:
@@ -364,6 +373,32 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			CheckMinpts(spec->minpts);
 			QueryInput(&spec->input, spec->fname, values[0]);
 			break;
+		case GJ_FN_EPS_JOIN:
+		case GJ_FN_JOIN_COUNTS:
+			/* (r_tbl, s_tbl, cols, eps, r_id_col, s_id_col, s_cols) */
+			CheckNotNull(nulls, 0, "r_tbl");
+			CheckNotNull(nulls, 1, "s_tbl");
+			CheckNotNull(nulls, 2, "cols");
+			CheckNotNull(nulls, 3, "eps");
+			spec->eps = DatumGetFloat8(values[3]);
+			CheckEps(spec->eps);
+			RelationInput(&spec->query, spec->fname, values, nulls, 0, values[2], 4);
+			RelationInput(&spec->input, spec->fname, values, nulls, 1,
+						  nulls[6] ? values[2] : values[6], 5);
+			spec->has_query = true;
+			break;
+		case GJ_FN_EPS_JOIN_SQL:
+		case GJ_FN_JOIN_COUNTS_SQL:
+			/* (r_query, s_query, eps) */
+			CheckNotNull(nulls, 0, "r_query");
+			CheckNotNull(nulls, 1, "s_query");
+			CheckNotNull(nulls, 2, "eps");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			QueryInput(&spec->query, spec->fname, values[0]);
+			QueryInput(&spec->input, spec->fname, values[1]);
+			spec->has_query = true;
+			break;
 		case GJ_FN_NONE:
 			break;
 	}
@@ -424,6 +459,10 @@ PG_FUNCTION_INFO_V1(eps_neighbors);
 PG_FUNCTION_INFO_V1(eps_neighbors_sql);
 PG_FUNCTION_INFO_V1(dbscan);
 PG_FUNCTION_INFO_V1(dbscan_sql);
+PG_FUNCTION_INFO_V1(eps_join);
+PG_FUNCTION_INFO_V1(eps_join_sql);
+PG_FUNCTION_INFO_V1(eps_join_counts);
+PG_FUNCTION_INFO_V1(eps_join_counts_sql);
 
 /* eps_selfjoin(tbl regclass, cols text[], eps, id_col, symmetric) */
 Datum
@@ -507,4 +546,32 @@ Datum
 dbscan_sql(PG_FUNCTION_ARGS)
 {
 	return RunMaterialized(fcinfo, GJ_FN_DBSCAN_SQL);
+}
+
+/* eps_join(r_tbl, s_tbl, cols, eps, r_id_col, s_id_col, s_cols, metric) */
+Datum
+eps_join(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_EPS_JOIN);
+}
+
+/* eps_join_sql(r_query, s_query, eps, metric) */
+Datum
+eps_join_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_EPS_JOIN_SQL);
+}
+
+/* eps_join_counts(r_tbl, s_tbl, cols, eps, r_id_col, s_id_col, s_cols, metric) */
+Datum
+eps_join_counts(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_JOIN_COUNTS);
+}
+
+/* eps_join_counts_sql(r_query, s_query, eps, metric) */
+Datum
+eps_join_counts_sql(PG_FUNCTION_ARGS)
+{
+	return RunMaterialized(fcinfo, GJ_FN_JOIN_COUNTS_SQL);
 }

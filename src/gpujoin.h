@@ -22,7 +22,7 @@
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.4"
+#define GPUJOIN_VERSION "0.5"
 
 /* gpujoin.device */
 typedef enum GjDevice
@@ -156,7 +156,11 @@ typedef enum GjFunction
 	GJ_FN_NEIGHBORS,
 	GJ_FN_NEIGHBORS_SQL,
 	GJ_FN_DBSCAN,
-	GJ_FN_DBSCAN_SQL
+	GJ_FN_DBSCAN_SQL,
+	GJ_FN_EPS_JOIN,
+	GJ_FN_EPS_JOIN_SQL,
+	GJ_FN_JOIN_COUNTS,
+	GJ_FN_JOIN_COUNTS_SQL
 } GjFunction;
 
 /*
@@ -186,8 +190,8 @@ typedef struct GjJobSpec
 	const char *fname;
 	GjShape		shape;
 	bool		is_knn;			/* shape == GJ_SHAPE_KNN */
-	GjInputSpec input;			/* the rows (kNN: the references) */
-	GjInputSpec query;			/* knn_join: the query rows */
+	GjInputSpec input;			/* the rows (kNN: the references; eps_join: s) */
+	GjInputSpec query;			/* knn_join: the query rows; eps_join: r */
 	bool		has_query;
 	double		eps;
 	double		eps2;			/* the threshold on squared distances (metric's) */

@@ -11,6 +11,12 @@
  * values into the executor's slot; a symmetric self-join's second
  * orientation is the same pair with its ids swapped.
  *
+ * Two sets (eps_join, eps_join_counts).  The grid is built over one set
+ * and the other's rows probe it, on either engine: for pairs the smaller
+ * set is indexed (rows come out as (r, s) either way), for counts the s
+ * set (each r row's count is its own probe's).  A restriction on r or s
+ * (WHERE r = 42) just reads fewer rows of that side.
+ *
  * Engine choice.  A self-join restricted by an id qual (WHERE a = 42) runs
  * from the listed rows only, on the CPU (cpu_probe.c), by brute force when
  * the listed rows times all rows is small, else over the grid.  Otherwise
@@ -98,6 +104,7 @@ struct GjJob
 };
 
 static void AllocRowResults(GjJob *job, int64 n);
+static void EnsureGrid(GjJob *job);
 static void FinishRows(GjJob *job);
 static void NoticeIfEnormous(GjJob *job, double pairs);
 
@@ -585,6 +592,125 @@ StartProbe(GjJob *job)
 	job->running = RUN_PROBE;
 }
 
+/*
+ * eps_join: the grid over the smaller set (fewer rows to sort and to keep
+ * on the device), every row of the other probing it; the engines write
+ * (r, s) rows whichever set that is.
+ */
+static void
+StartJoin(GjJob *job, bool allow_gpu)
+{
+	GjResources *res = job->res;
+	int			swap = res->queries.n < res->points.n;	/* index the r rows */
+	gj_points  *idx = swap ? &res->queries : &res->points;
+	const gj_points *probe = swap ? &res->points : &res->queries;
+	gj_probe_options po;
+	gj_cpu_probe *pj;
+	double		t0 = gj_now_ms();
+
+	job->twice = false;
+	if (allow_gpu && GjChooseEngine(res->points.n + res->queries.n) == GJ_ENGINE_GPU)
+	{
+		gj_gpu_options opt;
+		gj_gpu_stats gs;
+		gj_gpu_selfjoin *gj;
+		char		err[256];
+		gj_status	st;
+
+		memset(&opt, 0, sizeof(opt));
+		opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+		opt.batch_pairs = gj_gpu_batch_pairs_guc;
+		st = gj_gpu_join_start(idx, probe, job->spec.eps2, swap, &opt, &gj, err, sizeof(err));
+		if (st == GJ_OK)
+		{
+			res->engine = GJ_ENGINE(gj);
+			job->stats.index_ms += gj_now_ms() - t0;
+			job->t_engine = gj_now_ms();
+			gj_gpu_selfjoin_stats(gj, &gs);
+			NoticeIfEnormous(job, (double) gs.estimated_pairs);
+			job->stats.estimated_pairs = (double) gs.estimated_pairs;
+			job->stats.engine = "gpu";
+			job->running = RUN_GPU_SELFJOIN;
+			return;
+		}
+		GpuStartFailed(job, st, err);
+	}
+
+	/* few pairs to test: no index to build */
+	if ((double) res->queries.n * (double) res->points.n > GJ_PROBE_BRUTE_MAX &&
+		!res->have_grid)
+	{
+		CheckStatus(gj_grid_build(&res->grid, idx, job->spec.eps2),
+					"building the grid index");
+		res->have_grid = true;
+	}
+	job->stats.index_ms += gj_now_ms() - t0;
+	memset(&po, 0, sizeof(po));
+	po.queries = probe;
+	po.swap = swap;
+	job->t_engine = gj_now_ms();
+	CheckStatus(gj_cpu_probe_start(res->have_grid ? &res->grid : NULL, idx,
+								   job->spec.eps2, &po, GjCpuThreads(), &pj),
+				job->spec.fname);
+	res->engine = GJ_ENGINE(pj);
+	job->stats.engine = res->have_grid ? "cpu" : "cpu (brute force)";
+	job->stats.threads = GjCpuThreads();
+	job->running = RUN_PROBE;
+}
+
+/* eps_join_counts: every r row's count of s rows, the grid over the s rows. */
+static void
+StartJoinCounts(GjJob *job, bool allow_gpu)
+{
+	GjResources *res = job->res;
+	double		t0 = gj_now_ms();
+	bool		done = false;
+
+	AllocRowResults(job, res->queries.n);
+	job->t_engine = gj_now_ms();
+	if (res->points.n == 0)
+	{
+		/* no s rows: every r row counts none */
+		memset(res->rowval, 0, sizeof(int32_t) * res->queries.n);
+		job->stats.engine = "none";
+		FinishRows(job);
+		return;
+	}
+	if (allow_gpu && GjChooseEngine(res->points.n + res->queries.n) == GJ_ENGINE_GPU)
+	{
+		gj_gpu_options opt;
+		gj_gpu_density_info gi;
+		char		err[256];
+		gj_status	st;
+
+		memset(&opt, 0, sizeof(opt));
+		opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+		st = gj_gpu_join_counts(&res->points, &res->queries, job->spec.eps2, &opt,
+								res->rowval, &gi, err, sizeof(err));
+		if (st == GJ_OK)
+		{
+			job->stats.index_ms += gi.index_ms;
+			job->stats.batches = gi.launches;
+			job->stats.engine = "gpu";
+			done = true;
+		}
+		else
+			GpuStartFailed(job, st, err);
+	}
+	if (!done)
+	{
+		EnsureGrid(job);
+		job->stats.index_ms += gj_now_ms() - t0;
+		job->t_engine = gj_now_ms();
+		CheckStatus(gj_cpu_count_queries(&res->grid, &res->points, &res->queries,
+										 GjCpuThreads(), res->rowval),
+					job->spec.fname);
+		job->stats.engine = "cpu";
+		job->stats.threads = GjCpuThreads();
+	}
+	FinishRows(job);
+}
+
 static void
 StartCpuKnn(GjJob *job)
 {
@@ -809,9 +935,19 @@ StartEngine(GjJob *job, bool allow_gpu)
 	job->rows_this_run = 0;
 	job->chunk = NULL;
 	job->second = false;
+	if (job->spec.has_query && job->spec.shape == GJ_SHAPE_COUNTS)
+	{
+		StartJoinCounts(job, allow_gpu);
+		return;
+	}
 	if (job->spec.shape != GJ_SHAPE_PAIRS && job->spec.shape != GJ_SHAPE_KNN)
 	{
 		StartRows(job, allow_gpu);
+		return;
+	}
+	if (job->spec.has_query && !job->spec.is_knn)
+	{
+		StartJoin(job, allow_gpu);
 		return;
 	}
 	if (!job->spec.is_knn)
@@ -904,7 +1040,48 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 
 	old = MemoryContextSwitchTo(res->cxt);
 	job->rowcxt = AllocSetContextCreate(res->cxt, "gpujoin row", ALLOCSET_DEFAULT_SIZES);
-	GjReadPoints(&spec->input, &res->points, &job->stats.read);
+	{
+		GjInputSpec in = spec->input;
+
+		if (!spec->is_knn && spec->has_query && spec->filter_column == 1)
+		{
+			/* eps_join WHERE s = ...: read only those s rows */
+			in.only_ids = spec->filter_ids;
+			in.nonly = spec->nfilter;
+		}
+		GjReadPoints(&in, &res->points, &job->stats.read);
+	}
+	job->qs = &res->points;
+	if (spec->has_query)
+	{
+		GjInputSpec q = spec->query;
+
+		if (spec->filter_column == 0)
+		{
+			/* knn_join, eps_join WHERE q = ... (r = ...): read only those rows */
+			q.only_ids = spec->filter_ids;
+			q.nonly = spec->nfilter;
+		}
+		GjReadPoints(&q, &res->queries, &job->stats.read);
+		job->qs = &res->queries;
+		if (res->points.n > 0 && job->qs->n > 0 && res->points.dims != job->qs->dims)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("%s: %s rows have %d coordinates, %s rows %d",
+							spec->fname, spec->is_knn ? "query" : "r", job->qs->dims,
+							spec->is_knn ? "reference" : "s", res->points.dims)));
+	}
+	if (spec->has_query && !spec->is_knn)
+	{
+		/* eps_join, eps_join_counts: the restriction was the read */
+		if (job->qs->n == 0 || (res->points.n == 0 && spec->shape == GJ_SHAPE_PAIRS) ||
+			(spec->filter_column != GJ_FILTER_NONE && spec->nfilter == 0))
+			job->done = true;
+		else
+			StartEngine(job, true);
+		MemoryContextSwitchTo(old);
+		return job;
+	}
 	if (spec->shape != GJ_SHAPE_PAIRS && spec->shape != GJ_SHAPE_KNN)
 	{
 		if (res->points.n == 0 ||
@@ -926,25 +1103,6 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 		return job;
 	}
 
-	job->qs = &res->points;
-	if (spec->has_query)
-	{
-		GjInputSpec q = spec->query;
-
-		if (spec->filter_column == 0)
-		{
-			/* knn_join WHERE q = ...: read only those query rows */
-			q.only_ids = spec->filter_ids;
-			q.nonly = spec->nfilter;
-		}
-		GjReadPoints(&q, &res->queries, &job->stats.read);
-		job->qs = &res->queries;
-		if (res->points.n > 0 && job->qs->n > 0 && res->points.dims != job->qs->dims)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("%s: query rows have %d coordinates, reference rows %d",
-							spec->fname, job->qs->dims, res->points.dims)));
-	}
 	job->kopt.k = spec->k;
 	job->kopt.exclude_self = !spec->has_query;
 	job->kopt.method = (gj_knn_method) gj_knn_method_guc;
@@ -1155,8 +1313,9 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	{
 		int64		i = job->pos;	/* into rowval; the row is subset[i] */
 		int64		row = job->subset != NULL ? job->subset[i] : i;
+		const gj_points *rp = job->qs;	/* eps_join_counts: the r rows */
 
-		if (i >= (job->subset != NULL ? job->nsubset : res->points.n))
+		if (i >= (job->subset != NULL ? job->nsubset : rp->n))
 		{
 			job->done = true;
 			job->stats.emit_ms = gj_now_ms() - job->t_engine;
@@ -1164,11 +1323,12 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		}
 		if ((i & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
-		values[0] = Int64GetDatum(res->points.ids[row]);
+		values[0] = Int64GetDatum(rp->ids[row]);
 		nulls[0] = false;
 		if (job->spec.shape == GJ_SHAPE_COUNTS)
 		{
-			values[1] = Int64GetDatum((int64) res->rowval[i] - 1);	/* not itself */
+			/* a self count includes the row itself, a count of s rows not */
+			values[1] = Int64GetDatum((int64) res->rowval[i] - (job->spec.has_query ? 0 : 1));
 			nulls[1] = false;
 		}
 		else if (job->spec.shape == GJ_SHAPE_LISTS)

@@ -13,6 +13,9 @@
  *	  two blocks with f^2: pairs = same-block pairs / f + others / f^2 (a
  *	  Horvitz-Thompson estimate, unbiased however the table is ordered on
  *	  disk).  Only tables and materialized views are sampled.
+ *	- eps_join reads a block sample of each table, independently, and
+ *	  counts the pairs between them: pairs / (f_r f_s) is again unbiased.
+ *	  eps_join_counts returns a row per r row.
  *	- the kNN joins return k rows per query row: k times the query table's
  *	  pg_class.reltuples (k capped at the reference rows).
  * The _sql forms, views and calls with non-constant arguments keep the
@@ -152,6 +155,69 @@ SampleSelfJoin(Oid relid, ArrayType *cols, double eps, GjMetric metric, double *
 	return true;
 }
 
+/* A block sample of about GJ_PLAN_SAMPLE rows of relid into pts; its fraction in *f. */
+static bool
+SampleTable(Oid relid, ArrayType *cols, GjMetric metric, gj_points *pts, double *f)
+{
+	double		reltuples;
+	char		relkind;
+	GjInputSpec in;
+
+	if (!RelationSize(relid, &reltuples, &relkind) ||
+		(relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
+		!SafeToSample(relid, cols))
+		return false;
+	if (reltuples < 0)
+	{
+		Relation	rel = relation_open(relid, AccessShareLock);
+
+		reltuples = 100.0 * RelationGetNumberOfBlocks(rel);
+		relation_close(rel, AccessShareLock);
+	}
+	*f = reltuples > GJ_PLAN_SAMPLE ? GJ_PLAN_SAMPLE / reltuples : 1.0;
+	memset(&in, 0, sizeof(in));
+	in.fname = "eps_join";
+	in.relid = relid;
+	in.cols = cols;
+	in.sample_pct = 100.0 * *f;
+	in.metric = metric;
+	GjReadPoints(&in, pts, NULL);
+	return true;
+}
+
+/* Pairs of eps_join(r, s, cols, eps, .., s_cols, metric) from a sample of each. */
+static bool
+SampleJoin(Oid r_relid, Oid s_relid, ArrayType *r_cols, ArrayType *s_cols, double eps,
+		   GjMetric metric, double *pairs)
+{
+	GjResources *res = GjResourcesCreate(CurrentMemoryContext);
+	double		fr,
+				fs,
+				total = 0.0;
+	int32_t    *counts;
+	bool		ok;
+
+	ok = SampleTable(r_relid, r_cols, metric, &res->queries, &fr) &&
+		SampleTable(s_relid, s_cols, metric, &res->points, &fs);
+	if (ok && res->queries.n > 0 && res->points.n > 0)
+	{
+		ok = res->queries.dims == res->points.dims &&
+			gj_grid_build(&res->grid, &res->points,
+						  metric == GJ_METRIC_COSINE ? 2.0 * eps : eps * eps) == GJ_OK;
+		res->have_grid = ok;
+		counts = MemoryContextAlloc(res->cxt, sizeof(int32_t) * res->queries.n);
+		if (ok)
+			ok = gj_cpu_count_queries(&res->grid, &res->points, &res->queries, 1,
+									  counts) == GJ_OK;
+		for (int64 i = 0; ok && i < res->queries.n; i++)
+			total += counts[i];
+	}
+	MemoryContextDelete(res->cxt);
+	if (ok)
+		*pairs = total / (fr * fs);
+	return ok;
+}
+
 /* The rows a call of ours returns, when its arguments say enough. */
 bool
 GjEstimateRows(FuncExpr *fexpr, double *rows)
@@ -217,6 +283,41 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 				!RelationSize(DatumGetObjectId(c0->constvalue), &nr, &kind) || nr < 0)
 				return false;
 			*rows = nr * Min((double) DatumGetInt32(c2->constvalue), Max(nr - 1, 0));
+			return true;
+		case GJ_FN_EPS_JOIN:
+			c0 = ConstArg(fexpr, 0);
+			c1 = ConstArg(fexpr, 1);
+			c2 = ConstArg(fexpr, 2);
+			c3 = ConstArg(fexpr, 3);
+			c4 = ConstArg(fexpr, 6);	/* s_cols */
+			c5 = ConstArg(fexpr, 7);	/* metric */
+			if (c5 == NULL || c5->constisnull)
+				return false;
+			{
+				char	   *m = TextDatumGetCString(c5->constvalue);
+
+				if (strcmp(m, "cosine") == 0)
+					metric = GJ_METRIC_COSINE;
+				else if (strcmp(m, "l2") != 0)
+					return false;
+			}
+			if (c0 == NULL || c1 == NULL || c2 == NULL || c3 == NULL || c4 == NULL ||
+				c0->constisnull || c1->constisnull || c2->constisnull || c3->constisnull ||
+				!(DatumGetFloat8(c3->constvalue) > 0) ||
+				!isfinite(DatumGetFloat8(c3->constvalue)))
+				return false;
+			return SampleJoin(DatumGetObjectId(c0->constvalue),
+							  DatumGetObjectId(c1->constvalue),
+							  DatumGetArrayTypeP(c2->constvalue),
+							  DatumGetArrayTypeP(c4->constisnull ? c2->constvalue : c4->constvalue),
+							  DatumGetFloat8(c3->constvalue), metric, rows);
+		case GJ_FN_JOIN_COUNTS:
+			/* one row per r row */
+			c0 = ConstArg(fexpr, 0);
+			if (c0 == NULL || c0->constisnull ||
+				!RelationSize(DatumGetObjectId(c0->constvalue), &nr, &kind) || nr < 0)
+				return false;
+			*rows = nr;
 			return true;
 		case GJ_FN_NEIGHBOR_COUNTS:
 		case GJ_FN_NEIGHBORS:
