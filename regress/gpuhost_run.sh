@@ -12,7 +12,8 @@
 #      within one run (regress/gpuhost_spread.sql); the backend's rate by
 #      result-buffer size (regress/gpuhost_emit.sql)
 #      many dimensions in SQL (regress/gpuhost_highdim.sql); eps_neighbors
-#      against its arrays read from a table (regress/gpuhost_lists.sql)
+#      against its arrays read from a table (regress/gpuhost_lists.sql);
+#      joins between two tables (regress/gpuhost_join.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpuhost_exitcheck.sh), and the exit stress run: hundreds of
 #      sessions joining, cancelling and leaving (regress/gpuhost_exitstress.sh)
@@ -21,7 +22,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,highdimsql,cancel,exit,exitstress}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,highdimsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -148,6 +149,7 @@ has spread && sql_step regress/gpuhost_spread.sql spread.txt 24
 has emit && sql_step regress/gpuhost_emit.sql emit.txt 10
 has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 has lists && sql_step regress/gpuhost_lists.sql lists.txt 8
+has join && sql_step regress/gpuhost_join.sql join.txt 8
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 20
