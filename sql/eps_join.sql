@@ -63,8 +63,11 @@ SELECT count(*) AS count_sql_diff FROM (
     SELECT * FROM eps_join_counts('jr', 'js', '{x,y}', 1.5, s_cols => '{px,py}')
     EXCEPT SELECT * FROM eps_join_counts_sql('SELECT id, x, y FROM jr', 'SELECT sid, px, py FROM js', 1.5)) d;
 
--- restriction: r = ..., s = ANY (...), read from that side only
+-- restriction: r = ..., s = ANY (...), read from that side only (the
+-- engine is chosen as without it: the one named is the CPU's here)
+SET gpujoin.device = cpu;
 EXPLAIN (COSTS OFF) SELECT * FROM eps_join('jr', 'js', '{x,y}', 1.5, s_cols => '{px,py}') WHERE r = 2510;
+RESET gpujoin.device;
 SELECT count(*) AS diff_r FROM (
     (SELECT r, s FROM eps_join('jr', 'js', '{x,y}', 1.5, s_id_col => 'gid', s_cols => '{px,py}') WHERE r = 2510
      EXCEPT SELECT r, s FROM naive WHERE r = 2510)
