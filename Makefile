@@ -17,7 +17,7 @@ CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/pair_rows.o src/core/block_index.o src/core/big_buffers.o \
 	src/core/knn_contrast.o
 OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
-	src/custom_scan.o src/support.o src/pgvector.o $(CORE_OBJS)
+	src/custom_scan.o src/support.o src/pgvector.o src/postgis.o $(CORE_OBJS)
 
 # The install script of this version, built from sql/gpujoin.sql; the
 # upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
@@ -29,7 +29,7 @@ EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/tes
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade clustering clustering_postgis parallel_read highdim
+	readonly upgrade clustering clustering_postgis postgis_input parallel_read highdim
 REGRESS_OPTS = --inputdir=$(srcdir)
 # pgvector's input test, where pgvector is installed (regress/run_tests.sh
 # sets this when it finds the extension)

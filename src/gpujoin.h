@@ -135,7 +135,10 @@ typedef struct GjReadStats
 	int64		skipped;		/* of which NULL, NaN or infinite, or zero for cosine */
 	int			workers;		/* parallel workers' buffers combined */
 	double		ms;
+	int32		srid;			/* the last read's PostGIS SRID (-1: no rows), or GJ_NO_SRID */
 } GjReadStats;
+
+#define GJ_NO_SRID (-2)			/* the input was not a geometry column */
 
 /* Reads every usable row of spec into pts (one of a GjResources' sets). */
 extern void GjReadPoints(const GjInputSpec *spec, gj_points *pts,

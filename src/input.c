@@ -76,8 +76,8 @@ IsPointColumnType(Oid t)
 
 
 /* Column attnum of relid by exact name, or an UNDEFINED_COLUMN error. */
-static AttrNumber
-LookupColumn(Oid relid, const char *name)
+AttrNumber
+GjLookupColumn(Oid relid, const char *name)
 {
 	AttrNumber	attnum = get_attnum(relid, name);
 
@@ -90,8 +90,8 @@ LookupColumn(Oid relid, const char *name)
 }
 
 /* The single integer column of relid's primary key, or an error with a hint. */
-static AttrNumber
-PrimaryKeyColumn(Oid relid, const char *fname)
+AttrNumber
+GjPrimaryKeyColumn(Oid relid, const char *fname)
 {
 	Relation	rel = relation_open(relid, AccessShareLock);
 	Oid			pkidx = InvalidOid;
@@ -177,9 +177,9 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 	{
 		/* id column: given, or the primary key */
 		if (spec->id_col != NULL)
-			id_att = LookupColumn(relid, text_to_cstring(spec->id_col));
+			id_att = GjLookupColumn(relid, text_to_cstring(spec->id_col));
 		else
-			id_att = PrimaryKeyColumn(relid, spec->fname);
+			id_att = GjPrimaryKeyColumn(relid, spec->fname);
 		id_type = getBaseType(get_atttype(relid, id_att));
 		if (!IsIdType(id_type))
 			ereport(ERROR,
@@ -206,7 +206,7 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("%s: cols must not contain NULL", spec->fname)));
-		att = LookupColumn(relid, TextDatumGetCString(elems[i]));
+		att = GjLookupColumn(relid, TextDatumGetCString(elems[i]));
 		t = getBaseType(get_atttype(relid, att));
 		if (IsPointColumnType(t))
 		{
@@ -916,6 +916,21 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjRowReader *counts = &r.rd;
 	int64_t		nzero = 0;
 	int			pack_dims = 0;
+
+	GjInputSpec gspec;
+	char	   *gsql;
+	int32		srid = GJ_NO_SRID;
+
+	/* a PostGIS point column: read through a query of its coordinates */
+	if (GjGeometryInput(spec, &gsql, &srid))
+	{
+		gspec = *spec;
+		gspec.is_query = true;
+		gspec.query = gsql;
+		spec = &gspec;
+	}
+	if (stats != NULL)
+		stats->srid = srid;
 
 	memset(&r, 0, sizeof(r));
 	r.pub.receiveSlot = GjReceiveSlot;

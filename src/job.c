@@ -1066,6 +1066,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	if (spec->has_query)
 	{
 		GjInputSpec q = spec->query;
+		int32		s_srid = job->stats.read.srid;
 
 		if (spec->filter_column == 0)
 		{
@@ -1081,6 +1082,14 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 					 errmsg("%s: %s rows have %d coordinates, %s rows %d",
 							spec->fname, spec->is_knn ? "query" : "r", job->qs->dims,
 							spec->is_knn ? "reference" : "s", res->points.dims)));
+		/* PostGIS geometry on both sides: one SRID, as PostGIS requires */
+		if (s_srid >= 0 && job->stats.read.srid >= 0 && s_srid != job->stats.read.srid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: %s rows have SRID %d, %s rows SRID %d",
+							spec->fname, spec->is_knn ? "query" : "r", job->stats.read.srid,
+							spec->is_knn ? "reference" : "s", s_srid),
+					 errdetail("Distances between geometries of different SRIDs are not defined, as in PostGIS.")));
 	}
 	if (spec->has_query && !spec->is_knn)
 	{

@@ -70,6 +70,10 @@ extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
 							const int64 *only_ids, int nonly, MemoryContext cxt);
 extern void GjRowReaderSetDims(GjRowReader *rd, int dims);
 extern void GjCheckDims(const char *fname, int dims);
+extern AttrNumber GjLookupColumn(Oid relid, const char *name);
+extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
+/* postgis.c: a geometry column's query and SRID (GJ_NO_SRID when not geometry) */
+extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid);
 extern int	GjPgvectorKind(Oid t);
 extern void GjPgvectorCoords(GjRowReader *rd, Datum value);
 extern bool GjConvertRow(GjRowReader *rd, const Datum *values,
