@@ -24,6 +24,14 @@ SELECT pg_temp.close($$SELECT * FROM eps_selfjoin('e_unif', '{x,y}', 2, 'id')$$)
 SELECT pg_temp.close($$SELECT * FROM eps_selfjoin('e_unif', '{x,y}', 5, 'id', true)$$);
 SELECT pg_temp.close($$SELECT * FROM eps_selfjoin('e_sorted', '{x,y}', 2, 'id')$$);
 SELECT pg_temp.close($$SELECT * FROM eps_selfjoin('e_sorted', '{x,y}', 0.5, 'id')$$);
+-- eps_join: a block sample of each table; eps_join_counts: a row per r row
+SELECT pg_temp.close($$SELECT * FROM eps_join('e_unif', 'e_sorted', '{x,y}', 2, 'id', 'id')$$);
+SELECT pg_temp.close($$SELECT * FROM eps_join('e_sorted', 'e_sorted', '{x,y}', 0.5, 'id', 'id')$$);
+-- two tables stored in the same order: their samples must not take the same blocks
+CREATE TABLE e_sorted2 AS SELECT * FROM e_sorted;
+ANALYZE e_sorted2;
+SELECT pg_temp.close($$SELECT * FROM eps_join('e_sorted', 'e_sorted2', '{x,y}', 0.5, 'id', 'id')$$);
+SELECT pg_temp.plan_rows($$SELECT * FROM eps_join_counts('e_unif', 'e_sorted', '{x,y}', 2, 'id', 'id')$$);
 -- kNN: k per query row, k capped at the references
 SELECT pg_temp.plan_rows($$SELECT * FROM knn_join('e_unif', 'e_sorted', '{x,y}', 7, 'id', 'id')$$);
 SELECT pg_temp.plan_rows($$SELECT * FROM knn_selfjoin('e_unif', '{x,y}', 3, 'id')$$);

@@ -126,6 +126,7 @@ typedef struct GjInputSpec
 	 * percent of the blocks, with each row's block number as its id.
 	 */
 	double		sample_pct;
+	int			sample_seed;	/* ... REPEATABLE (sample_seed) */
 } GjInputSpec;
 
 /* What reading cost, for EXPLAIN ANALYZE. */

@@ -233,8 +233,8 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 												get_rel_name(relid)));
 	if (spec->sample_pct > 0)
-		appendStringInfo(&sql, " TABLESAMPLE SYSTEM (%.6f) REPEATABLE (0)",
-						 spec->sample_pct);
+		appendStringInfo(&sql, " TABLESAMPLE SYSTEM (%.6f) REPEATABLE (%d)",
+						 spec->sample_pct, spec->sample_seed);
 	else if (spec->only_ids != NULL)
 	{
 		/* the planner sees the list: an index on the id column applies */

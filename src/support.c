@@ -106,18 +106,14 @@ SafeToSample(Oid relid, ArrayType *cols)
 	return true;
 }
 
-/* Pairs of eps_selfjoin(tbl, cols, eps, .., metric) from a block sample of tbl. */
+/* A block sample of about GJ_PLAN_SAMPLE rows of relid into pts; its fraction in *f. */
 static bool
-SampleSelfJoin(Oid relid, ArrayType *cols, double eps, GjMetric metric, double *pairs)
+SampleTable(const char *fname, Oid relid, ArrayType *cols, GjMetric metric, int seed,
+			gj_points *pts, double *f)
 {
 	double		reltuples;
 	char		relkind;
 	GjInputSpec in;
-	GjResources *res;
-	double		f;
-	int64_t		same,
-				other;
-	gj_status	st;
 
 	if (!RelationSize(relid, &reltuples, &relkind) ||
 		(relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
@@ -131,16 +127,33 @@ SampleSelfJoin(Oid relid, ArrayType *cols, double eps, GjMetric metric, double *
 		reltuples = 100.0 * RelationGetNumberOfBlocks(rel);
 		relation_close(rel, AccessShareLock);
 	}
-	f = reltuples > GJ_PLAN_SAMPLE ? GJ_PLAN_SAMPLE / reltuples : 1.0;
-
+	*f = reltuples > GJ_PLAN_SAMPLE ? GJ_PLAN_SAMPLE / reltuples : 1.0;
 	memset(&in, 0, sizeof(in));
-	in.fname = "eps_selfjoin";
+	in.fname = fname;
 	in.relid = relid;
 	in.cols = cols;
-	in.sample_pct = 100.0 * f;
+	in.sample_pct = 100.0 * *f;
+	in.sample_seed = seed;
 	in.metric = metric;
-	res = GjResourcesCreate(CurrentMemoryContext);
-	GjReadPoints(&in, &res->points, NULL);
+	GjReadPoints(&in, pts, NULL);
+	return true;
+}
+
+/* Pairs of eps_selfjoin(tbl, cols, eps, .., metric) from a block sample of tbl. */
+static bool
+SampleSelfJoin(Oid relid, ArrayType *cols, double eps, GjMetric metric, double *pairs)
+{
+	GjResources *res = GjResourcesCreate(CurrentMemoryContext);
+	double		f;
+	int64_t		same,
+				other;
+	gj_status	st;
+
+	if (!SampleTable("eps_selfjoin", relid, cols, metric, 0, &res->points, &f))
+	{
+		MemoryContextDelete(res->cxt);
+		return false;
+	}
 	st = gj_grid_build(&res->grid, &res->points,
 					   metric == GJ_METRIC_COSINE ? 2.0 * eps : eps * eps);
 	if (st != GJ_OK)
@@ -155,37 +168,15 @@ SampleSelfJoin(Oid relid, ArrayType *cols, double eps, GjMetric metric, double *
 	return true;
 }
 
-/* A block sample of about GJ_PLAN_SAMPLE rows of relid into pts; its fraction in *f. */
-static bool
-SampleTable(Oid relid, ArrayType *cols, GjMetric metric, gj_points *pts, double *f)
-{
-	double		reltuples;
-	char		relkind;
-	GjInputSpec in;
-
-	if (!RelationSize(relid, &reltuples, &relkind) ||
-		(relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
-		!SafeToSample(relid, cols))
-		return false;
-	if (reltuples < 0)
-	{
-		Relation	rel = relation_open(relid, AccessShareLock);
-
-		reltuples = 100.0 * RelationGetNumberOfBlocks(rel);
-		relation_close(rel, AccessShareLock);
-	}
-	*f = reltuples > GJ_PLAN_SAMPLE ? GJ_PLAN_SAMPLE / reltuples : 1.0;
-	memset(&in, 0, sizeof(in));
-	in.fname = "eps_join";
-	in.relid = relid;
-	in.cols = cols;
-	in.sample_pct = 100.0 * *f;
-	in.metric = metric;
-	GjReadPoints(&in, pts, NULL);
-	return true;
-}
-
-/* Pairs of eps_join(r, s, cols, eps, .., s_cols, metric) from a sample of each. */
+/*
+ * Pairs of eps_join(r, s, cols, eps, .., s_cols, metric) from a block
+ * sample of each.  Two tables' samples are independent (different seeds,
+ * so not the same block numbers of two tables stored in the same order):
+ * pairs / (f_r f_s).
+ * One table on both sides is sampled once (the same blocks: REPEATABLE),
+ * so, as for the self-join, a pair within one block was sampled with
+ * probability f and others with f^2 (the sample's ids are block numbers).
+ */
 static bool
 SampleJoin(Oid r_relid, Oid s_relid, ArrayType *r_cols, ArrayType *s_cols, double eps,
 		   GjMetric metric, double *pairs)
@@ -193,28 +184,41 @@ SampleJoin(Oid r_relid, Oid s_relid, ArrayType *r_cols, ArrayType *s_cols, doubl
 	GjResources *res = GjResourcesCreate(CurrentMemoryContext);
 	double		fr,
 				fs,
-				total = 0.0;
-	int32_t    *counts;
+				same = 0.0,
+				other = 0.0;
 	bool		ok;
 
-	ok = SampleTable(r_relid, r_cols, metric, &res->queries, &fr) &&
-		SampleTable(s_relid, s_cols, metric, &res->points, &fs);
+	ok = SampleTable("eps_join", r_relid, r_cols, metric, 0, &res->queries, &fr) &&
+		SampleTable("eps_join", s_relid, s_cols, metric, r_relid == s_relid ? 0 : 1,
+					&res->points, &fs);
 	if (ok && res->queries.n > 0 && res->points.n > 0)
 	{
-		ok = res->queries.dims == res->points.dims &&
+		const gj_points *q = &res->queries,
+				   *p = &res->points;
+		int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+
+		ok = q->dims == p->dims &&
 			gj_grid_build(&res->grid, &res->points,
 						  metric == GJ_METRIC_COSINE ? 2.0 * eps : eps * eps) == GJ_OK;
 		res->have_grid = ok;
-		counts = MemoryContextAlloc(res->cxt, sizeof(int32_t) * res->queries.n);
-		if (ok)
-			ok = gj_cpu_count_queries(&res->grid, &res->points, &res->queries, 1,
-									  counts) == GJ_OK;
-		for (int64 i = 0; ok && i < res->queries.n; i++)
-			total += counts[i];
+		for (int64 i = 0; ok && i < q->n; i++)
+		{
+			int			nn = gj_grid_point_neighbourhood(&res->grid, q->x + i * q->dims, nbr);
+
+			for (int k = 0; k < nn; k++)
+				for (int64 j = res->grid.cell_start[nbr[k]]; j < res->grid.cell_start[nbr[k] + 1]; j++)
+					if (gj_sqdist(q->x + i * q->dims, p->x + j * p->dims, p->dims) <= res->grid.eps2)
+					{
+						if (r_relid == s_relid && q->ids[i] == p->ids[j])
+							same += 1.0;
+						else
+							other += 1.0;
+					}
+		}
 	}
 	MemoryContextDelete(res->cxt);
 	if (ok)
-		*pairs = total / (fr * fs);
+		*pairs = r_relid == s_relid ? same / fr + other / (fr * fs) : other / (fr * fs);
 	return ok;
 }
 
