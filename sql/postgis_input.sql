@@ -1,7 +1,9 @@
 -- PostGIS point columns as input (no build dependency: found at run time),
 -- with PostGIS's own meaning: planar distance in the SRID's units, one
 -- SRID per join; against ST_DWithin / ST_3DDWithin.
+SET client_min_messages = warning;	-- clustering_postgis may have created it
 CREATE EXTENSION IF NOT EXISTS postgis;
+RESET client_min_messages;
 SELECT setseed(0.3);
 CREATE TABLE gp (id int PRIMARY KEY, geom geometry(Point, 3857));
 INSERT INTO gp SELECT i, ST_SetSRID(ST_MakePoint(random() * 1000, random() * 1000), 3857)
