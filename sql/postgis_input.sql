@@ -49,6 +49,11 @@ SELECT count(*) FILTER (WHERE (d.cluster IS NULL) <> (p.cid IS NULL)) AS noise_d
 FROM dbscan('gp', '{geom}', 20, 4) d
 JOIN (SELECT id, ST_ClusterDBSCAN(geom, 20, 4) OVER (ORDER BY id) AS cid FROM gp WHERE NOT ST_IsEmpty(geom)) p
   ON p.id = d.id;
+-- the _sql forms: a query returning (id, geometry) is read the same way
+SELECT (SELECT count(*) FROM eps_selfjoin_sql('SELECT id, geom FROM gp', 20))
+     = (SELECT count(*) FROM gp a JOIN gp b ON a.id < b.id AND ST_DWithin(a.geom, b.geom, 20)) AS sql_selfjoin,
+       (SELECT count(*) FROM eps_join_sql('SELECT id, g FROM gq WHERE id <= 500', 'SELECT id, geom FROM gp;', 20))
+     = (SELECT count(*) FROM gq a JOIN gp b ON ST_DWithin(a.g, b.geom, 20) WHERE a.id <= 500) AS sql_join;
 -- restriction reads only those rows
 SELECT (SELECT count(*) FROM eps_join('gq', 'gp', '{g}', 20, s_cols => '{geom}') WHERE r = 5)
      = (SELECT count(*) FROM gq a JOIN gp b ON ST_DWithin(a.g, b.geom, 20) WHERE a.id = 5) AS restricted;
@@ -67,4 +72,5 @@ INSERT INTO gany VALUES (1, 'LINESTRING(0 0, 1 1)');
 SELECT * FROM eps_selfjoin('gany', '{g}', 1);
 CREATE TABLE ggeog (id int PRIMARY KEY, g geography(Point));
 SELECT * FROM eps_selfjoin('ggeog', '{g}', 1);
+SELECT * FROM eps_selfjoin_sql('SELECT id, g FROM ggeog', 1);
 DROP TABLE gp, gq, gz, g4326, gmix, gpoly, gany, ggeog;

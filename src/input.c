@@ -945,7 +945,21 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "%s: SPI_connect failed", spec->fname);
 	if (spec->is_query)
+	{
 		plan = PrepareQuery(spec->query, spec->fname);
+		{
+			/* (id, geometry): read as its coordinates (postgis.c) */
+			List	   *ps = SPI_plan_get_plan_sources(plan);
+			char	   *wrapped = GjGeometryWrapQuery(spec->fname, spec->query,
+													  ((CachedPlanSource *) linitial(ps))->resultDesc);
+
+			if (wrapped != NULL)
+			{
+				SPI_freeplan(plan);
+				plan = PrepareQuery(wrapped, spec->fname);
+			}
+		}
+	}
 	else
 	{
 		char	   *sql;

@@ -166,3 +166,41 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid)
 		ScanSrid(spec->fname, qrel, qcol, nspname);
 	return true;
 }
+
+/*
+ * The _sql forms: a query returning (id, geometry) is read through
+ * SELECT id, ST_X(g), ST_Y(g) FROM (query) q(id, g); NULL when its result
+ * (td) is anything else.  Its SRIDs are not checked (no table to scan):
+ * the caller's query decides what it returns.
+ */
+char *
+GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td)
+{
+	Oid			nsp = InvalidOid;
+	const char *kind;
+	char	   *nspname;
+	StringInfoData s;
+	int			len = strlen(query);
+
+	if (td == NULL || td->natts != 2)
+		return NULL;
+	kind = PostgisTypeName(getBaseType(TupleDescAttr(td, 1)->atttypid), &nsp);
+	if (kind == NULL)
+		return NULL;
+	if (strcmp(kind, "geography") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: column \"%s\" of the query is geography, which gpujoin cannot read yet",
+						fname, NameStr(TupleDescAttr(td, 1)->attname)),
+				 errhint("Return a geometry in a metric SRID, e.g. ST_Transform(col::geometry, <UTM zone>).")));
+	/* a trailing semicolon would end the subquery early */
+	while (len > 0 && (query[len - 1] == ';' || query[len - 1] == ' ' ||
+					   query[len - 1] == '\n' || query[len - 1] == '\t' || query[len - 1] == '\r'))
+		len--;
+	nspname = get_namespace_name(nsp);
+	initStringInfo(&s);
+	appendStringInfo(&s, "SELECT q.i, %s(q.g), %s(q.g) FROM (%.*s\n) q(i, g)",
+					 quote_qualified_identifier(nspname, "st_x"),
+					 quote_qualified_identifier(nspname, "st_y"), len, query);
+	return s.data;
+}

@@ -74,6 +74,7 @@ extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
 /* postgis.c: a geometry column's query and SRID (GJ_NO_SRID when not geometry) */
 extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid);
+extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td);
 extern int	GjPgvectorKind(Oid t);
 extern void GjPgvectorCoords(GjRowReader *rd, Datum value);
 extern bool GjConvertRow(GjRowReader *rd, const Datum *values,
