@@ -69,7 +69,7 @@ kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 $(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
-src/*.o: src/gpujoin.h kernels/gj_cuda.h
+src/*.o: src/gpujoin.h src/reader.h kernels/gj_cuda.h
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@

@@ -8,6 +8,7 @@
 #define GJ_READER_H
 
 #include "gpujoin.h"
+#include "access/tupdesc.h"
 #include "catalog/pg_type_d.h"
 
 /* pgvector's types (pgvector.c), read without a build dependency */
