@@ -86,9 +86,16 @@ extern gj_status gj_gpu_selfjoin_start(const gj_points *p, double eps2,
 extern void gj_gpu_selfjoin_stats(const gj_gpu_selfjoin *j, gj_gpu_stats *st);
 
 /*
+ * Device bytes of a grid index over n rows of dims coordinates (grid.cu):
+ * what the engines check their budget against, and slabs are sized by.
+ */
+extern size_t gj_gpu_grid_bytes(int64_t n, int dims);
+
+/*
  * The join of two sets (eps_join), the same engine: the grid over p, every
  * row of queries probing the cells around it; rows (query id, p's id), or
- * (p's id, query id) with swap.  Stats and errors as the self-join's.
+ * (p's id, query id) with swap = 1, or (smaller id, larger id) with swap =
+ * 2 (a self-join's slab and its halo).  Stats and errors as the self-join's.
  */
 extern gj_status gj_gpu_join_start(const gj_points *p, const gj_points *queries,
 								   double eps2, int swap, const gj_gpu_options *opt,

@@ -95,6 +95,12 @@ gj_gpu_knn_error(const gj_gpu_knn *j)
 	return "built without CUDA";
 }
 
+size_t
+gj_gpu_grid_bytes(int64_t n, int dims)
+{
+	return (size_t) n * (16 * (size_t) dims + 112);
+}
+
 gj_status
 gj_gpu_join_start(const gj_points *p, const gj_points *queries, double eps2, int swap,
 				  const gj_gpu_options *opt, gj_gpu_selfjoin **out, char *err,

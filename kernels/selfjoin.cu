@@ -162,7 +162,8 @@ selfjoin_kernel(gj_dev_grid G, gj_grid_params P, uint32_t p0, uint32_t p1,
 /*
  * Two sets: query positions q0, q0 + stride, ... < q1 of Q (sorted by G's
  * cells) against the points of G near each.  Pairs go to O as (query id,
- * G's id), or the other way round with swap; with COUNT, counts[the
+ * G's id), the other way round with swap = 1, smaller id first with swap =
+ * 2 (a self-join's halo); with COUNT, counts[the
  * query's original row] gets its number of rows within eps instead.
  */
 template <int DIMS, bool COUNT>
@@ -258,6 +259,9 @@ probe_kernel(gj_dev_grid G, gj_grid_params P, gj_dev_grid Q, uint32_t q0,
 			{
 				if constexpr (COUNT)
 					hits++;
+				else if (swap == 2)
+					gj_out_put(O, idq < G.ids[j] ? idq : G.ids[j], idq < G.ids[j] ? G.ids[j] : idq,
+							   sqrt(s));
 				else if (swap)
 					gj_out_put(O, G.ids[j], idq, sqrt(s));
 				else

@@ -45,6 +45,35 @@ SELECT CASE WHEN count(*) = :cpu_n THEN 'ok' ELSE 'FAIL' END
        || ' memory limit fallback (expect a NOTICE above)' FROM eps_selfjoin_sql('SELECT id, x, y FROM gh2', 0.5);
 RESET gpujoin.gpu_memory_limit;
 RESET gpujoin.device;
+-- beyond the GPU memory limit in 2-D: slabs on the GPU, not the CPU, same rows
+CREATE TABLE IF NOT EXISTS gh2m AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y
+    FROM generate_series(1, 2000000) i;
+CREATE OR REPLACE FUNCTION pg_temp.same_join(rq text, sq text, eps float8, label text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE d bigint; n bigint;
+BEGIN
+    SET LOCAL gpujoin.device = cpu;
+    CREATE TEMP TABLE c_res ON COMMIT DROP AS SELECT * FROM eps_join_sql(rq, sq, eps);
+    SET LOCAL gpujoin.device = gpu;
+    CREATE TEMP TABLE g_res ON COMMIT DROP AS SELECT * FROM eps_join_sql(rq, sq, eps);
+    SELECT count(*) INTO n FROM c_res;
+    SELECT count(*) INTO d FROM ((TABLE c_res EXCEPT ALL TABLE g_res) UNION ALL (TABLE g_res EXCEPT ALL TABLE c_res)) x;
+    DROP TABLE c_res; DROP TABLE g_res;
+    RETURN CASE WHEN d = 0 THEN 'ok ' ELSE 'FAIL ' END || label || ' (' || n || ' rows, ' || d || ' differ)';
+END $$;
+SET gpujoin.gpu_memory_limit = 200;
+SELECT pg_temp.same('SELECT id, x, y FROM gh2m', 0.05, '2M 2-D self-join in slabs (200 MB)');
+SELECT pg_temp.same('SELECT id, x, y FROM gh2m', 0.5, '2M 2-D self-join in slabs (200 MB), eps 0.5');
+SELECT pg_temp.same_join('SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0', 'SELECT id, x, y FROM gh2m', 0.05,
+                         'eps_join 1M x 2M in slabs (200 MB), s indexed');
+SELECT pg_temp.same_join('SELECT id, x, y FROM gh2m', 'SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0', 0.05,
+                         'eps_join 2M x 1M in slabs (200 MB), r indexed');
+SET gpujoin.device = gpu;
+SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows the slabs: '
+       || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM eps_selfjoin('gh2m', '{x,y}', 0.05, 'id')$$) x) e;
+RESET gpujoin.device;
+RESET gpujoin.gpu_memory_limit;
 -- many dimensions beyond a GPU memory limit: the tile join in slices, not the CPU
 CREATE TABLE IF NOT EXISTS gh16 AS SELECT i AS id,
     array_agg(floor(i / 5000.0) + random() * 0.5 ORDER BY d)::float8[] AS v

@@ -57,6 +57,19 @@ SELECT pg_temp.jb('100K x 10M 2-D ~30', 'pairs cpu', 'cpu',
 SELECT pg_temp.jb('100K x 10M 2-D ~30', 'counts gpu', 'gpu',
     $q$SELECT count(*) || ' ' || sum(n) FROM eps_join_counts('jr100k', 'js10m', '{x,y}', 0.0977, 'id', 'id')$q$);
 
+-- 4. a self-join of 10M rows whole, and forced into about 8 slabs by the memory limit
+SELECT pg_temp.jb('10M self-join 2-D ~3', 'whole', 'gpu',
+    $q$SELECT count(*) || ' ' || sum(a) || ' ' || sum(b) FROM eps_selfjoin('js10m', '{x,y}', 0.0309, 'id')$q$);
+SET gpujoin.gpu_memory_limit = 650;
+SELECT pg_temp.jb('10M self-join 2-D ~3', 'slabs', 'gpu',
+    $q$SELECT count(*) || ' ' || sum(a) || ' ' || sum(b) FROM eps_selfjoin('js10m', '{x,y}', 0.0309, 'id')$q$);
+SELECT pg_temp.jb('10M x 10M 2-D ~3', 'pairs gpu slabs', 'gpu',
+    $q$SELECT count(*) || ' ' || sum(r) || ' ' || sum(s) FROM eps_join('jr10m', 'js10m', '{x,y}', 0.0309, 'id', 'id')$q$, 1);
+SET gpujoin.device = gpu;
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_selfjoin('js10m', '{x,y}', 0.0309, 'id');
+RESET gpujoin.device;
+RESET gpujoin.gpu_memory_limit;
+
 -- the streaming ceiling for each case's pairs
 DO $$
 DECLARE c text; n bigint;
@@ -86,4 +99,8 @@ SELECT case_name,
            coalesce(max(result) FILTER (WHERE method = 'counts cpu'), max(result) FILTER (WHERE method = 'counts gpu'))
            AS engines_agree
 FROM jres GROUP BY case_name ORDER BY min(ctid);
+SELECT case_name, method, round(seconds::numeric, 3) AS seconds, result,
+       result = first_value(result) OVER (PARTITION BY case_name ORDER BY ctid) AS same
+FROM jres WHERE case_name = '10M self-join 2-D ~3' OR method IN ('pairs gpu', 'pairs gpu slabs') AND case_name = '10M x 10M 2-D ~3'
+ORDER BY ctid;
 DROP TABLE jr10m, js10m, jr100k, jr6, js6;

@@ -149,7 +149,7 @@ has spread && sql_step regress/gpuhost_spread.sql spread.txt 24
 has emit && sql_step regress/gpuhost_emit.sql emit.txt 10
 has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 has lists && sql_step regress/gpuhost_lists.sql lists.txt 8
-has join && sql_step regress/gpuhost_join.sql join.txt 8
+has join && sql_step regress/gpuhost_join.sql join.txt 18
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 20

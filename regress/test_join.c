@@ -12,6 +12,8 @@
  * the engine indexes.  The sets differ in range (r rows beyond the grid on
  * every side, far away, in one cell), share rows (the same set twice),
  * repeat ids and sit exactly eps apart (the boundary sets cut in two).
+ * The slab plans (slabs.c) of self-joins and joins too big for a device
+ * are run step by step by brute force: each pair exactly once.
  * A failure prints the case and seed:
  *		test_join [seed]
  * The last line is "join: N passed, N failed".
@@ -162,6 +164,84 @@ affine(gj_points *p, double a, double b, int64_t id0)
 		p->ids[i] += id0;
 }
 
+/*
+ * The slab plan of p (self, qs NULL) or of qs probing p, for at most
+ * max_rows rows a step, run step by step by brute force: the same rows as
+ * the oracle (self: (smaller id, larger id), ids being distinct here).
+ */
+static void
+check_slabs(const char *name, uint64_t seed, const gj_points *p0, const gj_points *q0,
+			double eps, int64_t max_rows)
+{
+	double		eps2 = eps * eps;
+	gj_points	p,
+				q;
+	gj_slab_plan pl;
+	gj_pairset	want = {0},
+				got = {0};
+	const char *why;
+	int64_t		at = -1;
+	gj_status	st;
+
+	gj_points_copy(&p, p0, p0->n);
+	if (q0 != NULL)
+		gj_points_copy(&q, q0, q0->n);
+	for (int64_t i = 0; i < p.n; i++)
+		for (int64_t k = q0 != NULL ? 0 : i + 1; k < (q0 != NULL ? q.n : p.n); k++)
+		{
+			const gj_points *o = q0 != NULL ? &q : &p;
+			double		d2 = gj_sqdist(p.x + i * p.dims, o->x + k * p.dims, p.dims);
+
+			if (d2 <= eps2)
+			{
+				if (q0 != NULL)
+					add_row(&want, o->ids[k], p.ids[i], sqrt(d2));
+				else
+					add_row(&want, p.ids[i] < p.ids[k] ? p.ids[i] : p.ids[k],
+							p.ids[i] < p.ids[k] ? p.ids[k] : p.ids[i], sqrt(d2));
+			}
+		}
+	st = gj_slabs_plan(&p, q0 != NULL ? &q : NULL, eps2, max_rows, &pl);
+	for (int t = 0; st == GJ_OK && t < pl.nsteps; t++)
+	{
+		gj_slab_step *s = &pl.steps[t];
+		gj_points	a,
+					b;
+		int64_t		rows = (s->a1 - s->a0) + (s->b1 - s->b0);
+
+		if (rows > max_rows)
+			st = GJ_ERR_LIMIT;
+		gj_points_view(&a, &p, s->a0, s->a1);
+		gj_points_view(&b, q0 != NULL ? &q : &p, s->b0, s->b1);
+		for (int64_t i = 0; i < a.n; i++)
+			for (int64_t k = s->self ? i + 1 : 0; k < (s->self ? a.n : b.n); k++)
+			{
+				const gj_points *o = s->self ? &a : &b;
+				double		d2 = gj_sqdist(a.x + i * a.dims, o->x + k * a.dims, a.dims);
+				int64_t		u = a.ids[i],
+							v = o->ids[k];
+
+				if (d2 > eps2)
+					continue;
+				if (q0 != NULL)
+					add_row(&got, v, u, sqrt(d2));
+				else
+					add_row(&got, u < v ? u : v, u < v ? v : u, sqrt(d2));
+			}
+	}
+	why = st != GJ_OK ? gj_status_name(st) : gj_pairset_diff(&want, &got, &at);
+	report(why == NULL && pl.nslabs > 1, "slabs", name, seed, q0 != NULL ? &q : &p, &p, eps,
+		   why != NULL ? why : "a single slab");
+	if (why != NULL)
+		gj_pairset_print_at("oracle", &want, "slabs", &got, at);
+	gj_slabs_free(&pl);
+	gj_pairset_free(&want);
+	gj_pairset_free(&got);
+	gj_points_free(&p);
+	if (q0 != NULL)
+		gj_points_free(&q);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -273,6 +353,37 @@ main(int argc, char **argv)
 				check_join(name, seed, &r, &s, eps[e]);
 			gj_points_free(&r);
 			gj_points_free(&s);
+			gj_points_free(&p);
+		}
+	}
+
+	/* slabs: self-joins and joins cut for a small device, skew and exact eps included */
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (int dims = 1; dims <= 3; dims++, seed++)
+		{
+			gj_points	r,
+						s;
+			double		eps = gj_gen_typical_eps(kinds[k].kind, 1500, dims, 8.0);
+
+			gj_gen_points(&r, kinds[k].kind, 700, dims, seed);
+			gj_gen_points(&s, kinds[k].kind, 1500, dims, seed + 99991);
+			affine(&r, 1.0, 0.0, 1000000);	/* distinct ids from s's */
+			check_slabs(kinds[k].name, seed, &s, NULL, eps, 200 + (int64_t) (seed % 3) * 150);
+			check_slabs(kinds[k].name, seed, &s, &r, eps, 150 + (int64_t) (seed % 3) * 200);
+			gj_points_free(&r);
+			gj_points_free(&s);
+		}
+	{
+		gj_points	p;
+		const char *name;
+		double		eps[GJ_GEN_MAX_EPS];
+		int			neps;
+
+		for (int k = 0; gj_gen_boundary_case(k, &p, &name, eps, &neps); k++)
+		{
+			for (int e = 0; e < neps; e++, seed++)
+				if (isfinite(eps[e] * eps[e]) && p.n >= 8)
+					check_slabs(name, seed, &p, NULL, eps[e], p.n / 3 > 4 ? p.n / 3 : 4);
 			gj_points_free(&p);
 		}
 	}

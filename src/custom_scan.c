@@ -496,6 +496,7 @@ EndJob(GjScanState *st)
 	st->stats.batches += js.batches;
 	st->stats.slices = Max(st->stats.slices, js.slices);
 	st->stats.slice_rows = Max(st->stats.slice_rows, js.slice_rows);
+	st->stats.slab_steps = Max(st->stats.slab_steps, js.slab_steps);
 	if (js.estimated_pairs >= 0)
 		st->stats.estimated_pairs = Max(st->stats.estimated_pairs, 0) + js.estimated_pairs;
 	else if (st->stats.runs == 0)
@@ -636,7 +637,11 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);
 	if (strncmp(js->engine, "gpu", 3) == 0 || es->verbose)
 		ExplainPropertyInteger("Batches", NULL, js->batches, es);
-	if (js->slices > 1)
+	if (js->slab_steps > 0)
+		ExplainPropertyText("GPU Slabs",
+							psprintf(INT64_FORMAT " slabs in " INT64_FORMAT " steps of up to " INT64_FORMAT " rows",
+									 js->slices, js->slab_steps, js->slice_rows), es);
+	else if (js->slices > 1)
 		ExplainPropertyText("GPU Slices",
 							psprintf(INT64_FORMAT " of up to " INT64_FORMAT " rows, " INT64_FORMAT " pairs of slices",
 									 js->slices, js->slice_rows, js->slices * (js->slices + 1) / 2),

@@ -247,6 +247,7 @@ typedef struct GjJobStats
 	double		knn_contrast;	/* ... and the sampled contrast it came from */
 	int64		slices;			/* GPU tiles: slices the rows were joined in (> 1: */
 	int64		slice_rows;		/* ... they did not fit the GPU at once) */
+	int64		slab_steps;		/* GPU slabs: the steps they took (slices: the slabs) */
 } GjJobStats;
 
 typedef struct GjJob GjJob;

@@ -26,6 +26,13 @@
  * queries use the brute-force search (no index to build; the answers are
  * the same), and self kNN restricted to some rows runs on the CPU.
  *
+ * Slabs.  When the GPU cannot hold an eps join's index (pairs: the
+ * self-join or eps_join), the rows are cut into slabs along their widest
+ * dimension (core/slabs.c) and the GPU runs one step after another, each
+ * a self-join of a slab, or a slab probed by its halo or by the other
+ * table's rows within reach; every pair comes from exactly one step.  Only
+ * where not even a slab fits does the CPU engine run instead.
+ *
  * Failures.  When the GPU cannot start (not enough memory for the index,
  * a CUDA error) the CPU engine runs instead, with a NOTICE.  When it fails
  * part-way, the CPU engine reruns the join from its start if no row went
@@ -97,6 +104,15 @@ struct GjJob
 	bool		done;
 	int64		rows_this_run;	/* since the engine (re)started */
 
+	/* GPU eps pairs in slabs (too large for the device at once) */
+	gj_slab_plan slabs;			/* nsteps == 0: none */
+	int			slab_step;		/* the step running */
+	gj_points  *slab_idx;		/* the slabbed set, and the probing set (NULL: self) */
+	gj_points  *slab_probe;
+	int			slab_order;		/* gj_gpu_join_start's swap for probe steps */
+	gj_points	slab_a;			/* views of the running step's rows */
+	gj_points	slab_b;
+
 	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
 	double		t_engine;		/* gj_now_ms() at the engine's start */
 	double		t_progress;
@@ -106,6 +122,9 @@ struct GjJob
 
 static void AllocRowResults(GjJob *job, int64 n);
 static void EnsureGrid(GjJob *job);
+static void RestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted);
+static void GpuSlabsFailed(GjJob *job, gj_status st, const char *err, bool *restarted);
+static bool StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order);
 static void FinishRows(GjJob *job);
 static void NoticeIfEnormous(GjJob *job, double pairs);
 
@@ -255,6 +274,8 @@ StartGpuSelfJoin(GjJob *job)
 	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	opt.batch_pairs = gj_gpu_batch_pairs_guc;
 	st = gj_gpu_selfjoin_start(&res->points, job->spec.eps2, &opt, &gj, err, sizeof(err));
+	if (st == GJ_ERR_DEVICE_OOM && StartGpuSlabs(job, &res->points, NULL, 2))
+		return true;
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(gj);
@@ -593,6 +614,103 @@ StartProbe(GjJob *job)
 	job->running = RUN_PROBE;
 }
 
+/* The device budget of one join: gpujoin.gpu_memory_limit, or 90% of what is free. */
+static size_t
+GpuBudget(void)
+{
+	gj_cuda_device_info info;
+	size_t		budget;
+
+	if (gj_cuda_probe(&info) != GJ_OK)
+		return 0;
+	budget = (size_t) (info.free_mem * 0.9);
+	if (gj_gpu_memory_limit_guc > 0 && (size_t) gj_gpu_memory_limit_guc * 1048576 < budget)
+		budget = (size_t) gj_gpu_memory_limit_guc * 1048576;
+	return budget;
+}
+
+/* Start the GPU engine of slab step job->slab_step. */
+static gj_status
+StartSlabStep(GjJob *job, char *err, size_t errlen)
+{
+	gj_slab_step *st = &job->slabs.steps[job->slab_step];
+	gj_gpu_options opt;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	opt.batch_pairs = gj_gpu_batch_pairs_guc;
+	gj_points_view(&job->slab_a, job->slab_idx, st->a0, st->a1);
+	if (st->self)
+		return gj_gpu_selfjoin_start(&job->slab_a, job->spec.eps2, &opt,
+									 (gj_gpu_selfjoin **) &job->res->engine, err, errlen);
+	gj_points_view(&job->slab_b, job->slab_probe != NULL ? job->slab_probe : job->slab_idx,
+				   st->b0, st->b1);
+	return gj_gpu_join_start(&job->slab_a, &job->slab_b, job->spec.eps2, job->slab_order,
+							 &opt, (gj_gpu_selfjoin **) &job->res->engine, err, errlen);
+}
+
+/*
+ * The GPU could not hold the index of idx (probed by probe, or a
+ * self-join): cut it into slabs that fit, and start the first step; false
+ * when not even a slab fits (the caller's NOTICE, then the CPU engine).  order: the probe steps'
+ * row order (see gj_gpu_join_start).
+ */
+static bool
+StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
+{
+	size_t		budget = GpuBudget(),
+				fixed = 2 * gj_gpu_grid_bytes(0, idx->dims),	/* two grids' own */
+				reserve = Max(budget / 4, (size_t) 16 << 20);	/* result buffers */
+	int64		max_rows;
+	char		err[256];
+	gj_status	st;
+	double		t0 = gj_now_ms();
+
+	max_rows = budget > fixed + reserve ?
+		(int64) ((budget - fixed - reserve) / (gj_gpu_grid_bytes(1, idx->dims) - gj_gpu_grid_bytes(0, idx->dims))) : 0;
+	if (max_rows < 4096)
+		return false;
+	st = gj_slabs_plan(idx, probe, job->spec.eps2, max_rows, &job->slabs);
+	if (st != GJ_OK || job->slabs.nsteps == 0)
+	{
+		gj_slabs_free(&job->slabs);
+		if (st == GJ_ERR_NOMEM)
+			CheckStatus(st, job->spec.fname);
+		return false;
+	}
+	{
+		/* the steps in the job's context: released with it, however it ends */
+		gj_slab_step *steps = MemoryContextAlloc(job->res->cxt,
+												 sizeof(gj_slab_step) * job->slabs.nsteps);
+
+		memcpy(steps, job->slabs.steps, sizeof(gj_slab_step) * job->slabs.nsteps);
+		free(job->slabs.steps);
+		job->slabs.steps = steps;
+	}
+	job->slab_idx = idx;
+	job->slab_probe = probe;
+	job->slab_order = order;
+	job->slab_step = 0;
+	st = StartSlabStep(job, err, sizeof(err));
+	if (st != GJ_OK)
+	{
+		/* the caller's NOTICE names the first failure; the CPU runs it */
+		job->res->engine = NULL;
+		job->slabs.nsteps = 0;
+		if (st == GJ_ERR_CANCELED)
+			RaiseCanceled();
+		return false;
+	}
+	job->stats.index_ms += gj_now_ms() - t0;
+	job->t_engine = gj_now_ms();
+	job->stats.engine = "gpu (slabs)";
+	job->stats.slices = job->slabs.nslabs;
+	job->stats.slice_rows = max_rows;
+	job->stats.slab_steps = job->slabs.nsteps;
+	job->running = RUN_GPU_SELFJOIN;
+	return true;
+}
+
 /*
  * eps_join: the grid over one set, every row of the other probing it; the
  * engines write (r, s) rows whichever set that is.  The GPU indexes the
@@ -629,6 +747,9 @@ StartJoin(GjJob *job, bool allow_gpu)
 		opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 		opt.batch_pairs = gj_gpu_batch_pairs_guc;
 		st = gj_gpu_join_start(idx, probe, job->spec.eps2, swap, &opt, &gj, err, sizeof(err));
+		if (st == GJ_ERR_DEVICE_OOM &&
+			StartGpuSlabs(job, idx, (gj_points *) probe, swap))
+			return;
 		if (st == GJ_OK)
 		{
 			res->engine = GJ_ENGINE(gj);
@@ -1149,7 +1270,7 @@ EngineDoneMs(GjJob *job)
 		gj_gpu_stats gs;
 
 		gj_gpu_selfjoin_stats((gj_gpu_selfjoin *) res->engine, &gs);
-		job->stats.batches = gs.batches;
+		job->stats.batches = job->slabs.nsteps > 0 ? job->stats.batches + gs.batches : gs.batches;
 	}
 	else if (job->running == RUN_GPU_TILES)
 	{
@@ -1187,6 +1308,24 @@ GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
 			 gj_gpu_tiles_error((gj_gpu_tiles *) res->engine) :
 			 gj_gpu_knn_error((gj_gpu_knn *) res->engine));
 	GjResourcesStopEngine(res);
+	RestartAfterGpu(job, st, err, restarted);
+}
+
+/* A slab step could not start (err says why): as a failure part-way. */
+static void
+GpuSlabsFailed(GjJob *job, gj_status st, const char *err, bool *restarted)
+{
+	RestartAfterGpu(job, st, err, restarted);
+}
+
+/*
+ * The GPU engine is gone after st: rerun on the CPU from the first row if
+ * none went out or the caller can discard them, else an ERROR.
+ */
+static void
+RestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted)
+{
+	job->slabs.nsteps = 0;		/* its steps are in the job's context */
 	job->running = RUN_NONE;
 	if (st == GJ_ERR_CUDA)
 		GjMarkGpuUnusable(err);
@@ -1232,6 +1371,23 @@ NextChunk(GjJob *job, bool *restarted)
 				job->stats.batches++;
 			ProgressTick(job, c->n);
 			return true;
+		}
+		if (st == GJ_DONE && job->slabs.nsteps > 0 &&
+			job->slab_step + 1 < job->slabs.nsteps)
+		{
+			/* this slab step is done: the next */
+			char		err[256];
+
+			EngineDoneMs(job);
+			GjResourcesStopEngine(job->res);
+			job->slab_step++;
+			st = StartSlabStep(job, err, sizeof(err));
+			if (st != GJ_OK)
+			{
+				job->res->engine = NULL;
+				GpuSlabsFailed(job, st, err, restarted);
+			}
+			continue;
 		}
 		if (st == GJ_DONE)
 		{

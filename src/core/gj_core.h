@@ -645,6 +645,38 @@ extern gj_status gj_oracle_knn(const gj_points *refs, const gj_points *queries,
 							   int64_t k, int exclude_self,
 							   gj_knn_fn emit, void *arg);
 
+/*
+ * slabs.c: an eps join larger than the device, as steps over rows of p
+ * (and qs) sorted along their widest dimension.  A step joins rows
+ * [a0, a1) of p with themselves (self) or with probing rows [b0, b1) of
+ * qs (two sets) or of p (a self-join's halo: the later rows within reach);
+ * together the steps give each pair once, and no step holds more than
+ * max_rows rows.  GJ_ERR_DEVICE_OOM: eps too large to cut at all.
+ */
+typedef struct gj_slab_step
+{
+	int			self;
+	int64_t		a0;
+	int64_t		a1;
+	int64_t		b0;
+	int64_t		b1;
+} gj_slab_step;
+
+typedef struct gj_slab_plan
+{
+	int			dim;			/* the dimension cut */
+	int64_t		nslabs;
+	gj_slab_step *steps;
+	int			nsteps;
+	int			cap;
+} gj_slab_plan;
+
+extern gj_status gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
+							   gj_slab_plan *pl);
+extern void gj_slabs_free(gj_slab_plan *pl);
+/* A view of rows [r0, r1) of p (shares its arrays; never freed). */
+extern void gj_points_view(gj_points *v, const gj_points *p, int64_t r0, int64_t r1);
+
 #ifdef __cplusplus
 }
 #endif
