@@ -62,7 +62,7 @@ BEGIN
 END $$;
 SET gpujoin.gpu_memory_limit = 200;
 SELECT pg_temp.same('SELECT id, x, y FROM gh2m', 0.05, '2M 2-D self-join in slabs (200 MB)');
-SELECT pg_temp.same('SELECT id, x, y FROM gh2m', 0.5, '2M 2-D self-join in slabs (200 MB), eps 0.5');
+SELECT pg_temp.same('SELECT id, x, y FROM gh2m', 0.08, '2M 2-D self-join in slabs (200 MB), eps 0.08');
 SELECT pg_temp.same_join('SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0', 'SELECT id, x, y FROM gh2m', 0.05,
                          'eps_join 1M x 2M in slabs (200 MB), s indexed');
 SELECT pg_temp.same_join('SELECT id, x, y FROM gh2m', 'SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0', 0.05,
