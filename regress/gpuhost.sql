@@ -67,7 +67,25 @@ SELECT pg_temp.same_join('SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0'
                          'eps_join 1M x 2M in slabs (200 MB), s indexed');
 SELECT pg_temp.same_join('SELECT id, x, y FROM gh2m', 'SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0', 0.05,
                          'eps_join 2M x 1M in slabs (200 MB), r indexed');
+CREATE OR REPLACE FUNCTION pg_temp.same_counts(rq text, sq text, eps float8, label text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE d bigint; n bigint;
+BEGIN
+    SET LOCAL gpujoin.device = cpu;
+    CREATE TEMP TABLE c_res ON COMMIT DROP AS SELECT * FROM eps_join_counts_sql(rq, sq, eps);
+    SET LOCAL gpujoin.device = gpu;
+    CREATE TEMP TABLE g_res ON COMMIT DROP AS SELECT * FROM eps_join_counts_sql(rq, sq, eps);
+    SELECT sum(c_res.n) INTO n FROM c_res;
+    SELECT count(*) INTO d FROM ((TABLE c_res EXCEPT ALL TABLE g_res) UNION ALL (TABLE g_res EXCEPT ALL TABLE c_res)) x;
+    DROP TABLE c_res; DROP TABLE g_res;
+    RETURN CASE WHEN d = 0 THEN 'ok ' ELSE 'FAIL ' END || label || ' (' || n || ' counted, ' || d || ' rows differ)';
+END $$;
+SELECT pg_temp.same_counts('SELECT id, x * 1.2 - 10, y FROM gh2m WHERE id % 2 = 0', 'SELECT id, x, y FROM gh2m', 0.05,
+                           'eps_join_counts 1M x 2M in slabs (200 MB)');
 SET gpujoin.device = gpu;
+SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows the counts'' slabs: '
+       || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM eps_join_counts('gh2', 'gh2m', '{x,y}', 0.05, 'id', 'id')$$) x) e;
 SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows the slabs: '
        || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
 FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(

@@ -125,6 +125,7 @@ static void EnsureGrid(GjJob *job);
 static void RestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted);
 static void GpuSlabsFailed(GjJob *job, gj_status st, const char *err, bool *restarted);
 static bool StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order);
+static int64 SlabRows(int dims);
 static void FinishRows(GjJob *job);
 static void NoticeIfEnormous(GjJob *job, double pairs);
 
@@ -629,6 +630,73 @@ GpuBudget(void)
 	return budget;
 }
 
+/*
+ * Rows of dims coordinates a slab step may hold on the device: the budget
+ * less two grids' fixed part and a quarter (at least 16 MB) for results.
+ */
+static int64
+SlabRows(int dims)
+{
+	size_t		budget = GpuBudget(),
+				fixed = 2 * gj_gpu_grid_bytes(0, dims),
+				reserve = Max(budget / 4, (size_t) 16 << 20);
+
+	return budget > fixed + reserve ?
+		(int64) ((budget - fixed - reserve) / (gj_gpu_grid_bytes(1, dims) - gj_gpu_grid_bytes(0, dims))) : 0;
+}
+
+/*
+ * eps_join_counts beyond the device: the s rows in slabs, each counted
+ * for the r rows within reach of it (core/slabs.c), the counts added up.
+ * Both sets are sorted along the cut dimension first, and res->rowval
+ * follows the r rows' new order.  False: not even a slab fits.
+ */
+static bool
+GpuJoinCountsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
+{
+	GjResources *res = job->res;
+	int64		max_rows = SlabRows(res->points.dims);
+	gj_slab_plan pl;
+	int32	   *part;
+	gj_gpu_options opt;
+
+	if (max_rows < 4096)
+		return false;
+	*st = gj_slabs_plan(&res->points, &res->queries, job->spec.eps2, max_rows, &pl);
+	if (*st != GJ_OK)
+	{
+		gj_slabs_free(&pl);
+		return false;
+	}
+	memset(res->rowval, 0, sizeof(int32_t) * res->queries.n);
+	part = palloc(sizeof(int32) * Min(max_rows, res->queries.n + 1));
+	memset(&opt, 0, sizeof(opt));
+	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	for (int t = 0; *st == GJ_OK && t < pl.nsteps; t++)
+	{
+		gj_slab_step *step = &pl.steps[t];
+		gj_points	a,
+					b;
+		gj_gpu_density_info gi;
+
+		gj_points_view(&a, &res->points, step->a0, step->a1);
+		gj_points_view(&b, &res->queries, step->b0, step->b1);
+		*st = gj_gpu_join_counts(&a, &b, job->spec.eps2, &opt, part, &gi, err, errlen);
+		for (int64 i = 0; *st == GJ_OK && i < b.n; i++)
+			res->rowval[step->b0 + i] += part[i];
+		job->stats.index_ms += gi.index_ms;
+		job->stats.batches += gi.launches;
+	}
+	pfree(part);
+	job->stats.slices = pl.nslabs;
+	job->stats.slice_rows = max_rows;
+	job->stats.slab_steps = pl.nsteps;
+	gj_slabs_free(&pl);
+	if (*st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	return *st == GJ_OK;
+}
+
 /* Start the GPU engine of slab step job->slab_step. */
 static gj_status
 StartSlabStep(GjJob *job, char *err, size_t errlen)
@@ -658,16 +726,11 @@ StartSlabStep(GjJob *job, char *err, size_t errlen)
 static bool
 StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 {
-	size_t		budget = GpuBudget(),
-				fixed = 2 * gj_gpu_grid_bytes(0, idx->dims),	/* two grids' own */
-				reserve = Max(budget / 4, (size_t) 16 << 20);	/* result buffers */
-	int64		max_rows;
+	int64		max_rows = SlabRows(idx->dims);
 	char		err[256];
 	gj_status	st;
 	double		t0 = gj_now_ms();
 
-	max_rows = budget > fixed + reserve ?
-		(int64) ((budget - fixed - reserve) / (gj_gpu_grid_bytes(1, idx->dims) - gj_gpu_grid_bytes(0, idx->dims))) : 0;
 	if (max_rows < 4096)
 		return false;
 	st = gj_slabs_plan(idx, probe, job->spec.eps2, max_rows, &job->slabs);
@@ -824,6 +887,11 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 			job->stats.index_ms += gi.index_ms;
 			job->stats.batches = gi.launches;
 			job->stats.engine = "gpu";
+			done = true;
+		}
+		else if (st == GJ_ERR_DEVICE_OOM && GpuJoinCountsInSlabs(job, &st, err, sizeof(err)))
+		{
+			job->stats.engine = "gpu (slabs)";
 			done = true;
 		}
 		else
