@@ -379,6 +379,15 @@ launch_units(struct gj_gpu_selfjoin *j, uint32_t u0, uint32_t u1, uint32_t strid
 	return launch_join(j->G, j->P, u0, u1, stride, O, j->d_stop, s);
 }
 
+/* A device copy of bytes from host src into *dst (allocated), on stream s. */
+static cudaError_t
+upload(void **dst, const void *src, size_t bytes, cudaStream_t s)
+{
+	cudaError_t e = cudaMalloc(dst, bytes);
+
+	return e == cudaSuccess ? cudaMemcpyAsync(*dst, src, bytes, cudaMemcpyHostToDevice, s) : e;
+}
+
 /*
  * Upload p, plan and build its device grid; with qs (two sets), upload the
  * queries and sort them into the same grid's cells.  *index_b: the device
@@ -417,10 +426,7 @@ prepare_index(struct gj_gpu_selfjoin *j, const gj_points *p, const gj_points *qs
 	if (st == GJ_OK)
 	{
 		t0 = gj_now_ms();
-		e = cudaMalloc(&dids, sizeof(int64_t) * n);
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(dids, p->ids, sizeof(int64_t) * n,
-								cudaMemcpyHostToDevice, j->drv.streams[0]);
+		e = upload((void **) &dids, p->ids, sizeof(int64_t) * n, j->drv.streams[0]);
 		if (e != cudaSuccess)
 		{
 			snprintf(err, errlen, "id upload: %s", cudaGetErrorName(e));
@@ -448,15 +454,9 @@ prepare_index(struct gj_gpu_selfjoin *j, const gj_points *p, const gj_points *qs
 	{
 		/* the queries, sorted by the cells of p's grid (clamped into it) */
 		t0 = gj_now_ms();
-		e = cudaMalloc(&dx, sizeof(double) * qs->n * p->dims);
+		e = upload((void **) &dx, qs->x, sizeof(double) * qs->n * p->dims, j->drv.streams[0]);
 		if (e == cudaSuccess)
-			e = cudaMalloc(&dids, sizeof(int64_t) * qs->n);
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(dx, qs->x, sizeof(double) * qs->n * p->dims,
-								cudaMemcpyHostToDevice, j->drv.streams[0]);
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(dids, qs->ids, sizeof(int64_t) * qs->n,
-								cudaMemcpyHostToDevice, j->drv.streams[0]);
+			e = upload((void **) &dids, qs->ids, sizeof(int64_t) * qs->n, j->drv.streams[0]);
 		if (e != cudaSuccess)
 		{
 			snprintf(err, errlen, "query upload: %s", cudaGetErrorName(e));

@@ -123,7 +123,6 @@ struct GjJob
 static void AllocRowResults(GjJob *job, int64 n);
 static void EnsureGrid(GjJob *job);
 static void RestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted);
-static void GpuSlabsFailed(GjJob *job, gj_status st, const char *err, bool *restarted);
 static bool StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order);
 static int64 SlabRows(int dims);
 static void FinishRows(GjJob *job);
@@ -1379,13 +1378,6 @@ GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
 	RestartAfterGpu(job, st, err, restarted);
 }
 
-/* A slab step could not start (err says why): as a failure part-way. */
-static void
-GpuSlabsFailed(GjJob *job, gj_status st, const char *err, bool *restarted)
-{
-	RestartAfterGpu(job, st, err, restarted);
-}
-
 /*
  * The GPU engine is gone after st: rerun on the CPU from the first row if
  * none went out or the caller can discard them, else an ERROR.
@@ -1452,8 +1444,9 @@ NextChunk(GjJob *job, bool *restarted)
 			st = StartSlabStep(job, err, sizeof(err));
 			if (st != GJ_OK)
 			{
+				/* a slab step could not start: as a failure part-way */
 				job->res->engine = NULL;
-				GpuSlabsFailed(job, st, err, restarted);
+				RestartAfterGpu(job, st, err, restarted);
 			}
 			continue;
 		}
