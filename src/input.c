@@ -236,16 +236,21 @@ BuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 		appendStringInfo(&sql, " TABLESAMPLE SYSTEM (%.6f) REPEATABLE (%d)",
 						 spec->sample_pct, spec->sample_seed);
 	else if (spec->only_ids != NULL)
-	{
-		/* the planner sees the list: an index on the id column applies */
-		appendStringInfo(&sql, " WHERE %s = ANY ('{",
-						 quote_identifier(get_attname(relid, id_att, false)));
-		for (int i = 0; i < spec->nonly; i++)
-			appendStringInfo(&sql, i > 0 ? ",%lld" : "%lld",
-							 (long long) spec->only_ids[i]);
-		appendStringInfoString(&sql, "}'::bigint[])");
-	}
+		GjAppendOnlyIds(&sql, spec, quote_identifier(get_attname(relid, id_att, false)));
 	return sql.data;
+}
+
+/*
+ * " WHERE qcol = ANY ('{...}'::bigint[])" for spec's only_ids: the planner
+ * sees the list, so an index on the id column applies.
+ */
+void
+GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol)
+{
+	appendStringInfo(sql, " WHERE %s = ANY ('{", qcol);
+	for (int i = 0; i < spec->nonly; i++)
+		appendStringInfo(sql, i > 0 ? ",%lld" : "%lld", (long long) spec->only_ids[i]);
+	appendStringInfoString(sql, "}'::bigint[])");
 }
 
 /* Check the row shape of a cursor's result; shared by both forms. */

@@ -154,13 +154,7 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid)
 		appendStringInfo(&s, ", %s(%s)", quote_qualified_identifier(nspname, "st_z"), qcol);
 	appendStringInfo(&s, " FROM %s", qrel);
 	if (spec->only_ids != NULL)
-	{
-		appendStringInfo(&s, " WHERE %s = ANY ('{",
-						 quote_identifier(get_attname(spec->relid, id_att, false)));
-		for (int i = 0; i < spec->nonly; i++)
-			appendStringInfo(&s, i > 0 ? ",%lld" : "%lld", (long long) spec->only_ids[i]);
-		appendStringInfoString(&s, "}'::bigint[])");
-	}
+		GjAppendOnlyIds(&s, spec, quote_identifier(get_attname(spec->relid, id_att, false)));
 	*sql = s.data;
 	*srid = typmod >= 0 && GJ_TYPMOD_SRID(typmod) > 0 ? GJ_TYPMOD_SRID(typmod) :
 		ScanSrid(spec->fname, qrel, qcol, nspname);

@@ -9,6 +9,7 @@
 
 #include "gpujoin.h"
 #include "access/tupdesc.h"
+#include "lib/stringinfo.h"
 #include "catalog/pg_type_d.h"
 
 /* pgvector's types (pgvector.c), read without a build dependency */
@@ -73,6 +74,7 @@ extern void GjRowReaderSetDims(GjRowReader *rd, int dims);
 extern void GjCheckDims(const char *fname, int dims);
 extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
+extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol);
 /* postgis.c: a geometry column's query and SRID (GJ_NO_SRID when not geometry) */
 extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid);
 extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td);
