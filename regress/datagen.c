@@ -326,3 +326,12 @@ gj_gen_clump(gj_points *p, int64_t n, int dims, int gap, uint64_t seed)
 				*v += 50.0 + (gap == 1 ? 24.0 : 26.0);
 		}
 }
+
+void
+gj_points_split_alternate(const gj_points *p, gj_points *r, gj_points *s)
+{
+	gj_points_init(r, p->dims);
+	gj_points_init(s, p->dims);
+	for (int64_t i = 0; i < p->n; i++)
+		gj_points_push(i % 2 ? s : r, p->ids[i], p->x + i * p->dims);
+}

@@ -46,6 +46,9 @@ extern double gj_gen_typical_eps(gj_kind kind, int64_t n, int dims,
  */
 #define GJ_GEN_MAX_EPS 3
 
+/* p's rows alternately into fresh r (even rows) and s (odd rows): two-set tests. */
+extern void gj_points_split_alternate(const gj_points *p, gj_points *r, gj_points *s);
+
 /* Ids become a seeded permutation of 0..n-1 (order-independence tests). */
 extern void gj_scramble_ids(gj_points *p, uint64_t seed);
 

@@ -380,10 +380,7 @@ check_join_boundaries(void)
 		gj_points	r,
 					s;
 
-		gj_points_init(&r, p.dims);
-		gj_points_init(&s, p.dims);
-		for (int64_t i = 0; i < p.n; i++)
-			gj_points_push(i % 2 ? &s : &r, p.ids[i], p.x + i * p.dims);
+		gj_points_split_alternate(&p, &r, &s);
 		for (int e = 0; e < neps; e++)
 			check_join(name, 0, &r, &s, eps[e], 100);
 		gj_points_free(&r);

@@ -345,10 +345,7 @@ main(int argc, char **argv)
 			gj_points	r,
 						s;
 
-			gj_points_init(&r, p.dims);
-			gj_points_init(&s, p.dims);
-			for (int64_t i = 0; i < p.n; i++)
-				gj_points_push(i % 2 ? &s : &r, p.ids[i], p.x + i * p.dims);
+			gj_points_split_alternate(&p, &r, &s);
 			for (int e = 0; e < neps; e++, seed++)
 				check_join(name, seed, &r, &s, eps[e]);
 			gj_points_free(&r);
