@@ -243,6 +243,29 @@ QueryInput(GjInputSpec *in, const char *fname, Datum query)
 	in->query = TextDatumGetCString(query);
 }
 
+/*
+ * The two-table functions (knn_join, eps_join, eps_join_counts): arguments
+ * 0 and 1 the query (r) and reference (s) tables, 2 cols, 4 and 5 their
+ * id columns, 6 the s side's cols (NULL: cols).
+ */
+static void
+TwoRelationInputs(GjJobSpec *spec, const Datum *values, const bool *nulls)
+{
+	RelationInput(&spec->query, spec->fname, values, nulls, 0, values[2], 4);
+	RelationInput(&spec->input, spec->fname, values, nulls, 1,
+				  nulls[6] ? values[2] : values[6], 5);
+	spec->has_query = true;
+}
+
+/* Their _sql forms: arguments 0 and 1 the two queries. */
+static void
+TwoQueryInputs(GjJobSpec *spec, const Datum *values)
+{
+	QueryInput(&spec->query, spec->fname, values[0]);
+	QueryInput(&spec->input, spec->fname, values[1]);
+	spec->has_query = true;
+}
+
 void
 GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 				  const bool *nulls, int nargs, GjJobSpec *spec)
@@ -298,10 +321,7 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			CheckNotNull(nulls, 3, "k");
 			spec->k = DatumGetInt32(values[3]);
 			CheckK(spec->k);
-			RelationInput(&spec->query, spec->fname, values, nulls, 0, values[2], 4);
-			RelationInput(&spec->input, spec->fname, values, nulls, 1,
-						  nulls[6] ? values[2] : values[6], 5);
-			spec->has_query = true;
+			TwoRelationInputs(spec, values, nulls);
 			break;
 		case GJ_FN_KNN_SELFJOIN:
 			/* (tbl, cols, k, id_col) */
@@ -319,9 +339,7 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			CheckNotNull(nulls, 2, "k");
 			spec->k = DatumGetInt32(values[2]);
 			CheckK(spec->k);
-			QueryInput(&spec->query, spec->fname, values[0]);
-			QueryInput(&spec->input, spec->fname, values[1]);
-			spec->has_query = true;
+			TwoQueryInputs(spec, values);
 			break;
 		case GJ_FN_KNN_SELFJOIN_SQL:
 			/* (query, k) */
@@ -382,10 +400,7 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			CheckNotNull(nulls, 3, "eps");
 			spec->eps = DatumGetFloat8(values[3]);
 			CheckEps(spec->eps);
-			RelationInput(&spec->query, spec->fname, values, nulls, 0, values[2], 4);
-			RelationInput(&spec->input, spec->fname, values, nulls, 1,
-						  nulls[6] ? values[2] : values[6], 5);
-			spec->has_query = true;
+			TwoRelationInputs(spec, values, nulls);
 			break;
 		case GJ_FN_EPS_JOIN_SQL:
 		case GJ_FN_JOIN_COUNTS_SQL:
@@ -395,9 +410,7 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			CheckNotNull(nulls, 2, "eps");
 			spec->eps = DatumGetFloat8(values[2]);
 			CheckEps(spec->eps);
-			QueryInput(&spec->query, spec->fname, values[0]);
-			QueryInput(&spec->input, spec->fname, values[1]);
-			spec->has_query = true;
+			TwoQueryInputs(spec, values);
 			break;
 		case GJ_FN_NONE:
 			break;
