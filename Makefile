@@ -6,7 +6,7 @@
 #   make demo        build, install and run a sample join on a throwaway cluster
 
 EXTENSION = gpujoin
-EXTVERSION = 0.5
+EXTVERSION = 0.6
 
 MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
@@ -15,16 +15,16 @@ CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/density.o src/core/density_boxes.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
 	src/core/normalize.o src/core/tile_distances.o src/core/tile_plan.o src/core/cpu_tiles.o \
 	src/core/pair_rows.o src/core/block_index.o src/core/big_buffers.o \
-	src/core/knn_contrast.o src/core/slabs.o
+	src/core/knn_contrast.o src/core/slabs.o src/core/geodetic.o
 OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
-	src/custom_scan.o src/support.o src/pgvector.o src/postgis.o $(CORE_OBJS)
+	src/custom_scan.o src/support.o src/pgvector.o src/postgis.o src/geography.o $(CORE_OBJS)
 
 # The install script of this version, built from sql/gpujoin.sql; the
 # upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
-	sql/$(EXTENSION)--0.4--0.5.sql
+	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql
 EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \

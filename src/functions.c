@@ -29,9 +29,10 @@
 
 /*
  * The functions by their C symbol (pg_proc.prosrc) and argument count.
- * Since 0.4 every one ends with metric; the 0.3 definitions, one argument
- * shorter, still call this library until ALTER EXTENSION UPDATE, and mean
- * l2.  The two-table eps functions came in 0.5, with metric.
+ * Since 0.6 every one ends with metric, use_spheroid.  Older definitions
+ * still call this library until ALTER EXTENSION UPDATE: 0.4 and 0.5 end
+ * with metric (use_spheroid as its default), 0.3 one argument shorter
+ * again (l2).  The two-table eps functions came in 0.5, with metric.
  */
 static const struct
 {
@@ -41,22 +42,22 @@ static const struct
 	GjShape		shape;
 }			functions[] =
 {
-	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 6, GJ_SHAPE_PAIRS},
-	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 4, GJ_SHAPE_PAIRS},
-	{GJ_FN_KNN_JOIN, "knn_join", 8, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 5, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 4, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 3, GJ_SHAPE_KNN},
-	{GJ_FN_NEIGHBOR_COUNTS, "eps_neighbor_counts", 5, GJ_SHAPE_COUNTS},
-	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 3, GJ_SHAPE_COUNTS},
-	{GJ_FN_NEIGHBORS, "eps_neighbors", 5, GJ_SHAPE_LISTS},
-	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 3, GJ_SHAPE_LISTS},
-	{GJ_FN_DBSCAN, "dbscan", 6, GJ_SHAPE_DBSCAN},
-	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 4, GJ_SHAPE_DBSCAN},
-	{GJ_FN_EPS_JOIN, "eps_join", 8, GJ_SHAPE_PAIRS},
-	{GJ_FN_EPS_JOIN_SQL, "eps_join_sql", 4, GJ_SHAPE_PAIRS},
-	{GJ_FN_JOIN_COUNTS, "eps_join_counts", 8, GJ_SHAPE_COUNTS},
-	{GJ_FN_JOIN_COUNTS_SQL, "eps_join_counts_sql", 4, GJ_SHAPE_COUNTS},
+	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 7, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 5, GJ_SHAPE_PAIRS},
+	{GJ_FN_KNN_JOIN, "knn_join", 9, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 6, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 5, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 4, GJ_SHAPE_KNN},
+	{GJ_FN_NEIGHBOR_COUNTS, "eps_neighbor_counts", 6, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 4, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBORS, "eps_neighbors", 6, GJ_SHAPE_LISTS},
+	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 4, GJ_SHAPE_LISTS},
+	{GJ_FN_DBSCAN, "dbscan", 7, GJ_SHAPE_DBSCAN},
+	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 5, GJ_SHAPE_DBSCAN},
+	{GJ_FN_EPS_JOIN, "eps_join", 9, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_JOIN_SQL, "eps_join_sql", 5, GJ_SHAPE_PAIRS},
+	{GJ_FN_JOIN_COUNTS, "eps_join_counts", 9, GJ_SHAPE_COUNTS},
+	{GJ_FN_JOIN_COUNTS_SQL, "eps_join_counts_sql", 5, GJ_SHAPE_COUNTS},
 };
 
 /*
@@ -270,7 +271,8 @@ void
 GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 				  const bool *nulls, int nargs, GjJobSpec *spec)
 {
-	int			metric_arg = -1;
+	int			metric_arg = -1,
+				spheroid_arg = -1;
 
 	memset(spec, 0, sizeof(*spec));
 	spec->fn = fn;
@@ -282,8 +284,13 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 			spec->shape = functions[i].shape;
 			spec->is_knn = functions[i].shape == GJ_SHAPE_KNN;
 			if (nargs == functions[i].nargs)
+			{
+				metric_arg = nargs - 2;
+				spheroid_arg = nargs - 1;
+			}
+			else if (nargs == functions[i].nargs - 1)
 				metric_arg = nargs - 1;
-			else if (nargs != functions[i].nargs - 1)
+			else if (nargs != functions[i].nargs - 2)
 				elog(ERROR, "%s: expected %d arguments, got %d",
 					 spec->fname, functions[i].nargs, nargs);
 		}
@@ -423,6 +430,14 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 	spec->metric = MetricFromArg(values, nulls, metric_arg);
 	spec->eps2 = spec->metric == GJ_METRIC_COSINE ? 2.0 * spec->eps : spec->eps * spec->eps;
 	spec->input.metric = spec->query.metric = spec->metric;
+	/* the kNN joins rank on the sphere, as PostGIS's <-> (their default) */
+	spec->use_spheroid = !spec->is_knn;
+	if (spheroid_arg >= 0)
+	{
+		CheckNotNull(nulls, spheroid_arg, "use_spheroid");
+		spec->use_spheroid = DatumGetBool(values[spheroid_arg]);
+	}
+	spec->spheroid_given = spec->use_spheroid != !spec->is_knn;
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 }

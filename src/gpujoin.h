@@ -22,7 +22,7 @@
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.5"
+#define GPUJOIN_VERSION "0.6"
 
 /* gpujoin.device */
 typedef enum GjDevice
@@ -91,6 +91,8 @@ typedef struct GjResources
 	int64_t    *list_off;		/* lists from pairs: row i's are [off[i], off[i+1]) */
 	int64_t    *list_nb;		/* ... of these ids */
 	double	   *list_nd;		/* ... and distances */
+	gj_geo_side geo_points;		/* geography: points' and queries' rows as read */
+	gj_geo_side geo_queries;
 } GjResources;
 
 extern GjResources *GjResourcesCreate(MemoryContext parent);
@@ -137,6 +139,8 @@ typedef struct GjReadStats
 	int			workers;		/* parallel workers' buffers combined */
 	double		ms;
 	int32		srid;			/* the last read's PostGIS SRID (-1: no rows), or GJ_NO_SRID */
+	bool		geography;		/* the last read was a geography column: lon/lat rows */
+	Oid			postgis_nsp;	/* the schema of its PostGIS type */
 } GjReadStats;
 
 #define GJ_NO_SRID (-2)			/* the input was not a geometry column */
@@ -200,6 +204,8 @@ typedef struct GjJobSpec
 	double		eps;
 	double		eps2;			/* the threshold on squared distances (metric's) */
 	GjMetric	metric;
+	bool		use_spheroid;	/* geography: the spheroid (else PostGIS's sphere) */
+	bool		spheroid_given; /* use_spheroid is not the function's default */
 	bool		symmetric;
 	int32		k;
 	int32		minpts;			/* dbscan */
@@ -213,6 +219,29 @@ typedef struct GjJobSpec
 	int64	   *filter_ids;
 	int			nfilter;
 } GjJobSpec;
+
+/* A job on PostGIS geography (geography.c): how its chords become metres. */
+typedef struct GjGeography
+{
+	bool		on;
+	gj_geodetic g;
+	int32		srid;
+	Oid			nsp;			/* PostGIS's schema */
+	bool		use_spheroid;
+	const char *fname;
+	int64		band_pairs;		/* pairs PostGIS was asked about */
+} GjGeography;
+
+extern int32 GjGeographyTakeSrid(const char *fname, gj_points *pts);
+extern void GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
+							 gj_points *points, gj_geo_side *s_side,
+							 const GjReadStats *r_read, gj_points *queries,
+							 gj_geo_side *r_side);
+extern bool GjGeographyPair(GjGeography *geo, gj_geo_side *sa, int64 ida,
+							gj_geo_side *sb, int64 idb, double c, double *metres);
+extern void GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side,
+									const gj_points *queries, gj_geo_side *r_side,
+									const uint32 *rows, int64 nrows, int32 *counts);
 
 /*
  * Check arguments (values/nulls as the function receives them, defaults

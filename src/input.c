@@ -925,17 +925,17 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjInputSpec gspec;
 	char	   *gsql;
 	int32		srid = GJ_NO_SRID;
+	bool		geography = false;
+	Oid			postgis_nsp = InvalidOid;
 
 	/* a PostGIS point column: read through a query of its coordinates */
-	if (GjGeometryInput(spec, &gsql, &srid))
+	if (GjGeometryInput(spec, &gsql, &srid, &geography, &postgis_nsp))
 	{
 		gspec = *spec;
 		gspec.is_query = true;
 		gspec.query = gsql;
 		spec = &gspec;
 	}
-	if (stats != NULL)
-		stats->srid = srid;
 
 	memset(&r, 0, sizeof(r));
 	r.pub.receiveSlot = GjReceiveSlot;
@@ -956,7 +956,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			/* (id, geometry): read as its coordinates (postgis.c) */
 			List	   *ps = SPI_plan_get_plan_sources(plan);
 			char	   *wrapped = GjGeometryWrapQuery(spec->fname, spec->query,
-													  ((CachedPlanSource *) linitial(ps))->resultDesc);
+													  ((CachedPlanSource *) linitial(ps))->resultDesc,
+													  &geography, &postgis_nsp);
 
 			if (wrapped != NULL)
 			{
@@ -1013,6 +1014,12 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			elog(ERROR, "%s: SPI_prepare_extended failed: %s", spec->fname,
 				 SPI_result_code_string(SPI_result));
 	}
+	if (stats != NULL)
+	{
+		stats->srid = srid;
+		stats->geography = geography;
+		stats->postgis_nsp = postgis_nsp;
+	}
 	t_exec = gj_now_ms();
 	ExecuteReadOnly(plan, &r);
 	t_done = gj_now_ms();
@@ -1058,6 +1065,14 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 							(long long) (counts->nrows - counts->nfiltered)),
 					 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
 							   (long long) counts->nnull, (long long) counts->nnonfinite)));
+	}
+	if (geography)
+	{
+		/* (lon, lat, SRID) rows: the SRID goes where a geometry's does */
+		int32		gsrid = GjGeographyTakeSrid(spec->fname, pts);
+
+		if (stats != NULL)
+			stats->srid = gsrid;
 	}
 	if (stats != NULL)
 	{

@@ -113,6 +113,9 @@ struct GjJob
 	gj_points	slab_a;			/* views of the running step's rows */
 	gj_points	slab_b;
 
+	GjGeography geo;			/* PostGIS geography: chords to metres */
+	double		geo_metres;		/* ... the distance of the pair at pos */
+
 	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
 	double		t_engine;		/* gj_now_ms() at the engine's start */
 	double		t_progress;
@@ -1119,6 +1122,18 @@ FinishRows(GjJob *job)
 	if (job->spec.shape == GJ_SHAPE_DBSCAN)
 		CheckStatus(gj_dbscan_number(&res->points, res->rowval, res->rowflag,
 									 &job->nclusters), job->spec.fname);
+	if (job->geo.on && job->spec.shape == GJ_SHAPE_COUNTS)
+	{
+		/* geography: the counts within d, not within the engines' chord */
+		if (job->spec.has_query)
+			GjGeographyRepairCounts(&job->geo, &res->points, &res->geo_points,
+									&res->queries, &res->geo_queries, NULL,
+									res->queries.n, res->rowval);
+		else
+			GjGeographyRepairCounts(&job->geo, &res->points, &res->geo_points, NULL, NULL,
+									job->subset, job->subset != NULL ? job->nsubset : res->points.n,
+									res->rowval);
+	}
 	job->stats.join_ms += gj_now_ms() - job->t_engine;
 	job->t_engine = gj_now_ms();
 	job->pos = 0;
@@ -1224,6 +1239,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	GjResources *res;
 	GjJob	   *job;
 	MemoryContext old;
+	GjReadStats s_read;
 
 	GjRequireGpuIfSet();		/* fail before reading if gpu cannot be met */
 	res = GjResourcesCreate(parent);
@@ -1250,6 +1266,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 		}
 		GjReadPoints(&in, &res->points, &job->stats.read);
 	}
+	s_read = job->stats.read;
 	job->qs = &res->points;
 	if (spec->has_query)
 	{
@@ -1279,6 +1296,11 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 							spec->is_knn ? "reference" : "s", s_srid),
 					 errdetail("Distances between geometries of different SRIDs are not defined, as in PostGIS.")));
 	}
+	/* geography: earth-centred points, eps the chord that bounds d */
+	GjGeographySetup(&job->geo, &job->spec, &s_read, &res->points, &res->geo_points,
+					 spec->has_query ? &job->stats.read : NULL,
+					 spec->has_query ? &res->queries : NULL, &res->geo_queries);
+	spec = &job->spec;
 	if (spec->has_query && !spec->is_knn)
 	{
 		/* eps_join, eps_join_counts: the restriction was the read */
@@ -1475,6 +1497,8 @@ NextChunk(GjJob *job, bool *restarted)
 static inline double
 OutDist(const GjJob *job, double d)
 {
+	if (job->geo.on)
+		return gj_geodetic_chord_metres(&job->geo.g, d);	/* kNN: metres on the sphere */
 	return job->spec.metric == GJ_METRIC_COSINE ? d * d * 0.5 : d;
 }
 
@@ -1652,7 +1676,19 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	{
 		c = job->chunk;
 		if (c != NULL && job->pos < c->n)
+		{
+			/* geography: the pair's metres, and whether it is within d at all */
+			if (job->geo.on && !job->spec.is_knn && !job->second &&
+				!GjGeographyPair(&job->geo,
+								 job->spec.has_query ? &job->res->geo_queries : &job->res->geo_points,
+								 c->a[job->pos], &job->res->geo_points, c->b[job->pos],
+								 c->dist[job->pos], &job->geo_metres))
+			{
+				job->pos++;
+				continue;
+			}
 			break;
+		}
 		if (c != NULL)
 		{
 			gj_engine_release(job->res->engine, c);
@@ -1694,7 +1730,7 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		nulls[3] = false;
 	}
 	else
-		values[2] = Float8GetDatum(OutDist(job, c->dist[i]));
+		values[2] = Float8GetDatum(job->geo.on ? job->geo_metres : OutDist(job, c->dist[i]));
 	job->rows_this_run++;
 	job->stats.rows_out++;
 	return true;

@@ -2,21 +2,25 @@
  * postgis.c
  *		PostGIS point columns as coordinates, found at run time (no build
  *		dependency): a geometry column in cols is read as ST_X, ST_Y (and
- *		ST_Z when its type says PointZ) by the functions of the schema its
- *		type lives in.
+ *		ST_Z when its type says PointZ), a geography column as its longitude
+ *		and latitude, by the functions of the schema its type lives in.
  *
- * The meaning is PostGIS's own for ST_DWithin(geometry, geometry, d):
- * planar distance in the units of the SRID.  So the SRID must be one per
- * table, and the same on both sides of a two-table join (error otherwise,
- * as PostGIS raises for mixed SRIDs): taken from the column's type when it
- * names one (geometry(Point, 4326)), else from the distinct SRIDs of the
- * table's rows (one extra scan).  A non-point geometry is PostGIS's own
- * error from ST_X; an empty point reads as NULL coordinates, so its row is
- * skipped like any NULL (and counted in the NOTICE).
+ * The meaning is PostGIS's own.  geometry, as ST_DWithin(geometry,
+ * geometry, d): planar distance in the units of the SRID.  So the SRID
+ * must be one per table, and the same on both sides of a two-table join
+ * (error otherwise, as PostGIS raises for mixed SRIDs): taken from the
+ * column's type when it names one (geometry(Point, 4326)), else from the
+ * distinct SRIDs of the table's rows (one extra scan).  geography, as
+ * ST_DWithin(geography, geography, d[, use_spheroid]): metres on the
+ * SRID's spheroid or on PostGIS's sphere; job.c turns the longitudes and
+ * latitudes into earth-centred points (core/geodetic.c) and asks
+ * GjGeographyDistance below about the rare pairs a chord cannot decide.
+ * A non-point geometry is PostGIS's own error from ST_X; an empty point
+ * reads as NULL coordinates, so its row is skipped like any NULL (and
+ * counted in the NOTICE).
  *
  * The column is read through a query of ours (the caller's privileges
- * apply as for any read); geography is refused until its metres on the
- * sphere and the spheroid are done (issue 19).
+ * apply as for any read).
  */
 #include "postgres.h"
 
@@ -35,6 +39,29 @@
 #define GJ_TYPMOD_TYPE(t) (((t) & 0x000000FC) >> 2)
 #define GJ_TYPMOD_Z(t) (((t) & 0x00000002) >> 1)
 #define GJ_POSTGIS_POINTTYPE 1
+
+/*
+ * ST_X(col), ST_Y(col); for geography the longitude and latitude, through
+ * PostGIS's cast to geometry (the stored values, unchanged), then its SRID
+ * as a third column: job.c takes the one spheroid from it (mixed SRIDs are
+ * an error, as in PostGIS) before it makes the points earth-centred.
+ */
+static void
+AppendCoordinates(StringInfo s, const char *nspname, const char *col, bool geography)
+{
+	const char *x = quote_qualified_identifier(nspname, "st_x"),
+			   *y = quote_qualified_identifier(nspname, "st_y");
+
+	if (geography)
+	{
+		const char *g = quote_qualified_identifier(nspname, "geometry");
+
+		appendStringInfo(s, "%s(%s(%s)), %s(%s(%s)), %s(%s)", x, g, col, y, g, col,
+						 quote_qualified_identifier(nspname, "st_srid"), col);
+	}
+	else
+		appendStringInfo(s, "%s(%s), %s(%s)", x, col, y, col);
+}
 
 /* The name of base type t when it is geometry or geography, else NULL. */
 static const char *
@@ -92,12 +119,13 @@ ScanSrid(const char *fname, const char *qrel, const char *qcol, const char *nspn
 }
 
 /*
- * Is spec's one coordinate column a PostGIS geometry?  Then *sql is the
- * query that reads it (id, ST_X, ST_Y[, ST_Z]) and *srid its SRID (-1: no
- * rows).  Geography: an error, for now.
+ * Is spec's one coordinate column a PostGIS geometry or geography?  Then
+ * *sql is the query that reads it (id, ST_X, ST_Y[, ST_Z]; geography: id,
+ * longitude, latitude), *srid its SRID (-1: no rows), *geography which
+ * type and *nsp the type's schema.
  */
 bool
-GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid)
+GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geography, Oid *nsp_out)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -127,12 +155,8 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid)
 	if (kind == NULL)
 		return false;
 	qcol = (char *) quote_identifier(get_attname(spec->relid, att, false));
-	if (strcmp(kind, "geography") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s: column %s is geography, which gpujoin cannot read yet",
-						spec->fname, qcol),
-				 errhint("Project it to a metric SRID: pass a geometry column, e.g. ST_Transform(col::geometry, <UTM zone>), through the _sql form.")));
+	*geography = strcmp(kind, "geography") == 0;
+	*nsp_out = nsp;
 	if (typmod >= 0 && GJ_TYPMOD_TYPE(typmod) != 0 && GJ_TYPMOD_TYPE(typmod) != GJ_POSTGIS_POINTTYPE)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -146,29 +170,34 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid)
 	id_att = spec->id_col != NULL ? GjLookupColumn(spec->relid, text_to_cstring(spec->id_col)) :
 		GjPrimaryKeyColumn(spec->relid, spec->fname);
 	initStringInfo(&s);
-	appendStringInfo(&s, "SELECT %s, %s(%s), %s(%s)",
-					 quote_identifier(get_attname(spec->relid, id_att, false)),
-					 quote_qualified_identifier(nspname, "st_x"), qcol,
-					 quote_qualified_identifier(nspname, "st_y"), qcol);
-	if (typmod >= 0 && GJ_TYPMOD_Z(typmod))
+	appendStringInfo(&s, "SELECT %s, ", quote_identifier(get_attname(spec->relid, id_att, false)));
+	AppendCoordinates(&s, nspname, qcol, *geography);
+	/* geography measures on the surface: a Z is not part of its distance */
+	if (!*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod))
 		appendStringInfo(&s, ", %s(%s)", quote_qualified_identifier(nspname, "st_z"), qcol);
 	appendStringInfo(&s, " FROM %s", qrel);
 	if (spec->only_ids != NULL)
 		GjAppendOnlyIds(&s, spec, quote_identifier(get_attname(spec->relid, id_att, false)));
 	*sql = s.data;
-	*srid = typmod >= 0 && GJ_TYPMOD_SRID(typmod) > 0 ? GJ_TYPMOD_SRID(typmod) :
-		ScanSrid(spec->fname, qrel, qcol, nspname);
+	if (*geography)
+		*srid = -1;				/* read with the rows */
+	else
+		*srid = typmod >= 0 && GJ_TYPMOD_SRID(typmod) > 0 ? GJ_TYPMOD_SRID(typmod) :
+			ScanSrid(spec->fname, qrel, qcol, nspname);
 	return true;
 }
 
 /*
  * The _sql forms: a query returning (id, geometry) is read through
- * SELECT id, ST_X(g), ST_Y(g) FROM (query) q(id, g); NULL when its result
- * (td) is anything else.  Its SRIDs are not checked (no table to scan):
- * the caller's query decides what it returns.
+ * SELECT id, ST_X(g), ST_Y(g) FROM (query) q(id, g), one returning (id,
+ * geography) as its longitudes and latitudes; NULL when its result (td) is
+ * anything else.  A geometry query's SRIDs are not checked (no table to
+ * scan): the caller's query decides what it returns.  A geography's are,
+ * read with its rows.
  */
 char *
-GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td)
+GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
+					bool *geography, Oid *nsp_out)
 {
 	Oid			nsp = InvalidOid;
 	const char *kind;
@@ -181,20 +210,125 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td)
 	kind = PostgisTypeName(getBaseType(TupleDescAttr(td, 1)->atttypid), &nsp);
 	if (kind == NULL)
 		return NULL;
-	if (strcmp(kind, "geography") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s: column \"%s\" of the query is geography, which gpujoin cannot read yet",
-						fname, NameStr(TupleDescAttr(td, 1)->attname)),
-				 errhint("Return a geometry in a metric SRID, e.g. ST_Transform(col::geometry, <UTM zone>).")));
+	*geography = strcmp(kind, "geography") == 0;
+	*nsp_out = nsp;
 	/* a trailing semicolon would end the subquery early */
 	while (len > 0 && (query[len - 1] == ';' || query[len - 1] == ' ' ||
 					   query[len - 1] == '\n' || query[len - 1] == '\t' || query[len - 1] == '\r'))
 		len--;
 	nspname = get_namespace_name(nsp);
 	initStringInfo(&s);
-	appendStringInfo(&s, "SELECT q.i, %s(q.g), %s(q.g) FROM (%.*s\n) q(i, g)",
-					 quote_qualified_identifier(nspname, "st_x"),
-					 quote_qualified_identifier(nspname, "st_y"), len, query);
+	appendStringInfoString(&s, "SELECT q.i, ");
+	AppendCoordinates(&s, nspname, "q.g", *geography);
+	appendStringInfo(&s, " FROM (%.*s\n) q(i, g)", len, query);
 	return s.data;
+}
+
+/*
+ * The semi-axes in metres of the spheroid of geography SRID srid, from
+ * its spatial_ref_sys definition (SPHEROID["name", a, 1/f] in its WKT), as
+ * PostGIS takes them from PROJ.
+ */
+void
+GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b)
+{
+	StringInfoData sql;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(srid)};
+	char	   *wkt = NULL;
+	const char *p;
+	double		rf = -1;
+
+	*a = -1;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT srtext FROM %s WHERE srid = $1",
+					 quote_qualified_identifier(get_namespace_name(nsp), "spatial_ref_sys"));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "%s: SPI_connect failed", fname);
+	if (SPI_execute_with_args(sql.data, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "%s: reading spatial_ref_sys failed", fname);
+	if (SPI_processed == 1)
+	{
+		char	   *t = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (t != NULL)
+		{
+			/* out of SPI's memory, which SPI_finish frees */
+			wkt = SPI_palloc(strlen(t) + 1);
+			strcpy(wkt, t);
+		}
+	}
+	SPI_finish();
+	if (wkt != NULL &&
+		((p = strstr(wkt, "SPHEROID[")) != NULL || (p = strstr(wkt, "ELLIPSOID[")) != NULL))
+	{
+		/* past the quoted name: the two numbers */
+		p = strchr(p, '"');
+		if (p != NULL)
+			p = strchr(p + 1, '"');
+		if (p != NULL && sscanf(p + 1, " , %lf , %lf", a, &rf) != 2)
+			*a = -1;
+	}
+	if (wkt != NULL)
+		pfree(wkt);
+	if (!(*a > 0) || !(rf >= 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: cannot find the spheroid of SRID %d in spatial_ref_sys", fname, srid),
+				 errhint("Geography columns use a geographic SRID, 4326 (WGS 84) by default.")));
+	*b = rf == 0 ? *a : *a * (1.0 - 1.0 / rf);
+}
+
+/*
+ * PostGIS's own answer for two stored geography points (lon, lat in
+ * degrees) of SRID srid: ST_DWithin(g1, g2, d, use_spheroid), and
+ * ST_Distance(g1, g2, use_spheroid) into *metres.  Both are asked: the
+ * distance is rounded to 1e-8 m, the test is not.  For the few pairs whose
+ * chord is within a hair of d (core/geodetic.c).
+ */
+bool
+GjGeographyWithin(const char *fname, Oid nsp, int32 srid, bool use_spheroid, double d,
+				  const double *lla, const double *llb, double *metres)
+{
+	static const Oid argtypes[7] = {FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, INT4OID,
+	BOOLOID, FLOAT8OID};
+	const char *n = get_namespace_name(nsp);
+	StringInfoData sql;
+	Datum		args[7];
+	bool		within,
+				null1,
+				null2;
+
+	args[0] = Float8GetDatum(lla[0]);
+	args[1] = Float8GetDatum(lla[1]);
+	args[2] = Float8GetDatum(llb[0]);
+	args[3] = Float8GetDatum(llb[1]);
+	args[4] = Int32GetDatum(srid);
+	args[5] = BoolGetDatum(use_spheroid);
+	args[6] = Float8GetDatum(d);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT %s(p, q, $7, $6), %s(p, q, $6) FROM "
+					 "(SELECT %s(%s(%s($1, $2), $5)) AS p, %s(%s(%s($3, $4), $5)) AS q) x",
+					 quote_qualified_identifier(n, "st_dwithin"),
+					 quote_qualified_identifier(n, "st_distance"),
+					 quote_qualified_identifier(n, "geography"),
+					 quote_qualified_identifier(n, "st_setsrid"),
+					 quote_qualified_identifier(n, "st_makepoint"),
+					 quote_qualified_identifier(n, "geography"),
+					 quote_qualified_identifier(n, "st_setsrid"),
+					 quote_qualified_identifier(n, "st_makepoint"));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "%s: SPI_connect failed", fname);
+	if (SPI_execute_with_args(sql.data, 7, (Oid *) argtypes, args, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "%s: asking PostGIS about a pair failed", fname);
+	within = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null1));
+	*metres = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &null2));
+	SPI_finish();
+	pfree(sql.data);
+	if (null1 || null2)
+		elog(ERROR, "%s: PostGIS gave no answer for (%g %g), (%g %g)", fname,
+			 lla[0], lla[1], llb[0], llb[1]);
+	return within;
 }

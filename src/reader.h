@@ -76,8 +76,13 @@ extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
 extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol);
 /* postgis.c: a geometry column's query and SRID (GJ_NO_SRID when not geometry) */
-extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid);
-extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td);
+extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
+							bool *geography, Oid *nsp);
+extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
+								 bool *geography, Oid *nsp);
+extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
+extern bool GjGeographyWithin(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
+							  double d, const double *lla, const double *llb, double *metres);
 extern int	GjPgvectorKind(Oid t);
 extern void GjPgvectorCoords(GjRowReader *rd, Datum value);
 extern bool GjConvertRow(GjRowReader *rd, const Datum *values,

@@ -81,4 +81,6 @@ GjResourcesRelease(GjResources *res)
 	res->list_nd = NULL;
 	gj_points_free(&res->points);
 	gj_points_free(&res->queries);
+	gj_geo_side_free(&res->geo_points);
+	gj_geo_side_free(&res->geo_queries);
 }

@@ -240,6 +240,45 @@ typedef struct gj_chunk
 	struct gj_chunk *next;
 } gj_chunk;
 
+/*
+ * Geography (geodetic.c): longitude/latitude points as earth-centred 3-D
+ * points, so that a chord decides PostGIS's distance in metres.  A chord at
+ * most in_max is within d, one above out_min beyond it (proven, with a
+ * margin for rounding); between them PostGIS decides.  out_min is the
+ * engines' eps.
+ */
+typedef struct gj_geodetic
+{
+	int			spheroid;		/* 0: PostGIS's sphere, a = b = (2a + b) / 3 */
+	double		a,
+				b,
+				e2;				/* semi-axes in metres; e2 = (a^2 - b^2) / a^2 */
+	double		d;				/* the distance in metres */
+	double		in_max;
+	double		out_min;
+} gj_geodetic;
+
+extern gj_status gj_geodetic_init(gj_geodetic *g, double a, double b, int spheroid, double d);
+extern void gj_geodetic_to_xyz(const gj_geodetic *g, const double *ll, double *xyz, int64_t n);
+extern double gj_geodetic_chord_metres(const gj_geodetic *g, double c);
+
+/* One side's rows as read (lon/lat by id), for asking PostGIS about a pair. */
+typedef struct gj_geo_side
+{
+	int64_t		n;
+	int64_t    *ids;
+	double	   *ll;				/* n rows of lon, lat in degrees */
+	int64_t    *by_id;			/* (id, row) sorted, made on first use */
+} gj_geo_side;
+
+extern gj_status gj_geodetic_points(const gj_geodetic *g, gj_points *p, gj_geo_side *side);
+extern gj_status gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
+								  gj_geo_side *sb, int64_t idb, double c,
+								  const double **lla, const double **llb);
+extern gj_status gj_geo_pair_metres(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
+									gj_geo_side *sb, int64_t idb, double c, double *metres);
+extern void gj_geo_side_free(gj_geo_side *s);
+
 typedef struct gj_pair_queue gj_pair_queue;
 
 extern gj_pair_queue *gj_queue_create(int nchunks, int with_rank);

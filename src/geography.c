@@ -1,0 +1,249 @@
+/*
+ * geography.c
+ *		PostGIS geography in a job: one spheroid for both sides, the rows
+ *		made earth-centred, and the pairs a chord cannot settle asked of
+ *		PostGIS.
+ *
+ * The reader hands geography over as (longitude, latitude, SRID) rows
+ * (postgis.c).  Here the SRID column becomes the job's one SRID, the rows
+ * become 3-D points on its spheroid or on PostGIS's sphere, and eps the
+ * chord beyond which no pair is within d (core/geodetic.c).  The engines
+ * then run unchanged.  What comes out is settled by the chord, except in
+ * a band a micrometre wide around d (wider on the spheroid at long range:
+ * 13 cm at 50 km): there PostGIS's own ST_DWithin decides, so the pairs
+ * are those of ST_DWithin to the last bit.  Pairs are checked as they
+ * stream; counts are counted twice, at both ends of the band, and only
+ * rows whose counts differ look for the pairs between.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+
+#include "gpujoin.h"
+#include "reader.h"
+
+/*
+ * A geography read left rows of (lon, lat, SRID): keep lon, lat and return
+ * the one SRID (-1: no rows).  Mixed SRIDs are PostGIS's error.
+ */
+int32
+GjGeographyTakeSrid(const char *fname, gj_points *pts)
+{
+	int32		srid = -1;
+
+	if (pts->n == 0)
+	{
+		pts->dims = 2;
+		return -1;
+	}
+	if (pts->dims != 3)
+		elog(ERROR, "%s: a geography read gave %d columns, not 3", fname, pts->dims);
+	for (int64 i = 0; i < pts->n; i++)
+	{
+		int32		s = (int32) pts->x[3 * i + 2];
+
+		if (i == 0)
+			srid = s;
+		else if (s != srid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: the geography rows mix SRIDs %d and %d", fname, srid, s),
+					 errdetail("Distances between geographies of different SRIDs are not defined, as in PostGIS.")));
+		pts->x[2 * i] = pts->x[3 * i];
+		pts->x[2 * i + 1] = pts->x[3 * i + 1];
+	}
+	pts->dims = 2;
+	return srid;
+}
+
+/*
+ * After the reads: check that the inputs and arguments agree, and make the
+ * geography sides earth-centred.  geo->on is false (nothing changes) when
+ * the input is not geography.  r_* describe the query side (NULL: none).
+ */
+void
+GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
+				 gj_points *points, gj_geo_side *s_side,
+				 const GjReadStats *r_read, gj_points *queries, gj_geo_side *r_side)
+{
+	double		a,
+				b;
+	int32		srid;
+
+	memset(geo, 0, sizeof(*geo));
+	if (r_read != NULL && r_read->geography != s_read->geography)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: one side is geography and the other is not", spec->fname),
+				 errhint("Cast both to geography, or both to geometry.")));
+	if (!s_read->geography)
+	{
+		if (spec->spheroid_given)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: use_spheroid applies to geography columns only", spec->fname)));
+		return;
+	}
+	if (spec->metric != GJ_METRIC_L2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: geography is measured in metres on the Earth, not by metric \"cosine\"",
+						spec->fname)));
+	if (spec->is_knn && spec->use_spheroid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: the kNN joins rank geography on PostGIS's sphere, as its <-> operator does",
+						spec->fname),
+				 errhint("Leave use_spheroid at its default, false.")));
+	if (spec->shape == GJ_SHAPE_DBSCAN || spec->shape == GJ_SHAPE_LISTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s does not read geography yet", spec->fname),
+				 errhint("Use eps_selfjoin or eps_neighbor_counts on it, or project it to a metric SRID: ST_Transform(col::geometry, <UTM zone>).")));
+
+	srid = s_read->srid;
+	if (r_read != NULL && r_read->srid >= 0)
+	{
+		if (srid >= 0 && srid != r_read->srid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: %s rows have SRID %d, %s rows SRID %d",
+							spec->fname, spec->is_knn ? "query" : "r", r_read->srid,
+							spec->is_knn ? "reference" : "s", srid),
+					 errdetail("Distances between geographies of different SRIDs are not defined, as in PostGIS.")));
+		srid = r_read->srid;
+	}
+	if (srid < 0)
+		srid = 4326;			/* no rows at all: PostGIS's default */
+	GjGeographySpheroid(spec->fname, s_read->postgis_nsp, srid, &a, &b);
+	GjCheckStatus(gj_geodetic_init(&geo->g, a, b, spec->use_spheroid && !spec->is_knn,
+								   spec->is_knn ? 0 : spec->eps),
+				  "setting up the geography distance");
+	geo->on = true;
+	geo->srid = srid;
+	geo->nsp = s_read->postgis_nsp;
+	geo->fname = spec->fname;
+	geo->use_spheroid = spec->use_spheroid && !spec->is_knn;
+	/* the engines find every chord up to out_min; the band is checked here */
+	spec->eps2 = geo->g.out_min * geo->g.out_min;
+	GjCheckStatus(gj_geodetic_points(&geo->g, points, s_side), "making geography points");
+	if (queries != NULL)
+		GjCheckStatus(gj_geodetic_points(&geo->g, queries, r_side), "making geography points");
+}
+
+/*
+ * Is the pair (ida from sa, idb from sb), c apart as the engines measure,
+ * within d?  *metres is its distance on the surface.
+ */
+bool
+GjGeographyPair(GjGeography *geo, gj_geo_side *sa, int64 ida,
+				gj_geo_side *sb, int64 idb, double c, double *metres)
+{
+	const double *lla,
+			   *llb;
+
+	if (c <= geo->g.in_max)
+	{
+		GjCheckStatus(gj_geo_pair_metres(&geo->g, sa, ida, sb, idb, c, metres),
+					  "measuring a geography pair");
+		return true;
+	}
+	if (c > geo->g.out_min)
+		return false;
+	/* in the band: PostGIS decides */
+	GjCheckStatus(gj_geo_side_pair(&geo->g, sa, ida, sb, idb, c, &lla, &llb),
+				  "finding a geography pair's rows");
+	geo->band_pairs++;
+	return GjGeographyWithin(geo->fname, geo->nsp, geo->srid, geo->use_spheroid, geo->g.d,
+							 lla, llb, metres);
+}
+
+/*
+ * Counts found at out_min (counts[i] for row i: rows[i] of points, or of
+ * queries when it is not NULL; rows NULL: row i) become the counts within
+ * d: counted again at in_max, and the rows whose two counts differ look
+ * for their band partners (in points: all of them for queries or a subset
+ * of rows, else only among the rows that differ, since both ends of a
+ * band pair do) and ask PostGIS about each.  self: a self count, which
+ * has the row itself.
+ */
+void
+GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side,
+						const gj_points *queries, gj_geo_side *r_side,
+						const uint32 *rows, int64 nrows, int32 *counts)
+{
+	gj_points	copy;
+	gj_grid		grid;
+	int32	   *lo;
+	int64	   *flagged;
+	int64		nflagged = 0;
+	int64		nlo = queries != NULL ? queries->n : points->n;
+	const gj_points *qs = queries != NULL ? queries : points;
+	gj_geo_side *q_side = queries != NULL ? r_side : s_side;
+	gj_status	st;
+
+	/* a copy of the points whose ids are their rows, for an index at in_max */
+	gj_points_init(&copy, 3);
+	GjCheckStatus(gj_points_reserve(&copy, points->n), "copying the geography points");
+	memcpy(copy.x, points->x, sizeof(double) * 3 * points->n);
+	for (int64 i = 0; i < points->n; i++)
+		copy.ids[i] = i;
+	copy.n = points->n;
+	memset(&grid, 0, sizeof(grid));
+	lo = palloc(sizeof(int32) * (nlo + 1));
+	st = gj_grid_build(&grid, &copy, geo->g.in_max * geo->g.in_max);
+	if (st == GJ_OK)
+	{
+		if (queries != NULL)
+			st = gj_cpu_count_queries(&grid, &copy, queries, GjCpuThreads(), lo);
+		else
+		{
+			int32	   *lc = palloc(sizeof(int32) * (copy.n + 1));
+
+			st = gj_cpu_count_within(&grid, &copy, 0, GjCpuThreads(), lc);
+			for (int64 j = 0; j < copy.n; j++)
+				lo[copy.ids[j]] = lc[j];
+			pfree(lc);
+		}
+	}
+	gj_grid_free(&grid);
+	gj_points_free(&copy);
+	GjCheckStatus(st, "counting geography pairs");
+
+	flagged = palloc(sizeof(int64) * (nrows + 1));
+	for (int64 i = 0; i < nrows; i++)
+	{
+		int64		row = rows != NULL ? rows[i] : i;
+
+		if (counts[i] != lo[row])
+			flagged[nflagged++] = i;
+	}
+	for (int64 f = 0; f < nflagged; f++)
+	{
+		int64		i = flagged[f];
+		int64		row = rows != NULL ? rows[i] : i;
+		const double *xp = qs->x + 3 * row;
+		bool		among_flagged = queries == NULL && rows == NULL;
+		int64		ncand = among_flagged ? nflagged : points->n;
+		int32		within = 0;
+
+		for (int64 t = 0; t < ncand; t++)
+		{
+			int64		q = among_flagged ? flagged[t] : t;
+			double		c2 = gj_sqdist(xp, points->x + 3 * q, 3),
+						metres;
+
+			if ((t & 0xfff) == 0)
+				CHECK_FOR_INTERRUPTS();
+			if (c2 <= geo->g.in_max * geo->g.in_max || c2 > geo->g.out_min * geo->g.out_min)
+				continue;
+			within += GjGeographyPair(geo, q_side, qs->ids[row], s_side, points->ids[q],
+									  sqrt(c2), &metres);
+		}
+		counts[i] = lo[row] + within;
+	}
+	pfree(flagged);
+	pfree(lo);
+}
