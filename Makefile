@@ -25,11 +25,11 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
 	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql
-EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_geodetic regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade clustering clustering_postgis postgis_input parallel_read highdim
+	readonly upgrade clustering clustering_postgis postgis_input geography parallel_read highdim
 REGRESS_OPTS = --inputdir=$(srcdir)
 # pgvector's input test, where pgvector is installed (regress/run_tests.sh
 # sets this when it finds the extension)
@@ -94,6 +94,11 @@ regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h reg
 regress/test_join: regress/test_join.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_join.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+
+# Geography: earth-centred points and the chord bounds.
+regress/test_geodetic: regress/test_geodetic.c $(CORE_SRCS) src/core/gj_core.h
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
+		regress/test_geodetic.c $(CORE_SRCS) -lm
 
 # Neighbour counts, neighbour lists, DBSCAN.
 regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h

@@ -27,7 +27,8 @@ log=$(mktemp -d)
 #    test_knn   CPU kNN engine vs the sorting oracle
 #    test_density neighbour counts, lists, DBSCAN vs brute-force oracles
 #    test_tiles many dimensions: tile join, shapes from pairs, tiled kNN, cosine
-for t in core probe join knn density tiles; do
+#    test_geodetic geography: earth-centred points, chord bounds, pair lookup
+for t in core probe join knn density tiles geodetic; do
 	prog=regress/test_$t
 	make -s "$prog" >/dev/null && "./$prog" | tee "$log/$t.txt" | grep -E "^(FAIL|$t:)"
 	line=$(grep -E "^$t: [0-9]+ passed, [0-9]+ failed" "$log/$t.txt" | tail -1)

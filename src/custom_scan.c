@@ -497,6 +497,9 @@ EndJob(GjScanState *st)
 	st->stats.slices = Max(st->stats.slices, js.slices);
 	st->stats.slice_rows = Max(st->stats.slice_rows, js.slice_rows);
 	st->stats.slab_steps = Max(st->stats.slab_steps, js.slab_steps);
+	st->stats.geography = js.geography;
+	st->stats.geo_spheroid = js.geo_spheroid;
+	st->stats.geo_asked += js.geo_asked;
 	if (js.estimated_pairs >= 0)
 		st->stats.estimated_pairs = Max(st->stats.estimated_pairs, 0) + js.estimated_pairs;
 	else if (st->stats.runs == 0)
@@ -646,6 +649,10 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 							psprintf(INT64_FORMAT " of up to " INT64_FORMAT " rows, " INT64_FORMAT " pairs of slices",
 									 js->slices, js->slice_rows, js->slices * (js->slices + 1) / 2),
 							es);
+	if (js->geography)
+		ExplainPropertyText("Geography",
+							psprintf("metres on the %s, " INT64_FORMAT " pairs within a hair of d asked of PostGIS",
+									 js->geo_spheroid ? "spheroid" : "sphere", js->geo_asked), es);
 	if (js->estimated_pairs >= 0 && (strncmp(js->engine, "gpu", 3) == 0 || es->verbose))
 		ExplainPropertyFloat("Estimated Pairs", NULL, js->estimated_pairs, 0, es);
 	if (es->timing)

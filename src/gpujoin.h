@@ -277,6 +277,9 @@ typedef struct GjJobStats
 	int64		slices;			/* GPU tiles: slices the rows were joined in (> 1: */
 	int64		slice_rows;		/* ... they did not fit the GPU at once) */
 	int64		slab_steps;		/* GPU slabs: the steps they took (slices: the slabs) */
+	bool		geography;		/* PostGIS geography: metres on the Earth */
+	bool		geo_spheroid;	/* ... on the spheroid, else on PostGIS's sphere */
+	int64		geo_asked;		/* ... pairs within a hair of d: asked of PostGIS */
 } GjJobStats;
 
 typedef struct GjJob GjJob;

@@ -1747,6 +1747,9 @@ GjJobEnd(GjJob *job, GjJobStats *stats)
 		job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
 		job->stats.join_ms += gj_now_ms() - job->t_engine;
 	}
+	job->stats.geography = job->geo.on;
+	job->stats.geo_spheroid = job->geo.use_spheroid;
+	job->stats.geo_asked = job->geo.band_pairs;
 	if (stats != NULL)
 		*stats = job->stats;
 	GjResourcesRelease(res);

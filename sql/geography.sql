@@ -1,0 +1,182 @@
+-- PostGIS geography points in metres on the Earth, as ST_DWithin(geography,
+-- geography, d[, use_spheroid]) measures them: on the WGS84 spheroid by
+-- default, on PostGIS's sphere with use_spheroid => false.  Checked against
+-- PostGIS itself, with pairs within a millimetre of d and at d exactly
+-- (ST_Project), near the poles and across the antimeridian.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS postgis;
+RESET client_min_messages;
+SELECT setseed(0.7);
+CREATE TABLE gg (id int PRIMARY KEY, geog geography(Point, 4326));
+INSERT INTO gg SELECT i, ST_SetSRID(ST_MakePoint(10 + random() * 0.04, 50 + random() * 0.03), 4326)::geography
+FROM generate_series(1, 1500) i;
+-- partners at d = 500 m exactly and a millimetre either side, in every direction
+INSERT INTO gg SELECT 10000 + id, ST_Project(geog, 500, random() * 2 * pi()) FROM gg WHERE id <= 150;
+INSERT INTO gg SELECT 20000 + id, ST_Project(geog, 500.001, random() * 2 * pi()) FROM gg WHERE id <= 100;
+INSERT INTO gg SELECT 30000 + id, ST_Project(geog, 499.999, random() * 2 * pi()) FROM gg WHERE id <= 100;
+-- and at 500 m on PostGIS's sphere (radius (2a + b) / 3), by the sphere's formula
+INSERT INTO gg
+SELECT 40000 + id, ST_SetSRID(ST_MakePoint(degrees(lon + atan2(sin(az) * sin(del) * cos(lat),
+                                                               cos(del) - sin(lat) * sin(lat2))),
+                                           degrees(lat2)), 4326)::geography
+FROM (SELECT id, lon, lat, az, del, asin(sin(lat) * cos(del) + cos(lat) * sin(del) * cos(az)) AS lat2
+      FROM (SELECT id, radians(ST_X(geog::geometry)) AS lon, radians(ST_Y(geog::geometry)) AS lat,
+                   random() * 2 * pi() AS az, 500 / 6371008.771415059 AS del
+            FROM gg WHERE id <= 100) s) t;
+CREATE INDEX ON gg USING gist (geog);
+ANALYZE gg;
+
+-- PostGIS's pairs, both ways of measuring
+CREATE TEMP TABLE pg_pairs AS
+SELECT sp, a.id AS a, b.id AS b, ST_Distance(a.geog, b.geog, sp) AS dist
+FROM (VALUES (true), (false)) v(sp), gg a JOIN gg b ON a.id < b.id
+WHERE ST_DWithin(a.geog, b.geog, 500, sp);
+-- the test has pairs within a millimetre of d on both sides of it
+SELECT sp, count(*) FILTER (WHERE dist > 499.999999) > 20 AS near_d_in
+FROM pg_pairs GROUP BY sp ORDER BY sp;
+SELECT count(*) > 50 AS near_d_out FROM gg a JOIN gg b ON a.id < b.id
+WHERE ST_Distance(a.geog, b.geog) BETWEEN 500 AND 500.002 AND NOT ST_DWithin(a.geog, b.geog, 500);
+
+CREATE TEMP TABLE ours AS
+SELECT sp, least(a, b) AS a, greatest(a, b) AS b, dist
+FROM (VALUES (true), (false)) v(sp), eps_selfjoin('gg', '{geog}', 500, use_spheroid => sp);
+SELECT sp,
+       (SELECT count(*) FROM ours o WHERE o.sp = v.sp) AS ours,
+       (SELECT count(*) FROM pg_pairs p WHERE p.sp = v.sp) AS postgis,
+       (SELECT count(*) FROM (SELECT a, b FROM ours o WHERE o.sp = v.sp
+                              EXCEPT SELECT a, b FROM pg_pairs p WHERE p.sp = v.sp) d) AS extra,
+       (SELECT count(*) FROM (SELECT a, b FROM pg_pairs p WHERE p.sp = v.sp
+                              EXCEPT SELECT a, b FROM ours o WHERE o.sp = v.sp) d) AS missing,
+       (SELECT max(abs(o.dist - p.dist)) < 1e-7 FROM ours o JOIN pg_pairs p USING (sp, a, b)
+        WHERE o.sp = v.sp) AS dist_matches
+FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
+
+-- the pairs at d exactly went to PostGIS, and only they
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+    SELECT * FROM eps_selfjoin('gg', '{geog}', 500);
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+    SELECT * FROM eps_selfjoin('gg', '{geog}', 500, use_spheroid => false);
+
+-- the _sql form, symmetric output, a restriction
+SELECT count(*) AS sql_form_diff FROM (
+    SELECT least(a, b), greatest(a, b) FROM eps_selfjoin_sql('SELECT id, geog FROM gg', 500)
+    EXCEPT SELECT a, b FROM pg_pairs WHERE sp) d;
+SELECT (SELECT count(*) FROM eps_selfjoin('gg', '{geog}', 500, "symmetric" => true))
+     = 2 * (SELECT count(*) FROM pg_pairs WHERE sp) AS symmetric_ok;
+SELECT b, round(dist::numeric, 6) AS dist FROM eps_selfjoin('gg', '{geog}', 500, "symmetric" => true)
+WHERE a = 10001 ORDER BY b LIMIT 5;
+SELECT b.id, round(ST_Distance(a.geog, b.geog)::numeric, 6) AS dist FROM gg a JOIN gg b
+ON a.id = 10001 AND b.id <> a.id AND ST_DWithin(a.geog, b.geog, 500) ORDER BY b.id LIMIT 5;
+
+-- counts: every row, zero included
+SELECT count(*) AS neighbor_counts_diff FROM eps_neighbor_counts('gg', '{geog}', 500) c
+FULL JOIN (SELECT a.id, count(b.id) AS n FROM gg a LEFT JOIN gg b
+           ON b.id <> a.id AND ST_DWithin(a.geog, b.geog, 500)
+           WHERE a.geog IS NOT NULL AND NOT ST_IsEmpty(a.geog::geometry) GROUP BY a.id) p
+ON p.id = c.id WHERE c.n IS DISTINCT FROM p.n;
+
+-- two tables: one much smaller, as r and as s
+CREATE TABLE gsmall AS SELECT id, geog FROM gg WHERE id % 7 = 0 OR id > 10000;
+ALTER TABLE gsmall ADD PRIMARY KEY (id);
+SELECT sp,
+       (SELECT count(*) FROM (SELECT r, s FROM eps_join('gsmall', 'gg', '{geog}', 500, use_spheroid => sp)
+         EXCEPT SELECT a.id, b.id FROM gsmall a JOIN gg b ON ST_DWithin(a.geog, b.geog, 500, sp)) d)
+     + (SELECT count(*) FROM (SELECT a.id, b.id FROM gsmall a JOIN gg b ON ST_DWithin(a.geog, b.geog, 500, sp)
+         EXCEPT SELECT r, s FROM eps_join('gsmall', 'gg', '{geog}', 500, use_spheroid => sp)) d) AS small_r_diff,
+       (SELECT count(*) FROM (SELECT r, s FROM eps_join('gg', 'gsmall', '{geog}', 500, use_spheroid => sp)
+         EXCEPT SELECT a.id, b.id FROM gg a JOIN gsmall b ON ST_DWithin(a.geog, b.geog, 500, sp)) d)
+     + (SELECT count(*) FROM (SELECT a.id, b.id FROM gg a JOIN gsmall b ON ST_DWithin(a.geog, b.geog, 500, sp)
+         EXCEPT SELECT r, s FROM eps_join('gg', 'gsmall', '{geog}', 500, use_spheroid => sp)) d) AS small_s_diff,
+       (SELECT count(*) FROM eps_join_counts('gsmall', 'gg', '{geog}', 500, use_spheroid => sp) c
+        JOIN (SELECT a.id, count(b.id) AS n FROM gsmall a LEFT JOIN gg b ON ST_DWithin(a.geog, b.geog, 500, sp)
+              GROUP BY a.id) p ON p.id = c.r WHERE c.n <> p.n) AS counts_diff
+FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
+SELECT count(*) AS join_sql_diff FROM (
+    SELECT r, s FROM eps_join_sql('SELECT id, geog FROM gsmall', 'SELECT id, geog FROM gg', 500)
+    EXCEPT SELECT a.id, b.id FROM gsmall a JOIN gg b ON ST_DWithin(a.geog, b.geog, 500)) d;
+
+-- near the poles and across the antimeridian
+CREATE TABLE gpole (id int PRIMARY KEY, geog geography(Point, 4326));
+INSERT INTO gpole SELECT i, ST_SetSRID(ST_MakePoint(random() * 360 - 180, 89.99 + random() * 0.01), 4326)::geography
+FROM generate_series(1, 300) i;
+INSERT INTO gpole SELECT i, ST_SetSRID(ST_MakePoint(-89.995 - random() * 0.005, 0), 4326)::geography
+FROM generate_series(301, 310) i;
+INSERT INTO gpole SELECT 1000 + i, ST_SetSRID(ST_MakePoint(CASE WHEN i % 2 = 0 THEN 180 - random() * 0.01
+                                                               ELSE -180 + random() * 0.01 END,
+                                                          random() * 0.01), 4326)::geography
+FROM generate_series(1, 300) i;
+INSERT INTO gpole SELECT 2000 + id, ST_Project(geog, 300, random() * 2 * pi()) FROM gpole
+WHERE id <= 80 OR id BETWEEN 1001 AND 1080;
+INSERT INTO gpole VALUES (5000, 'SRID=4326;POINT(0 90)'), (5001, 'SRID=4326;POINT(45 90)'),
+    (5002, 'SRID=4326;POINT(180 0)'), (5003, 'SRID=4326;POINT(-180 0)'), (5004, 'SRID=4326;POINT(-90 -90)');
+SELECT sp,
+       (SELECT count(*) FROM eps_selfjoin('gpole', '{geog}', 300, use_spheroid => sp)) AS ours,
+       (SELECT count(*) FROM (SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gpole', '{geog}', 300, use_spheroid => sp)
+         EXCEPT SELECT a.id, b.id FROM gpole a JOIN gpole b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 300, sp)) d)
+     + (SELECT count(*) FROM (SELECT a.id, b.id FROM gpole a JOIN gpole b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 300, sp)
+         EXCEPT SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gpole', '{geog}', 300, use_spheroid => sp)) d) AS diff
+FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
+-- the two poles' points and the antimeridian's: 0 m apart
+SELECT a, b, round(dist::numeric, 6) AS dist FROM eps_selfjoin('gpole', '{geog}', 1)
+WHERE a >= 5000 ORDER BY a, b;
+
+-- long range: 2,000 km over the whole globe (the band is wide there)
+CREATE TABLE gglobe (id int PRIMARY KEY, geog geography(Point, 4326));
+INSERT INTO gglobe SELECT i, ST_SetSRID(ST_MakePoint(random() * 360 - 180, degrees(asin(2 * random() - 1))), 4326)::geography
+FROM generate_series(1, 400) i;
+SELECT sp,
+       (SELECT count(*) FROM (SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gglobe', '{geog}', 2e6, use_spheroid => sp)
+         EXCEPT SELECT a.id, b.id FROM gglobe a JOIN gglobe b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 2e6, sp)) d)
+     + (SELECT count(*) FROM (SELECT a.id, b.id FROM gglobe a JOIN gglobe b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 2e6, sp)
+         EXCEPT SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gglobe', '{geog}', 2e6, use_spheroid => sp)) d) AS diff,
+       (SELECT max(abs(j.dist - ST_Distance(a.geog, b.geog, sp)))
+        FROM eps_selfjoin('gglobe', '{geog}', 2e6, use_spheroid => sp) j
+        JOIN gglobe a ON a.id = j.a JOIN gglobe b ON b.id = j.b) < CASE WHEN sp THEN 1.0 ELSE 1e-6 END AS dist_within_bound
+FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
+
+-- kNN ranks on the sphere, as PostGIS's <-> does
+SELECT count(*) AS knn_diff FROM (
+    SELECT q, r, rank FROM knn_join('gsmall', 'gg', '{geog}', 4)
+    EXCEPT
+    SELECT a.id, x.id, x.rk::int FROM gsmall a CROSS JOIN LATERAL (
+        SELECT b.id, row_number() OVER (ORDER BY a.geog <-> b.geog, b.id) AS rk
+        FROM gg b WHERE b.geog IS NOT NULL ORDER BY a.geog <-> b.geog, b.id LIMIT 4) x) d;
+SELECT max(abs(k.dist - ST_Distance(a.geog, b.geog, false))) < 1e-7 AS knn_dist_matches
+FROM knn_selfjoin('gpole', '{geog}', 3) k JOIN gpole a ON a.id = k.a JOIN gpole b ON b.id = k.b;
+
+-- errors
+\set VERBOSITY sqlstate
+SELECT count(*) FROM knn_join('gsmall', 'gg', '{geog}', 4, use_spheroid => true);
+SELECT count(*) FROM eps_selfjoin('gg', '{geog}', 500, metric => 'cosine');
+SELECT count(*) FROM dbscan('gg', '{geog}', 500, 3);
+SELECT count(*) FROM eps_neighbors('gg', '{geog}', 500);
+CREATE TABLE gplain (id int PRIMARY KEY, x float8, y float8);
+INSERT INTO gplain VALUES (1, 0, 0), (2, 1, 1);
+SELECT count(*) FROM eps_selfjoin('gplain', '{x,y}', 2, use_spheroid => false);
+CREATE TABLE ggeom (id int PRIMARY KEY, geog geometry(Point, 4326));
+INSERT INTO ggeom VALUES (1, 'SRID=4326;POINT(10 50)');
+SELECT count(*) FROM eps_join('ggeom', 'gg', '{geog}', 500);
+CREATE TABLE gmixed (id int PRIMARY KEY, geog geography);
+INSERT INTO gmixed VALUES (1, 'SRID=4326;POINT(10 50)'), (2, 'SRID=4269;POINT(10 50)');
+SELECT count(*) FROM eps_selfjoin('gmixed', '{geog}', 500);
+CREATE TABLE gline (id int PRIMARY KEY, geog geography(LineString, 4326));
+SELECT count(*) FROM eps_selfjoin('gline', '{geog}', 500);
+\set VERBOSITY default
+-- NULL and empty points are skipped, as NULL coordinates; an untyped
+-- column's line is PostGIS's own error
+CREATE TABLE gnull (id int PRIMARY KEY, geog geography);
+INSERT INTO gnull VALUES (1, 'SRID=4326;POINT(10 50)'), (2, 'SRID=4326;POINT(10 50.001)'),
+    (3, NULL), (4, 'SRID=4326;POINT EMPTY');
+SELECT a, b, round(dist::numeric, 6) AS dist FROM eps_selfjoin('gnull', '{geog}', 200);
+INSERT INTO gnull VALUES (5, 'SRID=4326;LINESTRING(10 50, 11 50)');
+SELECT count(*) FROM eps_selfjoin('gnull', '{geog}', 200);
+-- another spheroid: GRS 80 (NAD83), from spatial_ref_sys
+CREATE TABLE gnad (id int PRIMARY KEY, geog geography(Point, 4269));
+INSERT INTO gnad SELECT id, ST_SetSRID(geog::geometry, 4269)::geography FROM gg WHERE id <= 800 OR id > 10000;
+SELECT count(*) AS nad83_diff FROM (
+    (SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gnad', '{geog}', 500)
+     EXCEPT SELECT a.id, b.id FROM gnad a JOIN gnad b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 500))
+    UNION ALL
+    (SELECT a.id, b.id FROM gnad a JOIN gnad b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 500)
+     EXCEPT SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gnad', '{geog}', 500))) d;
+DROP TABLE gg, gsmall, gpole, gglobe, gplain, ggeom, gmixed, gline, gnull, gnad;
