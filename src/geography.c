@@ -103,18 +103,8 @@ GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
 				 errmsg("%s does not read geography yet", spec->fname),
 				 errhint("Use eps_selfjoin or eps_neighbor_counts on it, or project it to a metric SRID: ST_Transform(col::geometry, <UTM zone>).")));
 
-	srid = s_read->srid;
-	if (r_read != NULL && r_read->srid >= 0)
-	{
-		if (srid >= 0 && srid != r_read->srid)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: %s rows have SRID %d, %s rows SRID %d",
-							spec->fname, spec->is_knn ? "query" : "r", r_read->srid,
-							spec->is_knn ? "reference" : "s", srid),
-					 errdetail("Distances between geographies of different SRIDs are not defined, as in PostGIS.")));
-		srid = r_read->srid;
-	}
+	/* one SRID: job.c has already refused two, as for geometry */
+	srid = r_read != NULL && r_read->srid >= 0 ? r_read->srid : s_read->srid;
 	if (srid < 0)
 		srid = 4326;			/* no rows at all: PostGIS's default */
 	GjGeographySpheroid(spec->fname, s_read->postgis_nsp, srid, &a, &b);
