@@ -564,6 +564,27 @@ scatter_kernel(int64_t n, const uint32_t *perm, const int32_t *val,
 		flag_out[perm[t]] = flag[t];
 }
 
+/*
+ * Core flags and keys given in the caller's order (dbscan_given), into the
+ * sorted order; every row its own root.  key_in NULL: the ids, already in
+ * the grid.
+ */
+__global__ static void
+given_kernel(int64_t n, const uint32_t *perm, const uint8_t *core_in, const int64_t *key_in,
+			 uint8_t *core, int32_t *parent, int64_t *key)
+{
+	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
+
+	if (t >= (uint64_t) n)
+		return;
+	uint32_t	o = perm[t];
+
+	core[t] = core_in[o];
+	parent[t] = (int32_t) t;
+	if (key_in != NULL)
+		key[t] = key_in[o];
+}
+
 /* Launch kernel K<DIMS> specialised for the common dimensionalities. */
 #define LAUNCH_DIMS(K, dims, grid, stream, ...) \
 	do { \
@@ -624,8 +645,8 @@ run_free(density_run *r)
 /* Budget check, upload, device index; the per-row arrays. */
 static gj_status
 run_prepare(density_run *r, const gj_points *p, double eps2,
-			const gj_gpu_options *opt, int dbscan, gj_gpu_density_info *info,
-			char *err, size_t errlen)
+			const gj_gpu_options *opt, int dbscan, size_t extra_per_row,
+			gj_gpu_density_info *info, char *err, size_t errlen)
 {
 	size_t		free_b = 0,
 				total_b = 0,
@@ -650,7 +671,7 @@ run_prepare(density_run *r, const gj_points *p, double eps2,
 	budget = (size_t) (free_b * 0.9);
 	if (opt != NULL && opt->memory_limit > 0 && opt->memory_limit < budget)
 		budget = opt->memory_limit;
-	need = gj_gpu_grid_bytes(n, p->dims) + (size_t) n * (4 + 4 + 1 + 8 + 4 + 1 + 1 + 4);
+	need = gj_gpu_grid_bytes(n, p->dims) + (size_t) n * (GJ_GPU_DENSITY_ROW_BYTES + extra_per_row);
 	r->room = need < budget ? budget - need : 0;
 	if (need > budget)
 	{
@@ -760,7 +781,7 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 		return GJ_ERR_ARG;
 	if (n == 0)
 		return GJ_OK;
-	st = run_prepare(&r, p, eps2, opt, 0, info, err, errlen);
+	st = run_prepare(&r, p, eps2, opt, 0, 0, info, err, errlen);
 	if (st == GJ_OK)
 	{
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
@@ -787,15 +808,16 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 
 /* DBSCAN's passes after the compact cells and the boxes, on r's stream. */
 static void
-launch_dbscan(density_run *r, int64_t n, int dims, int32_t minpts)
+launch_dbscan(density_run *r, int64_t n, int dims, int32_t minpts, const int64_t *keys)
 {
 	unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 	unsigned	cgrid = (unsigned) ((r->G.ncells + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 	unsigned	bgrid = (unsigned) ((r->B.nbox + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 
-	LAUNCH_DIMS(count_kernel, dims, grid, r->stream, r->G, r->P, minpts,
-				(int32_t *) NULL, r->d_core, r->d_parent, (const uint8_t *) r->d_compact,
-				r->B, r->d_stop);
+	if (minpts > 0)				/* else the core flags and roots are set */
+		LAUNCH_DIMS(count_kernel, dims, grid, r->stream, r->G, r->P, minpts,
+					(int32_t *) NULL, r->d_core, r->d_parent, (const uint8_t *) r->d_compact,
+					r->B, r->d_stop);
 	first_core_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->d_core, r->d_compact,
 																  r->d_first_core);
 	join_compact_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->G.pcell, r->d_core,
@@ -809,12 +831,13 @@ launch_dbscan(density_run *r, int64_t n, int dims, int32_t minpts)
 	LAUNCH_DIMS(link_kernel, dims, grid, r->stream, r->G, r->P, r->d_core,
 				r->d_parent, (const uint8_t *) r->d_compact,
 				(const int32_t *) r->d_first_core, r->B, r->d_stop);
-	flatten_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->d_core, r->G.ids,
+	flatten_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->d_core, keys,
 															  r->d_parent, r->d_minid);
 	LAUNCH_DIMS(border_kernel, dims, grid, r->stream, r->G, r->P, r->d_core,
 				r->d_parent, r->d_minid, r->d_val, (const uint8_t *) r->d_compact,
 				(const int32_t *) r->d_first_core, r->B, r->d_stop);
-	scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->G.perm, r->d_val, r->d_core,
+	scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->G.perm, r->d_val,
+															  minpts > 0 ? r->d_core : NULL,
 															  true, r->d_val_out, r->d_core_out);
 }
 
@@ -836,7 +859,7 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 		return GJ_ERR_ARG;
 	if (n == 0)
 		return GJ_OK;
-	st = run_prepare(&r, p, eps2, opt, 1, info, err, errlen);
+	st = run_prepare(&r, p, eps2, opt, 1, 0, info, err, errlen);
 	if (st == GJ_OK)
 	{
 		double		t0 = gj_now_ms();
@@ -851,7 +874,7 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 		}
 		if (st == GJ_OK)
 		{
-			launch_dbscan(&r, n, p->dims, minpts);
+			launch_dbscan(&r, n, p->dims, minpts, r.G.ids);
 			info->launches = 8 + (r.B.nbox > 0 ? 9 : 0);
 			if (cudaGetLastError() != cudaSuccess)
 			{
@@ -864,4 +887,136 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 	}
 	run_free(&r);
 	return st;
+}
+
+/*
+ * DBSCAN of p's rows alone with their core flags given, the components'
+ * order by key (NULL: the ids): gj_slab_engine's dbscan_given, for
+ * slab_density.c.  The same passes as gj_gpu_dbscan less the counting.
+ */
+extern "C" gj_status
+gj_gpu_dbscan_given(const gj_points *p, double eps2, const uint8_t *core,
+					const int64_t *key, const gj_gpu_options *opt, int32_t *rep,
+					gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	density_run r;
+	gj_status	st;
+	int64_t		n = p->n;
+	uint8_t    *d_core_in = NULL;
+	int64_t    *d_key_in = NULL;
+	int64_t    *d_key = NULL;
+
+	memset(&r, 0, sizeof(r));
+	memset(info, 0, sizeof(*info));
+	err[0] = '\0';
+	if (n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+	if (n == 0)
+		return GJ_OK;
+	/* the given flags, and the keys in and sorted */
+	st = run_prepare(&r, p, eps2, opt, 1, GJ_GPU_DENSITY_GIVEN_ROW_BYTES, info, err, errlen);
+	if (st == GJ_OK)
+	{
+		cudaError_t e = cudaMalloc(&d_core_in, n);
+
+		if (e == cudaSuccess && key != NULL)
+			e = cudaMalloc(&d_key_in, sizeof(int64_t) * n);
+		if (e == cudaSuccess && key != NULL)
+			e = cudaMalloc(&d_key, sizeof(int64_t) * n);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(d_core_in, core, n, cudaMemcpyHostToDevice, r.stream);
+		if (e == cudaSuccess && key != NULL)
+			e = cudaMemcpyAsync(d_key_in, key, sizeof(int64_t) * n, cudaMemcpyHostToDevice,
+								r.stream);
+		if (e != cudaSuccess)
+		{
+			snprintf(err, errlen, "core flags upload: %s", cudaGetErrorName(e));
+			cudaGetLastError();
+			st = gj_cuda_status(e);
+		}
+	}
+	if (st == GJ_OK)
+	{
+		double		t0 = gj_now_ms();
+		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+
+		launch_compact(&r);
+		st = gj_gpu_boxes_build(&r.G, &r.P, r.d_compact, r.room, &r.B, r.stream, err, errlen);
+		if (st == GJ_ERR_DEVICE_OOM)
+		{
+			st = GJ_OK;			/* pair by pair, as exact, slower */
+			err[0] = '\0';
+		}
+		if (st == GJ_OK)
+		{
+			given_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, d_core_in,
+																   d_key_in, r.d_core,
+																   r.d_parent, d_key);
+			launch_dbscan(&r, n, p->dims, 0, key != NULL ? d_key : r.G.ids);
+			info->launches = 8 + (r.B.nbox > 0 ? 9 : 0);
+			if (cudaGetLastError() != cudaSuccess)
+			{
+				snprintf(err, errlen, "DBSCAN kernel launch failed");
+				st = GJ_ERR_CUDA;
+			}
+			else
+				st = run_finish(&r, n, rep, NULL, info, t0, err, errlen);
+		}
+	}
+	if (r.stream)
+		cudaStreamSynchronize(r.stream);
+	cudaFree(d_core_in);
+	cudaFree(d_key_in);
+	cudaFree(d_key);
+	run_free(&r);
+	return st;
+}
+
+/* The GPU as slab_density.c's engine: each call's timings added into ctx. */
+static void
+add_info(gj_gpu_density_info *sum, const gj_gpu_density_info *one)
+{
+	sum->upload_ms += one->upload_ms;
+	sum->index_ms += one->index_ms;
+	sum->kernel_ms += one->kernel_ms;
+	sum->download_ms += one->download_ms;
+	sum->launches += one->launches;
+}
+
+static gj_status
+slab_join_counts(void *arg, const gj_points *s, const gj_points *q, double eps2,
+				 int32_t *counts)
+{
+	gj_gpu_slab_ctx *c = (gj_gpu_slab_ctx *) arg;
+	gj_gpu_density_info one;
+	gj_status	st = gj_gpu_join_counts(s, q, eps2, &c->opt, counts, &one, c->err,
+										sizeof(c->err));
+
+	add_info(&c->info, &one);
+	return st;
+}
+
+static gj_status
+slab_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *core,
+				  const int64_t *key, int32_t *rep)
+{
+	gj_gpu_slab_ctx *c = (gj_gpu_slab_ctx *) arg;
+	gj_gpu_density_info one;
+	gj_status	st = gj_gpu_dbscan_given(w, eps2, core, key, &c->opt, rep, &one, c->err,
+										 sizeof(c->err));
+
+	add_info(&c->info, &one);
+	return st;
+}
+
+extern "C" void
+gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
+{
+	memset(ctx->err, 0, sizeof(ctx->err));
+	memset(&ctx->info, 0, sizeof(ctx->info));
+	e->arg = ctx;
+	e->join_counts = slab_join_counts;
+	e->dbscan_given = slab_dbscan_given;
 }

@@ -209,6 +209,36 @@ extern gj_status gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 							   char *err, size_t errlen);
 
 /*
+ * DBSCAN of p alone with its core flags given, components ordered by key
+ * (NULL: the ids): rep[i] as gj_slab_engine's dbscan_given (gj_core.h).
+ */
+extern gj_status gj_gpu_dbscan_given(const gj_points *p, double eps2, const uint8_t *core,
+									 const int64_t *key, const gj_gpu_options *opt,
+									 int32_t *rep, gj_gpu_density_info *info,
+									 char *err, size_t errlen);
+
+/*
+ * Device bytes a row of the per-row engines takes beyond the grid index
+ * (counts, roots, flags, least ids), and beyond that for dbscan_given's
+ * given flags and keys: what slabs for them are sized by.
+ */
+#define GJ_GPU_DENSITY_ROW_BYTES 27
+#define GJ_GPU_DENSITY_GIVEN_ROW_BYTES 17
+
+/*
+ * The GPU as the engine of counts and DBSCAN in slabs (slab_density.c):
+ * ctx holds the options, the last error and the calls' timings summed.
+ */
+typedef struct gj_gpu_slab_ctx
+{
+	gj_gpu_options opt;
+	gj_gpu_density_info info;
+	char		err[256];
+} gj_gpu_slab_ctx;
+
+extern void gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx);
+
+/*
  * Result buffers (device and pinned host) are kept for the process's next
  * join; this frees them.
  */

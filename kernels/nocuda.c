@@ -163,6 +163,57 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 }
 
 gj_status
+gj_gpu_dbscan_given(const gj_points *p, double eps2, const uint8_t *core,
+					const int64_t *key, const gj_gpu_options *opt, int32_t *rep,
+					gj_gpu_density_info *info, char *err, size_t errlen)
+{
+	(void) p;
+	(void) eps2;
+	(void) core;
+	(void) key;
+	(void) opt;
+	(void) rep;
+	memset(info, 0, sizeof(*info));
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+static gj_status
+no_join_counts(void *arg, const gj_points *s, const gj_points *r, double eps2,
+			   int32_t *counts)
+{
+	(void) s;
+	(void) r;
+	(void) eps2;
+	(void) counts;
+	snprintf(((gj_gpu_slab_ctx *) arg)->err, 256, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+static gj_status
+no_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *core,
+				const int64_t *key, int32_t *rep)
+{
+	(void) w;
+	(void) eps2;
+	(void) core;
+	(void) key;
+	(void) rep;
+	snprintf(((gj_gpu_slab_ctx *) arg)->err, 256, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+void
+gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
+{
+	memset(ctx->err, 0, sizeof(ctx->err));
+	memset(&ctx->info, 0, sizeof(ctx->info));
+	e->arg = ctx;
+	e->join_counts = no_join_counts;
+	e->dbscan_given = no_dbscan_given;
+}
+
+gj_status
 gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 				   const gj_gpu_options *gopt, gj_gpu_tiles **out, char *err, size_t errlen)
 {

@@ -118,6 +118,77 @@ cpu_free(cpu_answers *a)
 	free(a->core);
 }
 
+/*
+ * Counts and DBSCAN of p in slabs of at most max_rows rows on the GPU
+ * (slab_density.c with the GPU engine), against the CPU engine's answers a
+ * (rows of p; ids are 0..n-1, and the slabs sort a copy).
+ */
+static void
+check_slabs(const char *name, const gj_points *p, double eps, int32_t minpts,
+			int64_t max_rows, const cpu_answers *a, uint64_t seed)
+{
+	int64_t		n = p->n;
+	int64_t    *row = malloc(sizeof(int64_t) * (n + 1));
+	int32_t    *v = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *k = malloc(n + 1);
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info info;
+	gj_points	q;
+	char		detail[512] = "",
+				what[96];
+	int64_t		bad = 0,
+				ncl = -1;
+	gj_status	st;
+
+	for (int64_t i = 0; i < n; i++)
+		row[p->ids[i]] = i;
+	memset(&ctx, 0, sizeof(ctx));
+	gj_gpu_slab_engine(&e, &ctx);
+
+	gj_points_copy(&q, p, n);
+	st = gj_slab_counts(&q, eps * eps, max_rows, &e, v, &info);
+	for (int64_t i = 0; i < n && st == GJ_OK && !cpu_no_counts; i++)
+		if (v[i] != a->counts[row[q.ids[i]]] && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: GPU slabs count %d, CPU %d",
+					 (long long) q.ids[i], v[i], a->counts[row[q.ids[i]]]);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), ctx.err);
+	snprintf(what, sizeof(what), "gpu slab counts (%lld slabs, %lld calls)",
+			 (long long) info.nslabs, (long long) info.calls);
+	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
+		   detail[0] ? detail : "a single slab");
+	gj_points_free(&q);
+
+	bad = 0;
+	detail[0] = '\0';
+	gj_points_copy(&q, p, n);
+	st = gj_slab_dbscan(&q, eps * eps, minpts, max_rows, &e, v, k, &info);
+	if (st == GJ_OK)
+		st = gj_dbscan_number(&q, v, k, &ncl);
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+	{
+		int64_t		o = row[q.ids[i]];
+
+		if ((v[i] != a->cluster[o] || k[i] != a->core[o]) && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: GPU slabs (%d, core %d), CPU (%d, core %d)",
+					 (long long) q.ids[i], v[i], k[i], a->cluster[o], a->core[o]);
+	}
+	if (st == GJ_OK && ncl != a->nclusters && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld clusters, CPU %lld", (long long) ncl,
+				 (long long) a->nclusters);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), ctx.err);
+	snprintf(what, sizeof(what), "gpu slab dbscan minpts %d (%lld slabs, %lld calls)", minpts,
+			 (long long) info.nslabs, (long long) info.calls);
+	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
+		   detail[0] ? detail : "a single slab");
+	gj_points_free(&q);
+	free(row);
+	free(v);
+	free(k);
+}
+
 /* GPU counts and DBSCAN of p against the CPU engine (and the oracle). */
 static void
 check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
@@ -188,6 +259,9 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 		snprintf(what, sizeof(what), "gpu dbscan minpts %d", minpts);
 		result(st == GJ_OK && bad == 0, what, name, seed, detail);
 	}
+	/* every other case again in slabs of a fifth of the rows */
+	if (seed % 2 == 0 && n >= 40 && isfinite(eps * eps))
+		check_slabs(name, p, eps, minpts, n / 5, &a, seed);
 	if (getenv("GJ_VERBOSE"))
 		printf("ok? %s n %lld eps %.3g minpts %d: %lld clusters\n", name, (long long) n, eps,
 			   minpts, (long long) a.nclusters);

@@ -91,6 +91,37 @@ SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAI
 FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
       $$SELECT count(*) FROM eps_selfjoin('gh2m', '{x,y}', 0.05, 'id')$$) x) e;
 RESET gpujoin.device;
+-- per-row answers beyond the limit: counts and DBSCAN in slabs, row for row the CPU's
+CREATE OR REPLACE FUNCTION pg_temp.same_rows(q text, label text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE d bigint; n bigint;
+BEGIN
+    SET LOCAL gpujoin.device = cpu;
+    EXECUTE 'CREATE TEMP TABLE c_res ON COMMIT DROP AS ' || q;
+    SET LOCAL gpujoin.device = gpu;
+    EXECUTE 'CREATE TEMP TABLE g_res ON COMMIT DROP AS ' || q;
+    SELECT count(*) INTO n FROM c_res;
+    SELECT count(*) INTO d FROM ((TABLE c_res EXCEPT ALL TABLE g_res) UNION ALL (TABLE g_res EXCEPT ALL TABLE c_res)) x;
+    DROP TABLE c_res; DROP TABLE g_res;
+    RETURN CASE WHEN d = 0 AND n > 0 THEN 'ok ' ELSE 'FAIL ' END || label || ' (' || n || ' rows, ' || d || ' differ)';
+END $$;
+SELECT pg_temp.same_rows($$SELECT * FROM eps_neighbor_counts_sql('SELECT id, x, y FROM gh2m', 0.05)$$,
+                         'eps_neighbor_counts 2M in slabs (200 MB)');
+SELECT pg_temp.same_rows($$SELECT * FROM dbscan_sql('SELECT id, x, y FROM gh2m', 0.05, 4)$$,
+                         'dbscan 2M in slabs (200 MB), minpts 4');
+SELECT pg_temp.same_rows($$SELECT * FROM dbscan_sql('SELECT id, x, y FROM gh2m', 0.1, 12)$$,
+                         'dbscan 2M in slabs (200 MB), eps 0.1 minpts 12');
+SELECT pg_temp.same_rows($$SELECT * FROM dbscan_sql('SELECT id, floor(x / 25) * 30, y FROM gh2m', 0.08, 5)$$,
+                         'dbscan 2M in slabs (200 MB), 4 lines of 500K rows (halos wider than a slab)');
+SET gpujoin.device = gpu;
+SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows dbscan''s slabs: '
+       || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM dbscan('gh2m', '{x,y}', 0.05, 4, 'id')$$) x) e;
+SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows the neighbour counts'' slabs: '
+       || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM eps_neighbor_counts('gh2m', '{x,y}', 0.05, 'id')$$) x) e;
+RESET gpujoin.device;
 RESET gpujoin.gpu_memory_limit;
 -- many dimensions beyond a GPU memory limit: the tile join in slices, not the CPU
 CREATE TABLE IF NOT EXISTS gh16 AS SELECT i AS id,

@@ -278,6 +278,180 @@ check_dbscan(const char *name, const gj_points *orig, double eps, int32_t minpts
 	free(orow);
 }
 
+/*
+ * Counts and DBSCAN in slabs (slab_density.c) with a brute-force engine of
+ * the two questions, against the oracles: what the GPU engine answers on
+ * the device, here by definition, so the slabs' plan, the windows and the
+ * merging are what is tested.  gpu_density runs the same on the GPU.
+ */
+typedef struct brute_engine
+{
+	const gj_points *p;			/* the rows the windows are views of */
+	int64_t		views;			/* windows that were views of p */
+	int64_t		copies;			/* windows that were copies */
+} brute_engine;
+
+static gj_status
+brute_join_counts(void *arg, const gj_points *s, const gj_points *r, double eps2,
+				  int32_t *counts)
+{
+	(void) arg;
+	for (int64_t i = 0; i < r->n; i++)
+	{
+		counts[i] = 0;
+		for (int64_t j = 0; j < s->n; j++)
+			counts[i] += gj_sqdist(r->x + i * r->dims, s->x + j * s->dims, s->dims) <= eps2;
+	}
+	return GJ_OK;
+}
+
+static int32_t
+brute_find(int32_t *parent, int32_t x)
+{
+	while (parent[x] != x)
+		x = parent[x];
+	return x;
+}
+
+static gj_status
+brute_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *core,
+				   const int64_t *key, int32_t *rep)
+{
+	brute_engine *b = arg;
+	int64_t		n = w->n;
+	int32_t    *parent = malloc(sizeof(int32_t) * (n + 1));
+	int64_t    *least = malloc(sizeof(int64_t) * (n + 1));
+
+	if (w->x >= b->p->x && w->x < b->p->x + b->p->n * b->p->dims)
+		b->views++;
+	else
+		b->copies++;
+	for (int64_t i = 0; i < n; i++)
+	{
+		parent[i] = (int32_t) i;
+		least[i] = INT64_MAX;
+	}
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t j = i + 1; j < n && core[i]; j++)
+			if (core[j] && gj_sqdist(w->x + i * w->dims, w->x + j * w->dims, w->dims) <= eps2)
+			{
+				int32_t		a = brute_find(parent, (int32_t) i),
+							c = brute_find(parent, (int32_t) j);
+
+				if (a != c)
+					parent[a > c ? a : c] = a < c ? a : c;
+			}
+	for (int64_t i = 0; i < n; i++)
+		if (core[i])
+		{
+			int32_t		r = brute_find(parent, (int32_t) i);
+			int64_t		k = key != NULL ? key[i] : w->ids[i];
+
+			least[r] = k < least[r] ? k : least[r];
+		}
+	for (int64_t i = 0; i < n; i++)
+	{
+		int32_t		best = -1;
+
+		if (core[i])
+		{
+			rep[i] = brute_find(parent, (int32_t) i);
+			continue;
+		}
+		for (int64_t j = 0; j < n; j++)
+			if (core[j] && gj_sqdist(w->x + i * w->dims, w->x + j * w->dims, w->dims) <= eps2)
+			{
+				int32_t		r = brute_find(parent, (int32_t) j);
+
+				if (best < 0 || least[r] < least[best])
+					best = r;
+			}
+		rep[i] = best;
+	}
+	free(parent);
+	free(least);
+	return GJ_OK;
+}
+
+static brute_engine slab_use;	/* windows seen over the whole run */
+
+static void
+check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
+			int64_t max_rows, uint64_t seed)
+{
+	int64_t		n = orig->n;
+	gj_points	p;
+	int32_t    *oc = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *ocl = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *ocore = malloc(n + 1);
+	int32_t    *got = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *core = malloc(n + 1);
+	int64_t    *orow = rows_by_id(orig);
+	brute_engine b;
+	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given};
+	gj_slab_info info;
+	int64_t		bad = 0,
+				ncl = 0,
+				wantn = 0;
+	char		detail[256] = "",
+				what[64];
+	gj_status	st;
+
+	memset(&b, 0, sizeof(b));
+	gj_oracle_count_within(orig, eps * eps, oc);
+	gj_oracle_dbscan(orig, eps * eps, minpts, ocl, ocore);
+	for (int64_t i = 0; i < n; i++)
+		wantn = ocl[i] + 1 > wantn ? ocl[i] + 1 : wantn;
+
+	gj_points_copy(&p, orig, n);
+	b.p = &p;
+	st = gj_slab_counts(&p, eps * eps, max_rows, &e, got, &info);
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+		if (got[i] != oc[orow[p.ids[i]]] && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: count %d, oracle %d",
+					 (long long) p.ids[i], got[i], oc[orow[p.ids[i]]]);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+	snprintf(what, sizeof(what), "slab counts (%lld slabs)", (long long) info.nslabs);
+	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
+		   detail[0] ? detail : "a single slab");
+	gj_points_free(&p);
+
+	bad = 0;
+	detail[0] = '\0';
+	gj_points_copy(&p, orig, n);
+	b.p = &p;
+	st = gj_slab_dbscan(&p, eps * eps, minpts, max_rows, &e, got, core, &info);
+	if (st == GJ_OK)
+		st = gj_dbscan_number(&p, got, core, &ncl);
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+	{
+		int64_t		o = orow[p.ids[i]];
+
+		if ((core[i] != ocore[o] || got[i] != ocl[o]) && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: cluster %d core %d, oracle %d core %d",
+					 (long long) p.ids[i], got[i], core[i], ocl[o], ocore[o]);
+	}
+	if (st == GJ_OK && ncl != wantn && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld clusters, oracle %lld", (long long) ncl,
+				 (long long) wantn);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+	snprintf(what, sizeof(what), "slab dbscan minpts %d (%lld slabs)", minpts,
+			 (long long) info.nslabs);
+	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
+		   detail[0] ? detail : "a single slab");
+	slab_use.views += b.views;
+	slab_use.copies += b.copies;
+	gj_points_free(&p);
+	free(oc);
+	free(ocl);
+	free(ocore);
+	free(got);
+	free(core);
+	free(orow);
+}
+
 static int	interrupt_now = 0;
 
 static int
@@ -305,6 +479,14 @@ check_interrupt(uint64_t seed)
 	gj_set_interrupt_hook(interrupt_hook);
 	s1 = gj_cpu_count_within(&g, &p, 0, 2, a);
 	s2 = gj_cpu_dbscan(&g, &p, 5, 2, a, core);
+	{
+		brute_engine b = {&p, 0, 0};
+		gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given};
+		gj_slab_info info;
+
+		s1 = s1 == GJ_ERR_CANCELED ? gj_slab_counts(&p, 0.5 * 0.5, 50000, &e, a, &info) : s1;
+		s2 = s2 == GJ_ERR_CANCELED ? gj_slab_dbscan(&p, 0.5 * 0.5, 5, 50000, &e, a, core, &info) : s2;
+	}
 	gj_set_interrupt_hook(NULL);
 	interrupt_now = 0;
 	result(s1 == GJ_ERR_CANCELED && s2 == GJ_ERR_CANCELED, "interrupt", "uniform", seed,
@@ -354,6 +536,9 @@ main(int argc, char **argv)
 				check_counts_lists(name, &p, eps, 1 + (int) (seed % 4), seed);
 				for (size_t m = 0; m < sizeof(minpts_list) / sizeof(minpts_list[0]); m++)
 					check_dbscan(name, &p, eps, minpts_list[m], 1 + (int) ((seed + m) % 6), seed);
+				/* beyond a device of 60-140 rows: slabs */
+				check_slabs(name, &p, eps, minpts_list[(k + d + nb) % 4], 60 + (int64_t) (seed % 3) * 40,
+							seed);
 				gj_points_free(&p);
 			}
 	/* huge and tiny eps */
@@ -387,6 +572,8 @@ main(int argc, char **argv)
 				check_counts_lists(name, &p, eps[e], 2, seed);
 				check_dbscan(name, &p, eps[e], 2, 2, seed);
 				check_dbscan(name, &p, eps[e], 5, 3, seed);
+				if (isfinite(eps[e] * eps[e]) && p.n >= 8)
+					check_slabs(name, &p, eps[e], 3, p.n / 4 > 4 ? p.n / 4 : 4, seed);
 			}
 			gj_points_free(&p);
 		}
@@ -399,6 +586,7 @@ main(int argc, char **argv)
 		gj_gen_chain(&p, 40, 0.5, seed);
 		gj_scramble_ids(&p, seed);
 		check_dbscan("chain", &p, 0.5, minpts, 4, seed);
+		check_slabs("chain", &p, 0.5, minpts, 50, seed);
 		check_counts_lists("chain", &p, 0.5, 4, seed);
 		gj_points_free(&p);
 	}
@@ -444,6 +632,14 @@ main(int argc, char **argv)
 		}
 	}
 	check_interrupt(seed++);
+	/* the DBSCAN windows of the cases above: views of the rows, and copies (wide halos) */
+	{
+		char		detail[128];
+
+		snprintf(detail, sizeof(detail), "%lld views, %lld copies",
+				 (long long) slab_use.views, (long long) slab_use.copies);
+		result(slab_use.views > 0 && slab_use.copies > 0, "slab windows", "all", base, detail);
+	}
 
 	printf("density: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;

@@ -127,7 +127,7 @@ static void AllocRowResults(GjJob *job, int64 n);
 static void EnsureGrid(GjJob *job);
 static void RestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted);
 static bool StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order);
-static int64 SlabRows(int dims);
+static int64 SlabRows(int dims, size_t extra);
 static void FinishRows(GjJob *job);
 static void NoticeIfEnormous(GjJob *job, double pairs);
 
@@ -634,17 +634,34 @@ GpuBudget(void)
 
 /*
  * Rows of dims coordinates a slab step may hold on the device: the budget
- * less two grids' fixed part and a quarter (at least 16 MB) for results.
+ * less two grids' fixed part and a quarter (at least 16 MB) for results,
+ * each row taking its share of the grid and extra bytes.
  */
 static int64
-SlabRows(int dims)
+SlabRows(int dims, size_t extra)
 {
 	size_t		budget = GpuBudget(),
 				fixed = 2 * gj_gpu_grid_bytes(0, dims),
 				reserve = Max(budget / 4, (size_t) 16 << 20);
 
 	return budget > fixed + reserve ?
-		(int64) ((budget - fixed - reserve) / (gj_gpu_grid_bytes(1, dims) - gj_gpu_grid_bytes(0, dims))) : 0;
+		(int64) ((budget - fixed - reserve) /
+				 (gj_gpu_grid_bytes(1, dims) - gj_gpu_grid_bytes(0, dims) + extra)) : 0;
+}
+
+/*
+ * The slabs sort the rows along one dimension: an index built over the old
+ * order (a rerun's) is dropped, to be built again if the CPU runs.
+ */
+static void
+RowsMoved(GjResources *res)
+{
+	if (res->have_grid)
+	{
+		gj_grid_free(&res->grid);
+		res->have_grid = false;
+	}
+	res->block_ordered = false;
 }
 
 /*
@@ -657,13 +674,14 @@ static bool
 GpuJoinCountsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 {
 	GjResources *res = job->res;
-	int64		max_rows = SlabRows(res->points.dims);
+	int64		max_rows = SlabRows(res->points.dims, 0);
 	gj_slab_plan pl;
 	int32	   *part;
 	gj_gpu_options opt;
 
 	if (max_rows < 4096)
 		return false;
+	RowsMoved(res);
 	*st = gj_slabs_plan(&res->points, &res->queries, job->spec.eps2, max_rows, &pl);
 	if (*st != GJ_OK)
 	{
@@ -728,13 +746,14 @@ StartSlabStep(GjJob *job, char *err, size_t errlen)
 static bool
 StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 {
-	int64		max_rows = SlabRows(idx->dims);
+	int64		max_rows = SlabRows(idx->dims, 0);
 	char		err[256];
 	gj_status	st;
 	double		t0 = gj_now_ms();
 
 	if (max_rows < 4096)
 		return false;
+	RowsMoved(job->res);
 	st = gj_slabs_plan(idx, probe, job->spec.eps2, max_rows, &job->slabs);
 	if (st != GJ_OK || job->slabs.nsteps == 0)
 	{
@@ -998,6 +1017,49 @@ EnsureGrid(GjJob *job)
 	}
 }
 
+/*
+ * Counts or DBSCAN beyond the device: slab by slab on the GPU
+ * (core/slab_density.c), the rows sorted along one dimension first.  False
+ * with *st and err set when not even a slab fits or a step failed: the
+ * caller's NOTICE, and the CPU answers for every row.
+ */
+static bool
+GpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
+{
+	GjResources *res = job->res;
+	int64		max_rows = SlabRows(res->points.dims,
+									GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES);
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info si;
+
+	if (max_rows < 4096)
+		return false;
+	RowsMoved(res);
+	memset(&ctx, 0, sizeof(ctx));
+	gj_gpu_slab_engine(&e, &ctx);
+	ctx.opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	if (job->spec.shape == GJ_SHAPE_COUNTS)
+		*st = gj_slab_counts(&res->points, job->spec.eps2, max_rows, &e, res->rowval, &si);
+	else
+		*st = gj_slab_dbscan(&res->points, job->spec.eps2, job->spec.minpts, max_rows, &e,
+							 res->rowval, res->rowflag, &si);
+	if (*st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	if (*st != GJ_OK)
+	{
+		snprintf(err, errlen, "%s", ctx.err[0] ? ctx.err : "the slabs could not be planned");
+		return false;
+	}
+	job->stats.index_ms += ctx.info.index_ms;
+	job->stats.batches = ctx.info.launches;
+	job->stats.slices = si.nslabs;
+	job->stats.slice_rows = max_rows;
+	job->stats.slab_steps = si.calls;
+	job->stats.engine = "gpu (slabs)";
+	return true;
+}
+
 /* The GPU's per-row answers into res->rowval/rowflag; false: use the CPU. */
 static bool
 GpuRows(GjJob *job)
@@ -1016,6 +1078,8 @@ GpuRows(GjJob *job)
 	else
 		st = gj_gpu_dbscan(&res->points, job->spec.eps2, job->spec.minpts, &opt,
 						   res->rowval, res->rowflag, &gi, err, sizeof(err));
+	if (st == GJ_ERR_DEVICE_OOM && GpuRowsInSlabs(job, &st, err, sizeof(err)))
+		return true;
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
 	job->stats.index_ms += gi.index_ms;

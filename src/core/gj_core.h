@@ -712,9 +712,51 @@ typedef struct gj_slab_plan
 
 extern gj_status gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 							   gj_slab_plan *pl);
+/* The same plan for p (and qs) already sorted along dim: nothing moves. */
+extern gj_status gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
+							  int64_t max_rows, gj_slab_plan *pl);
 extern void gj_slabs_free(gj_slab_plan *pl);
 /* A view of rows [r0, r1) of p (shares its arrays; never freed). */
 extern void gj_points_view(gj_points *v, const gj_points *p, int64_t r0, int64_t r1);
+
+/*
+ * slab_density.c: eps_neighbor_counts and DBSCAN of p larger than the
+ * device, from an engine's answers on slabs of at most max_rows rows.  p is
+ * sorted along its widest dimension first (the answers follow p's new
+ * order), and the results are those of gj_cpu_count_within and
+ * gj_cpu_dbscan.  The engine (GPU in the extension, brute force in the
+ * tests) answers two questions of a few rows at a time:
+ *	join_counts:  counts[i] = rows of s within eps of row i of r;
+ *	dbscan_given: DBSCAN of w's rows alone with their core flags given:
+ *		rep[i] of a core row is a row of its component (core rows of w
+ *		linked within eps); of another row, a core row within eps whose
+ *		component's least key is least (key NULL: the ids), or -1.
+ * Counts add up over slabs.  DBSCAN takes its core flags from the counts,
+ * links components window by window (a slab with its halo: every pair
+ * within eps lies in one window) in a forest over all rows, and then asks
+ * each window's border rows again with the components ranked, keeping the
+ * least.
+ */
+typedef struct gj_slab_engine
+{
+	void	   *arg;
+	gj_status	(*join_counts) (void *arg, const gj_points *s, const gj_points *r,
+								double eps2, int32_t *counts);
+	gj_status	(*dbscan_given) (void *arg, const gj_points *w, double eps2,
+								 const uint8_t *core, const int64_t *key, int32_t *rep);
+} gj_slab_engine;
+
+typedef struct gj_slab_info
+{
+	int64_t		nslabs;
+	int64_t		calls;			/* engine calls */
+} gj_slab_info;
+
+extern gj_status gj_slab_counts(gj_points *p, double eps2, int64_t max_rows,
+								const gj_slab_engine *e, int32_t *counts, gj_slab_info *info);
+extern gj_status gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
+								const gj_slab_engine *e, int32_t *root, uint8_t *core,
+								gj_slab_info *info);
 
 #ifdef __cplusplus
 }

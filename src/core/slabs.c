@@ -90,6 +90,13 @@ bound(const gj_points *p, int dim, int64_t from, double v, int strict)
 	return lo;
 }
 
+/* The widest difference along one dimension that can pass the float64 test. */
+static double
+slab_width(double eps2)
+{
+	return sqrt(eps2 + 2.0 * GJ_DBL_TRUE_MIN_) * GJ_SLAB_WIDTH_MARGIN;
+}
+
 static int
 push_step(gj_slab_plan *pl, int self, int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 {
@@ -125,13 +132,15 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 			  gj_slab_plan *pl)
 {
 	gj_dim_stats *st;
-	double		best = -1.0,
-				w;
+	double		best = -1.0;
+	int			dim = 0;
 	gj_status	s;
 
 	memset(pl, 0, sizeof(*pl));
 	if (p->n == 0 || max_rows < 2 || (qs != NULL && qs->dims != p->dims))
 		return GJ_ERR_ARG;
+	if (!isfinite(slab_width(eps2)))
+		return GJ_ERR_DEVICE_OOM;	/* every pair passes: no slab is smaller than all */
 	st = malloc(sizeof(gj_dim_stats) * p->dims);
 	if (st == NULL)
 		return GJ_ERR_NOMEM;
@@ -144,20 +153,32 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 		if (isfinite(var) && var > best)
 		{
 			best = var;
-			pl->dim = d;
+			dim = d;
 		}
 	}
 	free(st);
+	if (s == GJ_OK)
+		s = sort_along(p, dim);
+	if (s == GJ_OK && qs != NULL && qs != p)
+		s = sort_along(qs, dim);
 	if (s != GJ_OK)
 		return s;
-	w = sqrt(eps2 + 2.0 * GJ_DBL_TRUE_MIN_) * GJ_SLAB_WIDTH_MARGIN;
+	return gj_slabs_cut(p, qs, dim, eps2, max_rows, pl);
+}
+
+gj_status
+gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
+			 int64_t max_rows, gj_slab_plan *pl)
+{
+	double		w = slab_width(eps2);
+
+	memset(pl, 0, sizeof(*pl));
+	pl->dim = dim;
+	if (p->n == 0 || max_rows < 2 || dim < 0 || dim >= p->dims ||
+		(qs != NULL && qs->dims != p->dims))
+		return GJ_ERR_ARG;
 	if (!isfinite(w))
-		return GJ_ERR_DEVICE_OOM;	/* every pair passes: no slab is smaller than all */
-	s = sort_along(p, pl->dim);
-	if (s == GJ_OK && qs != NULL)
-		s = sort_along(qs, pl->dim);
-	if (s != GJ_OK)
-		return s;
+		return GJ_ERR_DEVICE_OOM;
 
 	/* slabs of half the room: the rest for halos or queries */
 	for (int64_t per = max_rows / 2 > 0 ? max_rows / 2 : 1, a0 = 0; a0 < p->n; a0 += per)
@@ -169,7 +190,7 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 		/* the slab's range (scanned: the sort keys drop one bit) */
 		for (int64_t i = a0; i < a1; i++)
 		{
-			double		x = p->x[i * p->dims + pl->dim];
+			double		x = p->x[i * p->dims + dim];
 
 			lo = x < lo ? x : lo;
 			hi = x > hi ? x : hi;
@@ -178,7 +199,7 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 		pl->nslabs++;
 		if (qs == NULL)
 		{
-			int64_t		h1 = bound(p, pl->dim, a1, hi + w, 1);
+			int64_t		h1 = bound(p, dim, a1, hi + w, 1);
 
 			if (!push_step(pl, 1, a0, a1, 0, 0) ||
 				(h1 > a1 && !push_probes(pl, a0, a1, a1, h1, max_rows)))
@@ -186,8 +207,8 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 		}
 		else
 		{
-			int64_t		b0 = bound(qs, pl->dim, 0, lo - w, 0),
-						b1 = bound(qs, pl->dim, b0, hi + w, 1);
+			int64_t		b0 = bound(qs, dim, 0, lo - w, 0),
+						b1 = bound(qs, dim, b0, hi + w, 1);
 
 			if (b1 > b0 && !push_probes(pl, a0, a1, b0, b1, max_rows))
 				return GJ_ERR_NOMEM;
