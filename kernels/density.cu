@@ -1011,6 +1011,19 @@ slab_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *cor
 	return st;
 }
 
+/* The slabs' sort; its failure (no room) only means the host sorts: no message kept. */
+static gj_status
+slab_order(void *arg, const gj_points *p, int dim, uint32_t *perm)
+{
+	gj_gpu_slab_ctx *c = (gj_gpu_slab_ctx *) arg;
+	char		err[256];
+	double		t0 = gj_now_ms();
+	gj_status	st = gj_gpu_order_along(p, dim, &c->opt, perm, err, sizeof(err));
+
+	c->info.index_ms += gj_now_ms() - t0;
+	return st;
+}
+
 extern "C" void
 gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
 {
@@ -1019,4 +1032,5 @@ gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
 	e->arg = ctx;
 	e->join_counts = slab_join_counts;
 	e->dbscan_given = slab_dbscan_given;
+	e->order = slab_order;
 }

@@ -209,6 +209,14 @@ extern gj_status gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 							   char *err, size_t errlen);
 
 /*
+ * perm: p's rows in the order of coordinate dim (stable), sorted on the
+ * device for the slabs (a gj_order_fn).  GJ_ERR_DEVICE_OOM when its 24
+ * bytes a row do not fit: the caller sorts on the host.
+ */
+extern gj_status gj_gpu_order_along(const gj_points *p, int dim, const gj_gpu_options *opt,
+									uint32_t *perm, char *err, size_t errlen);
+
+/*
  * DBSCAN of p alone with its core flags given, components ordered by key
  * (NULL: the ids): rep[i] as gj_slab_engine's dbscan_given (gj_core.h).
  */

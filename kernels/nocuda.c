@@ -163,6 +163,18 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 }
 
 gj_status
+gj_gpu_order_along(const gj_points *p, int dim, const gj_gpu_options *opt, uint32_t *perm,
+				   char *err, size_t errlen)
+{
+	(void) p;
+	(void) dim;
+	(void) opt;
+	(void) perm;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+gj_status
 gj_gpu_dbscan_given(const gj_points *p, double eps2, const uint8_t *core,
 					const int64_t *key, const gj_gpu_options *opt, int32_t *rep,
 					gj_gpu_density_info *info, char *err, size_t errlen)
@@ -211,6 +223,7 @@ gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
 	e->arg = ctx;
 	e->join_counts = no_join_counts;
 	e->dbscan_given = no_dbscan_given;
+	e->order = NULL;
 }
 
 gj_status

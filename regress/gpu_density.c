@@ -8,6 +8,7 @@
  *		                           adversarial data; last line
  *		                           "gpu_density: N passed, N failed"
  *		gpu_density cancel         the cancel cases alone
+ *		gpu_density slabs          where a join in slabs spends its time
  *		gpu_density bench          2M and 10M points, 2-D and 3-D, uniform
  *		                           and clustered, ~30 and ~300 neighbours:
  *		                           GPU vs CPU engine (all cores), one table
@@ -187,6 +188,75 @@ check_slabs(const char *name, const gj_points *p, double eps, int32_t minpts,
 	free(row);
 	free(v);
 	free(k);
+}
+
+/* The sign-folded bits of x: numeric order, -0 before +0 (order.cu's key). */
+static uint64_t
+order_key_of(double x)
+{
+	uint64_t	b;
+
+	memcpy(&b, &x, sizeof(b));
+	return (b >> 63) ? ~b : b | 0x8000000000000000ull;
+}
+
+/*
+ * The slabs' device sort (gj_gpu_order_along) against its definition: a
+ * permutation, keys non-decreasing, ties in row order; on random, skewed,
+ * duplicate and signed-zero data, along each dimension.
+ */
+static void
+check_order(uint64_t seed)
+{
+	static const gj_kind kinds[] = {GJ_GEN_UNIFORM, GJ_GEN_EXPONENTIAL, GJ_GEN_DUPLICATES};
+
+	for (int k = 0; k < 3; k++, seed++)
+	{
+		gj_points	p;
+		int64_t		n = 100000 + (int64_t) (seed % 1000);
+		uint32_t   *perm = malloc(sizeof(uint32_t) * n);
+		uint8_t    *seen = calloc(n, 1);
+		char		err[256],
+					detail[512] = "";
+		int64_t		bad = 0;
+		gj_status	st = GJ_OK;
+
+		gj_gen_points(&p, kinds[k], n, 3, seed);
+		for (int64_t i = 0; i < n; i += 97)
+			p.x[i * 3 + 1] = (i / 97) % 2 ? -0.0 : 0.0;	/* signed zeros, negatives */
+		for (int64_t i = 0; i < n; i += 89)
+			p.x[i * 3 + 2] = -p.x[i * 3 + 2] * 1e300;
+		for (int d = 0; d < 3 && st == GJ_OK; d++)
+		{
+			memset(seen, 0, n);
+			st = gj_gpu_order_along(&p, d, NULL, perm, err, sizeof(err));
+			for (int64_t i = 0; i < n && st == GJ_OK; i++)
+			{
+				if (perm[i] >= (uint32_t) n || seen[perm[i]]++)
+				{
+					if (bad++ == 0)
+						snprintf(detail, sizeof(detail), "dim %d: not a permutation at %lld", d,
+								 (long long) i);
+					break;
+				}
+				if (i > 0)
+				{
+					uint64_t	a = order_key_of(p.x[(int64_t) perm[i - 1] * 3 + d]),
+								b = order_key_of(p.x[(int64_t) perm[i] * 3 + d]);
+
+					if ((a > b || (a == b && perm[i - 1] > perm[i])) && bad++ == 0)
+						snprintf(detail, sizeof(detail), "dim %d: rows %u, %u out of order at %lld",
+								 d, perm[i - 1], perm[i], (long long) i);
+				}
+			}
+		}
+		if (st != GJ_OK)
+			snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), err);
+		result(st == GJ_OK && bad == 0, "gpu order along", "mixed", seed, detail);
+		gj_points_free(&p);
+		free(perm);
+		free(seen);
+	}
 }
 
 /* GPU counts and DBSCAN of p against the CPU engine (and the oracle). */
@@ -451,6 +521,7 @@ run_check(uint64_t seed)
 			gj_points_free(&p);
 		}
 	check_room(seed++);
+	check_order(seed++);
 	if (quick)
 	{
 		printf("gpu_density: %d passed, %d failed\n", passed, failed);
@@ -614,6 +685,146 @@ run_dense(void)
 	free(c);
 }
 
+/* Drain an engine: its pairs, counted. */
+static int64_t
+drain(gj_engine *e)
+{
+	int64_t		n = 0;
+	gj_chunk   *c;
+	gj_status	st;
+
+	while ((st = gj_engine_next(e, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+		if (st == GJ_OK)
+		{
+			n += c->n;
+			gj_engine_release(e, c);
+		}
+	return n;
+}
+
+/*
+ * Where the time of a join in slabs goes, phase by phase: 10M uniform 2-D
+ * rows at ~3 neighbours cut as at gpujoin.gpu_memory_limit = 650 (2.6M
+ * rows a step): the slabs' sort on the host and on the device, the rows'
+ * reordering, each step's engine start and drain against the whole
+ * self-join's, and counts and DBSCAN in slabs against whole.
+ */
+static void
+run_slab_phases(void)
+{
+	int64_t		n = 10000000,
+				max_rows = 2617799;
+	double		eps = gj_gen_typical_eps(GJ_GEN_UNIFORM, n, 2, 3.0),
+				t0,
+				t_start = 0,
+				t_drain = 0;
+	gj_points	p,
+				q;
+	gj_slab_plan pl;
+	uint32_t   *perm = malloc(sizeof(uint32_t) * n);
+	int32_t    *v = malloc(sizeof(int32_t) * n);
+	uint8_t    *k = malloc(n);
+	char		err[256];
+	gj_gpu_selfjoin *sj;
+	int64_t		pairs = 0,
+				whole_pairs = 0;
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info si;
+	gj_gpu_density_info gi;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, n, 2, 7);
+	gj_scramble_ids(&p, 7);
+	memset(&ctx, 0, sizeof(ctx));
+	gj_gpu_slab_engine(&e, &ctx);
+
+	/* warm the device */
+	gj_gpu_order_along(&p, 0, NULL, perm, err, sizeof(err));
+	t0 = gj_now_ms();
+	gj_gpu_order_along(&p, 0, NULL, perm, err, sizeof(err));
+	printf("| device sort of one column | %.1f ms |\n", gj_now_ms() - t0);
+	gj_points_copy(&q, &p, n);
+	t0 = gj_now_ms();
+	gj_points_apply_order(&q, perm);
+	printf("| rows reordered (host gather) | %.1f ms |\n", gj_now_ms() - t0);
+	gj_points_free(&q);
+	gj_points_copy(&q, &p, n);
+	t0 = gj_now_ms();
+	gj_slabs_plan(&q, NULL, eps * eps, max_rows, &pl);
+	printf("| plan, host sort | %.1f ms |\n", gj_now_ms() - t0);
+	gj_slabs_free(&pl);
+	gj_points_free(&q);
+	gj_points_copy(&q, &p, n);
+	t0 = gj_now_ms();
+	gj_slabs_plan_ordered(&q, NULL, eps * eps, max_rows, e.order, e.arg, &pl);
+	printf("| plan, device sort | %.1f ms (%lld slabs, %d steps) |\n", gj_now_ms() - t0,
+		   (long long) pl.nslabs, pl.nsteps);
+	for (int t = 0; t < pl.nsteps; t++)
+	{
+		gj_slab_step *s = &pl.steps[t];
+		gj_points	a,
+					b;
+		gj_status	st;
+
+		t0 = gj_now_ms();
+		gj_points_view(&a, &q, s->a0, s->a1);
+		gj_points_view(&b, &q, s->b0, s->b1);
+		st = s->self ? gj_gpu_selfjoin_start(&a, eps * eps, NULL, &sj, err, sizeof(err)) :
+			gj_gpu_join_start(&a, &b, eps * eps, 2, NULL, &sj, err, sizeof(err));
+		t_start += gj_now_ms() - t0;
+		if (st != GJ_OK)
+		{
+			printf("| step %d | failed: %s %s |\n", t, gj_status_name(st), err);
+			break;
+		}
+		t0 = gj_now_ms();
+		pairs += drain(GJ_ENGINE(sj));
+		gj_engine_free(GJ_ENGINE(sj));
+		t_drain += gj_now_ms() - t0;
+	}
+	printf("| %d steps: engine starts | %.1f ms |\n| %d steps: drains | %.1f ms (%lld pairs) |\n",
+		   pl.nsteps, t_start, pl.nsteps, t_drain, (long long) pairs);
+	gj_slabs_free(&pl);
+	gj_points_free(&q);
+	t0 = gj_now_ms();
+	if (gj_gpu_selfjoin_start(&p, eps * eps, NULL, &sj, err, sizeof(err)) == GJ_OK)
+	{
+		double		t1 = gj_now_ms();
+
+		whole_pairs = drain(GJ_ENGINE(sj));
+		gj_engine_free(GJ_ENGINE(sj));
+		printf("| whole self-join: start, drain | %.1f ms, %.1f ms (%lld pairs) |\n", t1 - t0,
+			   gj_now_ms() - t1, (long long) whole_pairs);
+	}
+
+	/* counts and DBSCAN, whole and in slabs of the same size */
+	t0 = gj_now_ms();
+	gj_gpu_count_within(&p, eps * eps, 0, NULL, v, &gi, err, sizeof(err));
+	printf("| counts whole | %.1f ms |\n", gj_now_ms() - t0);
+	gj_points_copy(&q, &p, n);
+	t0 = gj_now_ms();
+	gj_slab_counts(&q, eps * eps, 2005122, &e, v, &si);
+	printf("| counts in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms) |\n",
+		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
+		   ctx.info.kernel_ms);
+	gj_points_free(&q);
+	t0 = gj_now_ms();
+	gj_gpu_dbscan(&p, eps * eps, 3, NULL, v, k, &gi, err, sizeof(err));
+	printf("| dbscan whole | %.1f ms |\n", gj_now_ms() - t0);
+	gj_points_copy(&q, &p, n);
+	gj_gpu_slab_engine(&e, &ctx);
+	t0 = gj_now_ms();
+	gj_slab_dbscan(&q, eps * eps, 3, 2005122, &e, v, k, &si);
+	printf("| dbscan in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms) |\n",
+		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
+		   ctx.info.kernel_ms);
+	gj_points_free(&q);
+	gj_points_free(&p);
+	free(perm);
+	free(v);
+	free(k);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -631,6 +842,12 @@ main(int argc, char **argv)
 		check_cancel(1);
 		printf("gpu_density: %d passed, %d failed\n", passed, failed);
 		return failed == 0 ? 0 : 1;
+	}
+	if (argc > 1 && strcmp(argv[1], "slabs") == 0)
+	{
+		printf("gpu_density slabs: %s, %d CPU threads\n", info.name, gj_cpu_count());
+		run_slab_phases();
+		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "dense") == 0)
 	{

@@ -375,6 +375,42 @@ brute_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *co
 
 static brute_engine slab_use;	/* windows seen over the whole run */
 
+/* An order callback (as a device's sort): (coordinate, row), qsort. */
+typedef struct order_item
+{
+	double		x;
+	uint32_t	row;
+} order_item;
+
+static int
+cmp_order(const void *a, const void *b)
+{
+	const order_item *x = a,
+			   *y = b;
+
+	if (x->x != y->x)
+		return x->x < y->x ? -1 : 1;
+	return (x->row > y->row) - (x->row < y->row);
+}
+
+static int64_t orders_asked = 0;
+
+static gj_status
+test_order(void *arg, const gj_points *p, int dim, uint32_t *perm)
+{
+	order_item *it = malloc(sizeof(order_item) * (p->n + 1));
+
+	(void) arg;
+	orders_asked++;
+	for (int64_t i = 0; i < p->n; i++)
+		it[i] = (order_item) {p->x[i * p->dims + dim], (uint32_t) i};
+	qsort(it, p->n, sizeof(order_item), cmp_order);
+	for (int64_t i = 0; i < p->n; i++)
+		perm[i] = it[i].row;
+	free(it);
+	return GJ_OK;
+}
+
 static void
 check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 			int64_t max_rows, uint64_t seed)
@@ -388,7 +424,7 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 	uint8_t    *core = malloc(n + 1);
 	int64_t    *orow = rows_by_id(orig);
 	brute_engine b;
-	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given};
+	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, seed % 2 ? test_order : NULL};
 	gj_slab_info info;
 	int64_t		bad = 0,
 				ncl = 0,
@@ -481,7 +517,7 @@ check_interrupt(uint64_t seed)
 	s2 = gj_cpu_dbscan(&g, &p, 5, 2, a, core);
 	{
 		brute_engine b = {&p, 0, 0};
-		gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given};
+		gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, NULL};
 		gj_slab_info info;
 
 		s1 = s1 == GJ_ERR_CANCELED ? gj_slab_counts(&p, 0.5 * 0.5, 50000, &e, a, &info) : s1;
@@ -639,6 +675,7 @@ main(int argc, char **argv)
 		snprintf(detail, sizeof(detail), "%lld views, %lld copies",
 				 (long long) slab_use.views, (long long) slab_use.copies);
 		result(slab_use.views > 0 && slab_use.copies > 0, "slab windows", "all", base, detail);
+		result(orders_asked > 0, "slab order callback", "all", base, "never asked");
 	}
 
 	printf("density: %d passed, %d failed\n", passed, failed);

@@ -664,6 +664,19 @@ RowsMoved(GjResources *res)
 	res->block_ordered = false;
 }
 
+/* The slabs' sort on the GPU (a gj_order_fn); the host sorts when it fails. */
+static gj_status
+GpuOrder(void *arg, const gj_points *p, int dim, uint32_t *perm)
+{
+	gj_gpu_options opt;
+	char		err[256];
+
+	(void) arg;
+	memset(&opt, 0, sizeof(opt));
+	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	return gj_gpu_order_along(p, dim, &opt, perm, err, sizeof(err));
+}
+
 /*
  * eps_join_counts beyond the device: the s rows in slabs, each counted
  * for the r rows within reach of it (core/slabs.c), the counts added up.
@@ -682,7 +695,8 @@ GpuJoinCountsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 	if (max_rows < 4096)
 		return false;
 	RowsMoved(res);
-	*st = gj_slabs_plan(&res->points, &res->queries, job->spec.eps2, max_rows, &pl);
+	*st = gj_slabs_plan_ordered(&res->points, &res->queries, job->spec.eps2, max_rows,
+								GpuOrder, NULL, &pl);
 	if (*st != GJ_OK)
 	{
 		gj_slabs_free(&pl);
@@ -754,7 +768,8 @@ StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	if (max_rows < 4096)
 		return false;
 	RowsMoved(job->res);
-	st = gj_slabs_plan(idx, probe, job->spec.eps2, max_rows, &job->slabs);
+	st = gj_slabs_plan_ordered(idx, probe, job->spec.eps2, max_rows, GpuOrder, NULL,
+							   &job->slabs);
 	if (st != GJ_OK || job->slabs.nsteps == 0)
 	{
 		gj_slabs_free(&job->slabs);

@@ -712,6 +712,16 @@ typedef struct gj_slab_plan
 
 extern gj_status gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 							   gj_slab_plan *pl);
+
+/*
+ * perm: p's rows in the order of coordinate dim, ties in row order; a
+ * device may answer (GPU: gj_gpu_order_along), and any status but OK or
+ * GJ_ERR_CANCELED has the host sort instead.
+ */
+typedef gj_status (*gj_order_fn) (void *arg, const gj_points *p, int dim, uint32_t *perm);
+extern gj_status gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2,
+									   int64_t max_rows, gj_order_fn order, void *arg,
+									   gj_slab_plan *pl);
 /* The same plan for p (and qs) already sorted along dim: nothing moves. */
 extern gj_status gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
 							  int64_t max_rows, gj_slab_plan *pl);
@@ -744,6 +754,7 @@ typedef struct gj_slab_engine
 								double eps2, int32_t *counts);
 	gj_status	(*dbscan_given) (void *arg, const gj_points *w, double eps2,
 								 const uint8_t *core, const int64_t *key, int32_t *rep);
+	gj_order_fn order;			/* the slabs' sort; NULL: the host's */
 } gj_slab_engine;
 
 typedef struct gj_slab_info

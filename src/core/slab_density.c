@@ -72,7 +72,7 @@ gj_slab_counts(gj_points *p, double eps2, int64_t max_rows, const gj_slab_engine
 	memset(info, 0, sizeof(*info));
 	if (p->n == 0)
 		return GJ_OK;
-	st = gj_slabs_plan(p, p, eps2, max_rows, &pl);
+	st = gj_slabs_plan_ordered(p, p, eps2, max_rows, e->order, e->arg, &pl);
 	if (st == GJ_OK)
 	{
 		info->nslabs = pl.nslabs;
@@ -317,7 +317,7 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 		return GJ_ERR_ARG;
 
 	/* the windows' plan sorts p; the counts' plan cuts the same order */
-	st = gj_slabs_plan(p, NULL, eps2, max_rows, &self);
+	st = gj_slabs_plan_ordered(p, NULL, eps2, max_rows, e->order, e->arg, &self);
 	if (st == GJ_OK)
 		st = gj_slabs_cut(p, p, self.dim, eps2, max_rows, &join);
 	info->nslabs = self.nslabs;

@@ -46,15 +46,14 @@ order_key(double x)
 	return (int64_t) (b >> 1);
 }
 
-/* Sort p's rows by coordinate dim (stable). */
+/* perm: p's rows in the order of coordinate dim (stable), on the host. */
 static gj_status
-sort_along(gj_points *p, int dim)
+order_on_host(const gj_points *p, int dim, uint32_t *perm)
 {
 	int64_t    *keys = malloc(sizeof(int64_t) * (p->n + 1));
-	uint32_t   *perm = malloc(sizeof(uint32_t) * (p->n + 1));
 	gj_status	st = GJ_ERR_NOMEM;
 
-	if (keys != NULL && perm != NULL)
+	if (keys != NULL)
 	{
 		for (int64_t i = 0; i < p->n; i++)
 		{
@@ -62,10 +61,29 @@ sort_along(gj_points *p, int dim)
 			perm[i] = (uint32_t) i;
 		}
 		st = gj_sort_by_key(keys, perm, p->n, INT64_MAX);
+	}
+	free(keys);
+	return st;
+}
+
+/*
+ * Sort p's rows by coordinate dim: the order from order(arg) (a device's
+ * sort), or from the host's when there is none or it fails.
+ */
+static gj_status
+sort_along(gj_points *p, int dim, gj_order_fn order, void *arg)
+{
+	uint32_t   *perm = malloc(sizeof(uint32_t) * (p->n + 1));
+	gj_status	st = GJ_ERR_NOMEM;
+
+	if (perm != NULL)
+	{
+		st = order != NULL ? order(arg, p, dim, perm) : GJ_ERR_NODEVICE;
+		if (st != GJ_OK && st != GJ_ERR_CANCELED)
+			st = order_on_host(p, dim, perm);
 		if (st == GJ_OK)
 			st = gj_points_apply_order(p, perm);
 	}
-	free(keys);
 	free(perm);
 	return st;
 }
@@ -131,6 +149,13 @@ gj_status
 gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 			  gj_slab_plan *pl)
 {
+	return gj_slabs_plan_ordered(p, qs, eps2, max_rows, NULL, NULL, pl);
+}
+
+gj_status
+gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
+					  gj_order_fn order, void *arg, gj_slab_plan *pl)
+{
 	gj_dim_stats *st;
 	double		best = -1.0;
 	int			dim = 0;
@@ -158,9 +183,9 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 	}
 	free(st);
 	if (s == GJ_OK)
-		s = sort_along(p, dim);
+		s = sort_along(p, dim, order, arg);
 	if (s == GJ_OK && qs != NULL && qs != p)
-		s = sort_along(qs, dim);
+		s = sort_along(qs, dim, order, arg);
 	if (s != GJ_OK)
 		return s;
 	return gj_slabs_cut(p, qs, dim, eps2, max_rows, pl);
