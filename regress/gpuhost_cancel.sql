@@ -59,6 +59,11 @@ RESET gpujoin.knn_method;
 SELECT cancel_case('knn_join 1M x 1M 20-D, k = 50 (brute force)', $q$SELECT count(*) FROM knn_join('c20d', 'c20d', '{v}', 50)$q$);
 SELECT cancel_case('eps_selfjoin 1M 20-D, eps 0.6 (many candidates, few pairs)', $q$SELECT count(*) FROM eps_selfjoin('c20d', '{v}', 0.6)$q$);
 SELECT cancel_case('eps_selfjoin 4M, eps 30 (7e11 pairs)', $q$SELECT count(*) FROM eps_selfjoin('c4m', '{x,y,z}', 30)$q$);
+-- beyond the memory limit: counts and DBSCAN slab by slab (core/slab_density.c)
+SET gpujoin.gpu_memory_limit = 300;
+SELECT cancel_case('dbscan 4M in slabs (300 MB), eps 15', $q$SELECT count(*) FROM dbscan('c4m', '{x,y,z}', 15, 5)$q$);
+SELECT cancel_case('eps_neighbor_counts 4M in slabs (300 MB), eps 20', $q$SELECT count(*) FROM eps_neighbor_counts('c4m', '{x,y,z}', 20)$q$);
+RESET gpujoin.gpu_memory_limit;
 RESET statement_timeout;
 RESET log_min_messages;
 SELECT count(*) = :tasks_before AS threads_gone FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task');

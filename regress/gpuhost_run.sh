@@ -156,7 +156,7 @@ if has cancel; then
 	# the phases each cancel waited on: engine start and stop, the error, in time order
 	grep -E 'gpujoin cancel case|engine st|canceling statement|: read [0-9]+ rows' /tmp/gj-pg.log \
 		| tail -200 > "$OUT/cancel_server.log"
-	summary+=("gpu cancel: $(grep -c '| t ' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps)' "$OUT/cancel.txt") within 1 s of the timeout")
+	summary+=("gpu cancel: $(grep -c '| t .*canceling' "$OUT/cancel.txt") of $(grep -cE '^ (knn|eps|dbscan)' "$OUT/cancel.txt") canceled within 1 s of the timeout, $(grep -c '| finished' "$OUT/cancel.txt") finished before it")
 fi
 if has exit; then
 	bash regress/gpuhost_exitcheck.sh > "$OUT/exitcheck.txt" 2>&1

@@ -1066,6 +1066,9 @@ GpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", ctx.err[0] ? ctx.err : "the slabs could not be planned");
 		return false;
 	}
+	elog(DEBUG1, "%s: %lld slabs of up to %lld rows, %lld GPU calls (index %.1f ms, kernels %.1f ms)",
+		 job->spec.fname, (long long) si.nslabs, (long long) max_rows, (long long) si.calls,
+		 ctx.info.index_ms, ctx.info.kernel_ms);
 	job->stats.index_ms += ctx.info.index_ms;
 	job->stats.batches = ctx.info.launches;
 	job->stats.slices = si.nslabs;
