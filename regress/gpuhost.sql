@@ -91,6 +91,20 @@ SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAI
 FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
       $$SELECT count(*) FROM eps_selfjoin('gh2m', '{x,y}', 0.05, 'id')$$) x) e;
 RESET gpujoin.device;
+-- at 450 MB two half-budget steps fit at once: each next step starts while
+-- the current one's rows go out (4M rows: 2M and a copy 0.001 apart)
+SET gpujoin.gpu_memory_limit = 450;
+SELECT pg_temp.same('SELECT id, x, y FROM gh2m UNION ALL SELECT id + 2000000, x + 0.001, y FROM gh2m', 0.05,
+                    '4M 2-D self-join in slabs (450 MB), steps started early');
+SELECT pg_temp.same_join('SELECT id, x * 1.2 - 10, y FROM gh2m', 'SELECT id, x, y FROM gh2m', 0.05,
+                         'eps_join 2M x 2M in slabs (450 MB), steps started early');
+SET gpujoin.device = gpu;
+SELECT CASE WHEN plan ~ 'GPU Slabs: [^\n]* started early' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows steps started early: '
+       || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM gh2m UNION ALL SELECT id + 2000000, x + 0.001, y FROM gh2m', 0.05)$$) x) e;
+RESET gpujoin.device;
+SET gpujoin.gpu_memory_limit = 200;
 -- per-row answers beyond the limit: counts and DBSCAN in slabs, row for row the CPU's
 CREATE OR REPLACE FUNCTION pg_temp.same_rows(q text, label text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE d bigint; n bigint;

@@ -497,6 +497,7 @@ EndJob(GjScanState *st)
 	st->stats.slices = Max(st->stats.slices, js.slices);
 	st->stats.slice_rows = Max(st->stats.slice_rows, js.slice_rows);
 	st->stats.slab_steps = Max(st->stats.slab_steps, js.slab_steps);
+	st->stats.slab_early = Max(st->stats.slab_early, js.slab_early);
 	st->stats.geography = js.geography;
 	st->stats.geo_spheroid = js.geo_spheroid;
 	st->stats.geo_asked += js.geo_asked;
@@ -642,6 +643,9 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Batches", NULL, js->batches, es);
 	if (js->slab_steps > 0)
 		ExplainPropertyText("GPU Slabs",
+							js->slab_early > 0 ?
+							psprintf(INT64_FORMAT " slabs in " INT64_FORMAT " steps of up to " INT64_FORMAT " rows, " INT64_FORMAT " started early",
+									 js->slices, js->slab_steps, js->slice_rows, js->slab_early) :
 							psprintf(INT64_FORMAT " slabs in " INT64_FORMAT " steps of up to " INT64_FORMAT " rows",
 									 js->slices, js->slab_steps, js->slice_rows), es);
 	else if (js->slices > 1)

@@ -86,6 +86,7 @@ typedef struct GjResources
 	bool		have_grid;
 	bool		block_ordered;	/* points (and queries) sorted for the tile index */
 	gj_engine  *engine;			/* the running engine, whichever it is */
+	gj_engine  *next_engine;	/* GPU slabs: the next step's, started early */
 	int32_t    *rowval;			/* per-row shapes: count or cluster, by row */
 	uint8_t    *rowflag;		/* dbscan: is_core, by row */
 	int64_t    *list_off;		/* lists from pairs: row i's are [off[i], off[i+1]) */
@@ -277,6 +278,7 @@ typedef struct GjJobStats
 	int64		slices;			/* GPU tiles: slices the rows were joined in (> 1: */
 	int64		slice_rows;		/* ... they did not fit the GPU at once) */
 	int64		slab_steps;		/* GPU slabs: the steps they took (slices: the slabs) */
+	int64		slab_early;		/* ... steps started while the previous one's rows went out */
 	bool		geography;		/* PostGIS geography: metres on the Earth */
 	bool		geo_spheroid;	/* ... on the spheroid, else on PostGIS's sphere */
 	int64		geo_asked;		/* ... pairs within a hair of d: asked of PostGIS */

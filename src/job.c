@@ -110,8 +110,9 @@ struct GjJob
 	gj_points  *slab_idx;		/* the slabbed set, and the probing set (NULL: self) */
 	gj_points  *slab_probe;
 	int			slab_order;		/* gj_gpu_join_start's swap for probe steps */
-	gj_points	slab_a;			/* views of the running step's rows */
-	gj_points	slab_b;
+	gj_points	slab_view[2][2];	/* views of a step's rows, by the step's parity */
+	size_t		slab_limit;		/* device bytes one step's engine may use */
+	bool		slab_early_failed;	/* the next step could not start early */
 
 	GjGeography geo;			/* PostGIS geography: chords to metres */
 	double		geo_metres;		/* ... the distance of the pair at pos */
@@ -127,7 +128,7 @@ static void AllocRowResults(GjJob *job, int64 n);
 static void EnsureGrid(GjJob *job);
 static void RestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted);
 static bool StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order);
-static int64 SlabRows(int dims, size_t extra);
+static int64 SlabRows(int dims, size_t extra, int share);
 static void FinishRows(GjJob *job);
 static void NoticeIfEnormous(GjJob *job, double pairs);
 
@@ -638,9 +639,9 @@ GpuBudget(void)
  * each row taking its share of the grid and extra bytes.
  */
 static int64
-SlabRows(int dims, size_t extra)
+SlabRows(int dims, size_t extra, int share)
 {
-	size_t		budget = GpuBudget(),
+	size_t		budget = GpuBudget() / share,
 				fixed = 2 * gj_gpu_grid_bytes(0, dims),
 				reserve = Max(budget / 4, (size_t) 16 << 20);
 
@@ -687,7 +688,7 @@ static bool
 GpuJoinCountsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 {
 	GjResources *res = job->res;
-	int64		max_rows = SlabRows(res->points.dims, 0);
+	int64		max_rows = SlabRows(res->points.dims, 0, 1);
 	gj_slab_plan pl;
 	int32	   *part;
 	gj_gpu_options opt;
@@ -731,24 +732,63 @@ GpuJoinCountsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 	return *st == GJ_OK;
 }
 
-/* Start the GPU engine of slab step job->slab_step. */
+/*
+ * Start the GPU engine of slab step t into *out.  Each engine may use half
+ * the device budget, so that the next step can start while the current
+ * one's pairs are still being emitted (GjJobNext).
+ */
 static gj_status
-StartSlabStep(GjJob *job, char *err, size_t errlen)
+StartSlabStep(GjJob *job, int t, gj_engine **out, char *err, size_t errlen)
 {
-	gj_slab_step *st = &job->slabs.steps[job->slab_step];
+	gj_slab_step *st = &job->slabs.steps[t];
+	gj_points  *a = &job->slab_view[t % 2][0],
+			   *b = &job->slab_view[t % 2][1];
 	gj_gpu_options opt;
 
 	memset(&opt, 0, sizeof(opt));
-	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	opt.memory_limit = job->slab_limit;
 	opt.batch_pairs = gj_gpu_batch_pairs_guc;
-	gj_points_view(&job->slab_a, job->slab_idx, st->a0, st->a1);
+	gj_points_view(a, job->slab_idx, st->a0, st->a1);
 	if (st->self)
-		return gj_gpu_selfjoin_start(&job->slab_a, job->spec.eps2, &opt,
-									 (gj_gpu_selfjoin **) &job->res->engine, err, errlen);
-	gj_points_view(&job->slab_b, job->slab_probe != NULL ? job->slab_probe : job->slab_idx,
+		return gj_gpu_selfjoin_start(a, job->spec.eps2, &opt, (gj_gpu_selfjoin **) out,
+									 err, errlen);
+	gj_points_view(b, job->slab_probe != NULL ? job->slab_probe : job->slab_idx,
 				   st->b0, st->b1);
-	return gj_gpu_join_start(&job->slab_a, &job->slab_b, job->spec.eps2, job->slab_order,
-							 &opt, (gj_gpu_selfjoin **) &job->res->engine, err, errlen);
+	return gj_gpu_join_start(a, b, job->spec.eps2, job->slab_order, &opt,
+							 (gj_gpu_selfjoin **) out, err, errlen);
+}
+
+/*
+ * Slabs: once the running step's kernels are done (its pairs wait in host
+ * buffers for the executor), start the next step's engine, so that its
+ * upload and index overlap the emission of those pairs.  A failure here is
+ * not reported: the step starts again when its turn comes, as before.
+ */
+static void
+StartNextSlabEarly(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_gpu_stats gs;
+	char		err[256];
+	gj_status	st;
+
+	if (job->slabs.nsteps == 0 || job->slab_step + 1 >= job->slabs.nsteps ||
+		res->next_engine != NULL || job->slab_early_failed ||
+		job->running != RUN_GPU_SELFJOIN || res->engine == NULL)
+		return;
+	gj_gpu_selfjoin_stats((gj_gpu_selfjoin *) res->engine, &gs);
+	if (gs.done_ms <= 0)
+		return;					/* its kernels still run */
+	st = StartSlabStep(job, job->slab_step + 1, &res->next_engine, err, sizeof(err));
+	if (st == GJ_ERR_CANCELED)
+		RaiseCanceled();
+	if (st != GJ_OK)
+	{
+		res->next_engine = NULL;
+		job->slab_early_failed = true;
+		elog(DEBUG1, "%s: slab step %d did not start early: %s", job->spec.fname,
+			 job->slab_step + 1, err);
+	}
 }
 
 /*
@@ -757,10 +797,18 @@ StartSlabStep(GjJob *job, char *err, size_t errlen)
  * when not even a slab fits (the caller's NOTICE, then the CPU engine).  order: the probe steps'
  * row order (see gj_gpu_join_start).
  */
+#define GJ_SLAB_EARLY_MIN_ROWS 65536	/* rows a half-budget step must hold */
+
 static bool
 StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 {
-	int64		max_rows = SlabRows(idx->dims, 0);
+	/*
+	 * Steps of half the budget, so that the next can start early; where
+	 * half the budget holds too few rows (its fixed part dominates), steps
+	 * of the whole, one after another.
+	 */
+	int			share = SlabRows(idx->dims, 0, 2) >= GJ_SLAB_EARLY_MIN_ROWS ? 2 : 1;
+	int64		max_rows = SlabRows(idx->dims, 0, share);
 	char		err[256];
 	gj_status	st;
 	double		t0 = gj_now_ms();
@@ -790,7 +838,9 @@ StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	job->slab_probe = probe;
 	job->slab_order = order;
 	job->slab_step = 0;
-	st = StartSlabStep(job, err, sizeof(err));
+	job->slab_limit = GpuBudget() / share;
+	job->slab_early_failed = share == 1;	/* no room for two steps at once */
+	st = StartSlabStep(job, 0, &job->res->engine, err, sizeof(err));
 	if (st != GJ_OK)
 	{
 		/* the caller's NOTICE names the first failure; the CPU runs it */
@@ -1043,7 +1093,7 @@ GpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 {
 	GjResources *res = job->res;
 	int64		max_rows = SlabRows(res->points.dims,
-									GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES);
+									GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES, 1);
 	gj_gpu_slab_ctx ctx;
 	gj_slab_engine e;
 	gj_slab_info si;
@@ -1534,18 +1584,27 @@ NextChunk(GjJob *job, bool *restarted)
 			if (!RUNNING_GPU(job->running))
 				job->stats.batches++;
 			ProgressTick(job, c->n);
+			StartNextSlabEarly(job);
 			return true;
 		}
 		if (st == GJ_DONE && job->slabs.nsteps > 0 &&
 			job->slab_step + 1 < job->slabs.nsteps)
 		{
-			/* this slab step is done: the next */
+			/* this slab step is done: the next, started already or now */
 			char		err[256];
+			gj_engine  *next = job->res->next_engine;
 
 			EngineDoneMs(job);
+			job->res->next_engine = NULL;
 			GjResourcesStopEngine(job->res);
 			job->slab_step++;
-			st = StartSlabStep(job, err, sizeof(err));
+			if (next != NULL)
+			{
+				job->res->engine = next;
+				job->stats.slab_early++;
+				continue;
+			}
+			st = StartSlabStep(job, job->slab_step, &job->res->engine, err, sizeof(err));
 			if (st != GJ_OK)
 			{
 				/* a slab step could not start: as a failure part-way */

@@ -44,12 +44,20 @@ GjResourcesCreate(MemoryContext parent)
 	return res;
 }
 
-/* Stop and free the engine (threads joined, device memory freed or cached). */
+/*
+ * Stop and free the engine, and a slab step's engine started early
+ * (threads joined, device memory freed or cached).
+ */
 void
 GjResourcesStopEngine(GjResources *res)
 {
 	double		t0;
 
+	if (res->next_engine != NULL)
+	{
+		gj_engine_free(res->next_engine);
+		res->next_engine = NULL;
+	}
 	if (res->engine == NULL)
 		return;
 	t0 = gj_now_ms();
