@@ -804,9 +804,9 @@ run_slab_phases(void)
 	gj_points_copy(&q, &p, n);
 	t0 = gj_now_ms();
 	gj_slab_counts(&q, eps * eps, 2005122, &e, v, &si);
-	printf("| counts in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms) |\n",
+	printf("| counts in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms; plan %.1f ms) |\n",
 		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
-		   ctx.info.kernel_ms);
+		   ctx.info.kernel_ms, si.plan_ms);
 	gj_points_free(&q);
 	t0 = gj_now_ms();
 	gj_gpu_dbscan(&p, eps * eps, 3, NULL, v, k, &gi, err, sizeof(err));
@@ -818,6 +818,8 @@ run_slab_phases(void)
 	printf("| dbscan in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms) |\n",
 		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
 		   ctx.info.kernel_ms);
+	printf("| ... plan, counts, link, border sweeps | %.1f, %.1f, %.1f, %.1f ms |\n",
+		   si.plan_ms, si.counts_ms, si.link_ms, si.border_ms);
 	gj_points_free(&q);
 	gj_points_free(&p);
 	free(perm);

@@ -67,6 +67,7 @@ SELECT pg_temp.jb('10M x 10M 2-D ~3', 'pairs gpu slabs', 'gpu',
     $q$SELECT count(*) || ' ' || sum(r) || ' ' || sum(s) FROM eps_join('jr10m', 'js10m', '{x,y}', 0.0309, 'id', 'id')$q$, 1);
 SET gpujoin.device = gpu;
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_selfjoin('js10m', '{x,y}', 0.0309, 'id');
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_join('jr10m', 'js10m', '{x,y}', 0.0309, 'id', 'id');
 RESET gpujoin.device;
 RESET gpujoin.gpu_memory_limit;
 

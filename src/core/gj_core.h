@@ -761,6 +761,10 @@ typedef struct gj_slab_info
 {
 	int64_t		nslabs;
 	int64_t		calls;			/* engine calls */
+	double		plan_ms;		/* sort and cut */
+	double		counts_ms;		/* the counts' sweep */
+	double		link_ms;		/* DBSCAN: the windows' components, merged */
+	double		border_ms;		/* ... ranking, border rows, the final roots */
 } gj_slab_info;
 
 extern gj_status gj_slab_counts(gj_points *p, double eps2, int64_t max_rows,

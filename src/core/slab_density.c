@@ -17,10 +17,11 @@
  *      representative its window gave it.  A window's components are
  *      connected in the whole graph, and every edge is in a window, so the
  *      forest's trees are exactly the components;
- *   3. the components are ranked by (least id, root), and each window's
- *      non-core rows pick, among the core rows within eps, the component of
- *      least rank; each row keeps its least pick over windows, which is
- *      the CPU engine's rule (the cluster of least smallest id).
+ *   3. each component's least id is its key, and each window's non-core
+ *      rows pick, among the core rows within eps, the component of least
+ *      key; each row keeps its least pick over windows (ties: the smaller
+ *      root), which is the CPU engine's rule (the cluster of least
+ *      smallest id).
  * The engine's windows are host copies only where a halo chunk does not
  * follow its slab directly (very wide halos); otherwise views of p.
  */
@@ -69,15 +70,19 @@ gj_slab_counts(gj_points *p, double eps2, int64_t max_rows, const gj_slab_engine
 	gj_slab_plan pl;
 	gj_status	st;
 
+	double		t0 = gj_now_ms();
+
 	memset(info, 0, sizeof(*info));
 	if (p->n == 0)
 		return GJ_OK;
 	st = gj_slabs_plan_ordered(p, p, eps2, max_rows, e->order, e->arg, &pl);
+	info->plan_ms = gj_now_ms() - t0;
 	if (st == GJ_OK)
 	{
 		info->nslabs = pl.nslabs;
 		st = counts_over(p, eps2, &pl, max_rows, e, counts, info);
 	}
+	info->counts_ms = gj_now_ms() - t0 - info->plan_ms;
 	gj_slabs_free(&pl);
 	return st;
 }
@@ -227,8 +232,8 @@ typedef struct dbscan_state
 	double		eps2;
 	int32_t    *parent;			/* the forest over p's rows */
 	int32_t    *rep;			/* the engine's answers for one window */
-	int32_t    *rank;			/* per root: its component's rank */
-	int32_t    *best;			/* per row: least rank picked, or INT32_MAX */
+	int64_t    *minid;			/* per root: its component's least id */
+	int32_t    *best;			/* per row: the root of least key picked, or -1 */
 } dbscan_state;
 
 /* Sweep 2: each core row joined to its window's representative. */
@@ -251,7 +256,7 @@ link_window(void *arg, window *win)
 	return st;
 }
 
-/* Sweep 3: each non-core row's least component rank in this window. */
+/* Sweep 3: each non-core row's component of least key in this window. */
 static gj_status
 border_window(void *arg, window *win)
 {
@@ -268,29 +273,13 @@ border_window(void *arg, window *win)
 		if (!win->core[k] && d->rep[k] >= 0)
 		{
 			int64_t		r = window_row(win, k);
-			int32_t		c = d->rank[uf_find(d->parent, (int32_t) window_row(win, d->rep[k]))];
+			int32_t		c = uf_find(d->parent, (int32_t) window_row(win, d->rep[k])),
+						b = d->best[r];
 
-			if (c < d->best[r])
+			if (b < 0 || d->minid[c] < d->minid[b] || (d->minid[c] == d->minid[b] && c < b))
 				d->best[r] = c;
 		}
 	return st;
-}
-
-typedef struct ranked
-{
-	int64_t		minid;
-	int32_t		root;
-} ranked;
-
-static int
-cmp_ranked(const void *a, const void *b)
-{
-	const ranked *x = a,
-			   *y = b;
-
-	if (x->minid != y->minid)
-		return x->minid < y->minid ? -1 : 1;
-	return (x->root > y->root) - (x->root < y->root);
 }
 
 gj_status
@@ -303,9 +292,8 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	dbscan_state d;
 	int64_t    *key = NULL;
 	int64_t    *minid = NULL;
-	ranked	   *comp = NULL;
-	int64_t		ncomp = 0;
 	gj_status	st;
+	double		t0 = gj_now_ms();
 
 	memset(info, 0, sizeof(*info));
 	memset(&self, 0, sizeof(self));
@@ -321,31 +309,36 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	if (st == GJ_OK)
 		st = gj_slabs_cut(p, p, self.dim, eps2, max_rows, &join);
 	info->nslabs = self.nslabs;
+	info->plan_ms = gj_now_ms() - t0;
 
 	/* 1. core flags (the counts in root for now) */
+	t0 = gj_now_ms();
 	if (st == GJ_OK)
 		st = counts_over(p, eps2, &join, max_rows, e, root, info);
 	for (int64_t i = 0; st == GJ_OK && i < n; i++)
 		core[i] = root[i] >= minpts;
+	info->counts_ms = gj_now_ms() - t0;
+	t0 = gj_now_ms();
 
 	/* 2. components */
 	d.e = e;
 	d.eps2 = eps2;
 	d.parent = root;
 	d.rep = malloc(sizeof(int32_t) * (max_rows + 1));
-	d.rank = malloc(sizeof(int32_t) * (n + 1));
 	d.best = malloc(sizeof(int32_t) * (n + 1));
 	key = malloc(sizeof(int64_t) * (n + 1));
 	minid = malloc(sizeof(int64_t) * (n + 1));
-	if (st == GJ_OK &&
-		(d.rep == NULL || d.rank == NULL || d.best == NULL || key == NULL || minid == NULL))
+	d.minid = minid;
+	if (st == GJ_OK && (d.rep == NULL || d.best == NULL || key == NULL || minid == NULL))
 		st = GJ_ERR_NOMEM;
 	for (int64_t i = 0; st == GJ_OK && i < n; i++)
 		root[i] = (int32_t) i;
 	if (st == GJ_OK)
 		st = over_windows(p, &self, core, NULL, link_window, &d, info);
+	info->link_ms = gj_now_ms() - t0;
+	t0 = gj_now_ms();
 
-	/* 3. components ranked by least id; border rows take the least in reach */
+	/* 3. components keyed by least id; border rows take the least in reach */
 	if (st == GJ_OK)
 	{
 		for (int64_t i = 0; i < n; i++)
@@ -355,40 +348,28 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 			{
 				int32_t		r = uf_find(root, (int32_t) i);
 
+				root[i] = r;	/* flat from here on */
 				if (p->ids[i] < minid[r])
 					minid[r] = p->ids[i];
 			}
-		comp = malloc(sizeof(ranked) * (n + 1));
-		if (comp == NULL)
-			st = GJ_ERR_NOMEM;
-	}
-	if (st == GJ_OK)
-	{
-		for (int64_t i = 0; i < n; i++)
-			if (core[i] && root[i] == (int32_t) i)
-				comp[ncomp++] = (ranked) {minid[i], (int32_t) i};
-		qsort(comp, ncomp, sizeof(ranked), cmp_ranked);
-		for (int64_t c = 0; c < ncomp; c++)
-			d.rank[comp[c].root] = (int32_t) c;
 		for (int64_t i = 0; i < n; i++)
 		{
-			key[i] = core[i] ? d.rank[uf_find(root, (int32_t) i)] : INT64_MAX;
-			d.best[i] = INT32_MAX;
+			key[i] = core[i] ? minid[root[i]] : INT64_MAX;
+			d.best[i] = -1;
 		}
 		st = over_windows(p, &self, core, key, border_window, &d, info);
 	}
 	if (st == GJ_OK)
 		for (int64_t i = 0; i < n; i++)
-			root[i] = core[i] ? uf_find(root, (int32_t) i) :
-				d.best[i] != INT32_MAX ? comp[d.best[i]].root : -1;
+			if (!core[i])
+				root[i] = d.best[i];
+	info->border_ms = gj_now_ms() - t0;
 
 	gj_slabs_free(&self);
 	gj_slabs_free(&join);
 	free(d.rep);
-	free(d.rank);
 	free(d.best);
 	free(key);
 	free(minid);
-	free(comp);
 	return st;
 }

@@ -191,6 +191,23 @@ gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2, int64_t max_rows
 	return gj_slabs_cut(p, qs, dim, eps2, max_rows, pl);
 }
 
+/*
+ * Whether slab [a0, a1) of sorted p and the rows of qs within w of it fit
+ * in max_rows, judged from the slab's end rows widened by an ulp (the sort
+ * keys drop one bit): a bound on the probes the slab will really get.
+ */
+static int
+probes_fit(const gj_points *p, const gj_points *qs, int dim, double w, int64_t a0,
+		   int64_t a1, int64_t max_rows)
+{
+	double		lo = nextafter(p->x[a0 * p->dims + dim], -INFINITY) - w,
+				hi = nextafter(p->x[(a1 - 1) * p->dims + dim], INFINITY) + w;
+	int64_t		b0 = bound(qs, dim, 0, lo, 0),
+				b1 = bound(qs, dim, b0, hi, 1);
+
+	return (a1 - a0) + (b1 - b0) <= max_rows;
+}
+
 gj_status
 gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
 			 int64_t max_rows, gj_slab_plan *pl)
@@ -206,11 +223,33 @@ gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
 		return GJ_ERR_DEVICE_OOM;
 
 	/* slabs of half the room: the rest for halos or queries */
-	for (int64_t per = max_rows / 2 > 0 ? max_rows / 2 : 1, a0 = 0; a0 < p->n; a0 += per)
+	for (int64_t per = max_rows / 2 > 0 ? max_rows / 2 : 1, a0 = 0, a1; a0 < p->n; a0 = a1)
 	{
-		int64_t		a1 = a0 + per < p->n ? a0 + per : p->n;
 		double		lo = INFINITY,
 					hi = -INFINITY;
+
+		a1 = a0 + per < p->n ? a0 + per : p->n;
+		if (qs != NULL && !probes_fit(p, qs, dim, w, a0, a1, max_rows) &&
+			probes_fit(p, qs, dim, w, a0, a0 + 1, max_rows))
+		{
+			/*
+			 * a slab as large as its probes leave room for: one step, not
+			 * a full one and a sliver of the halo (each step's start costs)
+			 */
+			int64_t		ok = a0 + 1,
+						bad = a1;
+
+			while (bad - ok > 1)
+			{
+				int64_t		mid = ok + (bad - ok) / 2;
+
+				if (probes_fit(p, qs, dim, w, a0, mid, max_rows))
+					ok = mid;
+				else
+					bad = mid;
+			}
+			a1 = ok;
+		}
 
 		/* the slab's range (scanned: the sort keys drop one bit) */
 		for (int64_t i = a0; i < a1; i++)
