@@ -744,6 +744,19 @@ launch_compact(density_run *r)
 	compact_kernel<<<wgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->P, r->d_compact);
 }
 
+/* The entry points' common checks; info and err cleared. */
+static gj_status
+density_args(const gj_points *p, double eps2, gj_gpu_density_info *info, char *err)
+{
+	memset(info, 0, sizeof(*info));
+	err[0] = '\0';
+	if (p->n > GJ_MAX_ROWS)
+		return GJ_ERR_LIMIT;
+	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
+		return GJ_ERR_ARG;
+	return GJ_OK;
+}
+
 /* Wait for the stream (cancel-aware), then copy n results back. */
 static gj_status
 run_finish(density_run *r, int64_t n, int32_t *val, uint8_t *core,
@@ -773,14 +786,9 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 	int64_t		n = p->n;
 
 	memset(&r, 0, sizeof(r));
-	memset(info, 0, sizeof(*info));
-	err[0] = '\0';
-	if (n > GJ_MAX_ROWS)
-		return GJ_ERR_LIMIT;
-	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
-		return GJ_ERR_ARG;
-	if (n == 0)
-		return GJ_OK;
+	st = density_args(p, eps2, info, err);
+	if (st != GJ_OK || n == 0)
+		return st;
 	st = run_prepare(&r, p, eps2, opt, 0, 0, info, err, errlen);
 	if (st == GJ_OK)
 	{
@@ -851,14 +859,11 @@ gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
 	int64_t		n = p->n;
 
 	memset(&r, 0, sizeof(r));
-	memset(info, 0, sizeof(*info));
-	err[0] = '\0';
-	if (n > GJ_MAX_ROWS)
-		return GJ_ERR_LIMIT;
-	if (!(eps2 >= 0.0) || minpts < 1 || p->dims < 1 || p->dims > GJ_MAX_DIMS)
-		return GJ_ERR_ARG;
-	if (n == 0)
-		return GJ_OK;
+	st = density_args(p, eps2, info, err);
+	if (st == GJ_OK && minpts < 1)
+		st = GJ_ERR_ARG;
+	if (st != GJ_OK || n == 0)
+		return st;
 	st = run_prepare(&r, p, eps2, opt, 1, 0, info, err, errlen);
 	if (st == GJ_OK)
 	{
@@ -907,14 +912,9 @@ gj_gpu_dbscan_given(const gj_points *p, double eps2, const uint8_t *core,
 	int64_t    *d_key = NULL;
 
 	memset(&r, 0, sizeof(r));
-	memset(info, 0, sizeof(*info));
-	err[0] = '\0';
-	if (n > GJ_MAX_ROWS)
-		return GJ_ERR_LIMIT;
-	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
-		return GJ_ERR_ARG;
-	if (n == 0)
-		return GJ_OK;
+	st = density_args(p, eps2, info, err);
+	if (st != GJ_OK || n == 0)
+		return st;
 	/* the given flags, and the keys in and sorted */
 	st = run_prepare(&r, p, eps2, opt, 1, GJ_GPU_DENSITY_GIVEN_ROW_BYTES, info, err, errlen);
 	if (st == GJ_OK)

@@ -157,27 +157,15 @@ RESET gpujoin.device;
 SET gpujoin.progress = on;
 SELECT 'ok progress run: ' || count(*) FROM eps_selfjoin('gh2', '{x,y}', 3.0, 'id');
 RESET gpujoin.progress;
--- kNN through SQL: GPU and CPU engines give the same rows
-CREATE OR REPLACE FUNCTION pg_temp.same_knn(q text, label text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE d bigint; n bigint;
-BEGIN
-    SET LOCAL gpujoin.device = cpu;
-    EXECUTE 'CREATE TEMP TABLE c_res ON COMMIT DROP AS ' || q;
-    SET LOCAL gpujoin.device = gpu;
-    EXECUTE 'CREATE TEMP TABLE g_res ON COMMIT DROP AS ' || q;
-    SELECT count(*) INTO n FROM c_res;
-    SELECT count(*) INTO d FROM ((TABLE c_res EXCEPT ALL TABLE g_res) UNION ALL (TABLE g_res EXCEPT ALL TABLE c_res)) x;
-    DROP TABLE c_res; DROP TABLE g_res;
-    RETURN CASE WHEN d = 0 AND n > 0 THEN 'ok ' ELSE 'FAIL ' END || label || ' (' || n || ' rows, ' || d || ' differ)';
-END $$;
-SELECT pg_temp.same_knn($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM gh2 WHERE id % 10 = 0', 'SELECT id, x, y FROM gh2', 8)$$, 'knn_join 20K x 200K, device index');
-SELECT pg_temp.same_knn($$SELECT * FROM knn_selfjoin('gh2', '{x,y}', 40, 'id')$$, 'knn_selfjoin 200K k=40 (heap), device index');
-SELECT pg_temp.same_knn($$SELECT * FROM knn_selfjoin_sql('SELECT id, p FROM gh5', 5)$$, 'knn_selfjoin 5-D');
+-- kNN through SQL: GPU and CPU engines give the same rows (pg_temp.same_rows above)
+SELECT pg_temp.same_rows($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM gh2 WHERE id % 10 = 0', 'SELECT id, x, y FROM gh2', 8)$$, 'knn_join 20K x 200K, device index');
+SELECT pg_temp.same_rows($$SELECT * FROM knn_selfjoin('gh2', '{x,y}', 40, 'id')$$, 'knn_selfjoin 200K k=40 (heap), device index');
+SELECT pg_temp.same_rows($$SELECT * FROM knn_selfjoin_sql('SELECT id, p FROM gh5', 5)$$, 'knn_selfjoin 5-D');
 SET gpujoin.knn_method = brute;
-SELECT pg_temp.same_knn($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM gh2 WHERE id % 50 = 0', 'SELECT id, x, y FROM gh2', 3)$$, 'knn_join brute force');
+SELECT pg_temp.same_rows($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM gh2 WHERE id % 50 = 0', 'SELECT id, x, y FROM gh2', 3)$$, 'knn_join brute force');
 RESET gpujoin.knn_method;
 SET gpujoin.gpu_memory_limit = 8;
-SELECT pg_temp.same_knn($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM gh2 WHERE id % 10 = 0', 'SELECT id, x, y FROM gh2', 8)$$, 'knn_join in partitions (8 MB)');
+SELECT pg_temp.same_rows($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM gh2 WHERE id % 10 = 0', 'SELECT id, x, y FROM gh2', 8)$$, 'knn_join in partitions (8 MB)');
 RESET gpujoin.gpu_memory_limit;
 -- streaming on the GPU: LIMIT, and the custom scan against the function scan
 SET gpujoin.device = gpu;

@@ -236,17 +236,24 @@ typedef struct dbscan_state
 	int32_t    *best;			/* per row: the root of least key picked, or -1 */
 } dbscan_state;
 
+static int64_t
+window_cores(const window *win)
+{
+	int64_t		ncore = 0;
+
+	for (int64_t k = 0; k < win->w.n; k++)
+		ncore += win->core[k];
+	return ncore;
+}
+
 /* Sweep 2: each core row joined to its window's representative. */
 static gj_status
 link_window(void *arg, window *win)
 {
 	dbscan_state *d = arg;
-	int64_t		ncore = 0;
 	gj_status	st;
 
-	for (int64_t k = 0; k < win->w.n; k++)
-		ncore += win->core[k];
-	if (ncore < 2)
+	if (window_cores(win) < 2)
 		return GJ_OK;			/* nothing to link */
 	st = d->e->dbscan_given(d->e->arg, &win->w, d->eps2, win->core, NULL, d->rep);
 	for (int64_t k = 0; st == GJ_OK && k < win->w.n; k++)
@@ -261,11 +268,9 @@ static gj_status
 border_window(void *arg, window *win)
 {
 	dbscan_state *d = arg;
-	int64_t		ncore = 0;
+	int64_t		ncore = window_cores(win);
 	gj_status	st;
 
-	for (int64_t k = 0; k < win->w.n; k++)
-		ncore += win->core[k];
 	if (ncore == 0 || ncore == win->w.n)
 		return GJ_OK;			/* no core row to reach, or none to reach it */
 	st = d->e->dbscan_given(d->e->arg, &win->w, d->eps2, win->core, win->key, d->rep);
