@@ -75,6 +75,35 @@ FULL JOIN (SELECT a.id, count(b.id) AS n FROM gg a LEFT JOIN gg b
            WHERE a.geog IS NOT NULL AND NOT ST_IsEmpty(a.geog::geometry) GROUP BY a.id) p
 ON p.id = c.id WHERE c.n IS DISTINCT FROM p.n;
 
+-- neighbour lists: each row's partners by (metres, id), both ways of measuring;
+-- rows without partners come back with empty lists
+CREATE TEMP TABLE pg_lists AS
+SELECT sp, a.id,
+       array_agg(b.id::bigint ORDER BY ST_Distance(a.geog, b.geog, sp), b.id) AS nb,
+       array_agg(ST_Distance(a.geog, b.geog, sp) ORDER BY ST_Distance(a.geog, b.geog, sp), b.id) AS nd
+FROM (VALUES (true), (false)) v(sp), gg a JOIN gg b ON b.id <> a.id
+WHERE ST_DWithin(a.geog, b.geog, 500, sp)
+GROUP BY sp, a.id;
+CREATE TEMP TABLE our_lists AS
+SELECT sp, l.* FROM (VALUES (true), (false)) v(sp), eps_neighbors('gg', '{geog}', 500, use_spheroid => sp) l;
+SELECT sp,
+       (SELECT count(*) FROM our_lists o WHERE o.sp = v.sp) = (SELECT count(*) FROM gg) AS every_row,
+       (SELECT count(*) FROM our_lists o FULL JOIN pg_lists p USING (sp, id)
+        WHERE coalesce(o.sp, p.sp) = v.sp
+          AND o.neighbors IS DISTINCT FROM coalesce(p.nb, '{}')) AS lists_differ,
+       (SELECT max(abs(d.o - d.p)) < 1e-7
+        FROM our_lists o JOIN pg_lists p USING (sp, id),
+             unnest(o.dists, p.nd) AS d(o, p) WHERE o.sp = v.sp) AS dist_matches
+FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
+SELECT id, cardinality(neighbors) AS n, neighbors[1:3] AS nearest, dists[1:3]::numeric(10, 6)[] AS metres,
+       dists[cardinality(dists)]::numeric(10, 6) AS farthest
+FROM eps_neighbors('gg', '{geog}', 500) WHERE id IN (7, 100, 10100) ORDER BY id;
+-- the _sql form and a restriction to listed rows
+SELECT count(*) AS lists_sql_differ FROM eps_neighbors_sql('SELECT id, geog FROM gg', 500) o
+JOIN pg_lists p ON p.sp AND p.id = o.id WHERE o.neighbors <> p.nb;
+SELECT id, neighbors = (SELECT nb FROM pg_lists WHERE sp AND pg_lists.id = l.id) AS same
+FROM eps_neighbors('gg', '{geog}', 500) l WHERE id IN (3, 10003) ORDER BY id;
+
 -- two tables: one much smaller, as r and as s
 CREATE TABLE gsmall AS SELECT id, geog FROM gg WHERE id % 7 = 0 OR id > 10000;
 ALTER TABLE gsmall ADD PRIMARY KEY (id);
@@ -149,7 +178,6 @@ FROM knn_selfjoin('gpole', '{geog}', 3) k JOIN gpole a ON a.id = k.a JOIN gpole 
 SELECT count(*) FROM knn_join('gsmall', 'gg', '{geog}', 4, use_spheroid => true);
 SELECT count(*) FROM eps_selfjoin('gg', '{geog}', 500, metric => 'cosine');
 SELECT count(*) FROM dbscan('gg', '{geog}', 500, 3);
-SELECT count(*) FROM eps_neighbors('gg', '{geog}', 500);
 CREATE TABLE gplain (id int PRIMARY KEY, x float8, y float8);
 INSERT INTO gplain VALUES (1, 0, 0), (2, 1, 1);
 SELECT count(*) FROM eps_selfjoin('gplain', '{x,y}', 2, use_spheroid => false);

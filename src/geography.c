@@ -97,11 +97,11 @@ GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
 				 errmsg("%s: the kNN joins rank geography on PostGIS's sphere, as its <-> operator does",
 						spec->fname),
 				 errhint("Leave use_spheroid at its default, false.")));
-	if (spec->shape == GJ_SHAPE_DBSCAN || spec->shape == GJ_SHAPE_LISTS)
+	if (spec->shape == GJ_SHAPE_DBSCAN)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s does not read geography yet", spec->fname),
-				 errhint("Use eps_selfjoin or eps_neighbor_counts on it, or project it to a metric SRID: ST_Transform(col::geometry, <UTM zone>).")));
+				 errhint("Use eps_selfjoin, eps_neighbors or eps_neighbor_counts on it, or project it to a metric SRID: ST_Transform(col::geometry, <UTM zone>).")));
 
 	/* one SRID: job.c has already refused two, as for geometry */
 	srid = r_read != NULL && r_read->srid >= 0 ? r_read->srid : s_read->srid;

@@ -1644,6 +1644,47 @@ OutDist(const GjJob *job, double d)
 	return job->spec.metric == GJ_METRIC_COSINE ? d * d * 0.5 : d;
 }
 
+/*
+ * Geography: row id's neighbour list (ids nb, chords nd, n entries, by
+ * chord) as the rows within d, in metres, by (metres, id), in place; the
+ * new length.  Chords in the band between the bounds are PostGIS's to
+ * decide; on the spheroid, metres need not follow the chords' order
+ * exactly, so the list is sorted again (by insertion: it is nearly so).
+ */
+static int64
+GeoList(GjJob *job, int64 id, int64 *nb, double *nd, int64 n)
+{
+	int64		k = 0;
+
+	for (int64 e = 0; e < n; e++)
+	{
+		double		m;
+
+		if (GjGeographyPair(&job->geo, &job->res->geo_points, id, &job->res->geo_points,
+							nb[e], nd[e], &m))
+		{
+			nb[k] = nb[e];
+			nd[k] = m;
+			k++;
+		}
+	}
+	for (int64 e = 1; e < k; e++)
+	{
+		int64		b = nb[e];
+		double		m = nd[e];
+		int64		j = e;
+
+		for (; j > 0 && (nd[j - 1] > m || (nd[j - 1] == m && nb[j - 1] > b)); j--)
+		{
+			nb[j] = nb[j - 1];
+			nd[j] = nd[j - 1];
+		}
+		nb[j] = b;
+		nd[j] = m;
+	}
+	return k;
+}
+
 /* A one-dimensional array of n 8-byte values, copied as one block. */
 static Datum
 MakeArray8(const void *data, int64 n, Oid elemtype)
@@ -1743,7 +1784,9 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 
 			MemoryContextReset(job->rowcxt);
 			old = MemoryContextSwitchTo(job->rowcxt);
-			if (job->spec.metric == GJ_METRIC_COSINE)
+			if (job->geo.on)
+				e1 = e0 + GeoList(job, rp->ids[row], res->list_nb + e0, res->list_nd + e0, e1 - e0);
+			else if (job->spec.metric == GJ_METRIC_COSINE)
 				for (int64 e = e0; e < e1; e++)
 					res->list_nd[e] = OutDist(job, res->list_nd[e]);
 			values[1] = MakeArray8(res->list_nb + e0, e1 - e0, INT8OID);
@@ -1777,6 +1820,8 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 			i = job->pos++;
 			e0 = c->off[i] + GJ_LIST_GAP;
 			e1 = c->off[i + 1];
+			if (job->geo.on)
+				e1 = e0 + GeoList(job, c->a[i], c->nb + e0, c->nd + e0, e1 - e0);
 			values[0] = Int64GetDatum(c->a[i]);
 			values[1] = ArrayInGap(c->nb + c->off[i], e1 - e0, INT8OID);
 			if (job->spec.metric == GJ_METRIC_COSINE)
