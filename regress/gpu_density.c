@@ -148,7 +148,7 @@ check_slabs(const char *name, const gj_points *p, double eps, int32_t minpts,
 	gj_gpu_slab_engine(&e, &ctx);
 
 	gj_points_copy(&q, p, n);
-	st = gj_slab_counts(&q, eps * eps, max_rows, &e, v, &info);
+	st = gj_slab_counts(&q, NULL, eps * eps, max_rows, &e, v, &info);
 	for (int64_t i = 0; i < n && st == GJ_OK && !cpu_no_counts; i++)
 		if (v[i] != a->counts[row[q.ids[i]]] && bad++ == 0)
 			snprintf(detail, sizeof(detail), "id %lld: GPU slabs count %d, CPU %d",
@@ -803,7 +803,7 @@ run_slab_phases(void)
 	printf("| counts whole | %.1f ms |\n", gj_now_ms() - t0);
 	gj_points_copy(&q, &p, n);
 	t0 = gj_now_ms();
-	gj_slab_counts(&q, eps * eps, 2005122, &e, v, &si);
+	gj_slab_counts(&q, NULL, eps * eps, 2005122, &e, v, &si);
 	printf("| counts in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms; plan %.1f ms) |\n",
 		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
 		   ctx.info.kernel_ms, si.plan_ms);

@@ -441,7 +441,7 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 
 	gj_points_copy(&p, orig, n);
 	b.p = &p;
-	st = gj_slab_counts(&p, eps * eps, max_rows, &e, got, &info);
+	st = gj_slab_counts(&p, NULL, eps * eps, max_rows, &e, got, &info);
 	for (int64_t i = 0; i < n && st == GJ_OK; i++)
 		if (got[i] != oc[orow[p.ids[i]]] && bad++ == 0)
 			snprintf(detail, sizeof(detail), "id %lld: count %d, oracle %d",
@@ -452,6 +452,56 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
 		   detail[0] ? detail : "a single slab");
 	gj_points_free(&p);
+
+	/* two sets (eps_join_counts): every third row shifted by eps/3 counts p's rows */
+	{
+		gj_points	r;
+		int64_t		nr = 0;
+		int32_t    *want = malloc(sizeof(int32_t) * (n + 1));
+		int32_t    *rc = malloc(sizeof(int32_t) * (n + 1));
+
+		bad = 0;
+		detail[0] = '\0';
+		gj_points_copy(&p, orig, n);
+		gj_points_copy(&r, orig, n);
+		for (int64_t i = 0; i < n; i += 3, nr++)
+		{
+			memmove(r.x + nr * r.dims, orig->x + i * r.dims, sizeof(double) * r.dims);
+			r.x[nr * r.dims] += eps / 3;
+			r.ids[nr] = orig->ids[i];
+		}
+		r.n = nr;
+		for (int64_t k = 0; k < nr; k++)
+		{
+			want[k] = 0;		/* by id: r's ids are unique */
+			for (int64_t j = 0; j < n; j++)
+				want[k] += gj_sqdist(r.x + k * r.dims, orig->x + j * r.dims, r.dims) <= eps * eps;
+		}
+		{
+			int64_t    *rrow = malloc(sizeof(int64_t) * (n + 1));
+
+			for (int64_t k = 0; k < n; k++)
+				rrow[k] = -1;
+			for (int64_t k = 0; k < nr; k++)
+				rrow[r.ids[k]] = k;
+			b.p = &p;
+			st = gj_slab_counts(&p, &r, eps * eps, max_rows, &e, rc, &info);
+			for (int64_t k = 0; k < nr && st == GJ_OK; k++)
+				if (rc[k] != want[rrow[r.ids[k]]] && bad++ == 0)
+					snprintf(detail, sizeof(detail), "r id %lld: count %d, brute force %d",
+							 (long long) r.ids[k], rc[k], want[rrow[r.ids[k]]]);
+			free(rrow);
+		}
+		if (st != GJ_OK)
+			snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+		snprintf(what, sizeof(what), "slab join counts (%lld slabs)", (long long) info.nslabs);
+		result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
+			   detail[0] ? detail : "a single slab");
+		gj_points_free(&r);
+		gj_points_free(&p);
+		free(want);
+		free(rc);
+	}
 
 	bad = 0;
 	detail[0] = '\0';
@@ -520,7 +570,7 @@ check_interrupt(uint64_t seed)
 		gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, NULL};
 		gj_slab_info info;
 
-		s1 = s1 == GJ_ERR_CANCELED ? gj_slab_counts(&p, 0.5 * 0.5, 50000, &e, a, &info) : s1;
+		s1 = s1 == GJ_ERR_CANCELED ? gj_slab_counts(&p, NULL, 0.5 * 0.5, 50000, &e, a, &info) : s1;
 		s2 = s2 == GJ_ERR_CANCELED ? gj_slab_dbscan(&p, 0.5 * 0.5, 5, 50000, &e, a, core, &info) : s2;
 	}
 	gj_set_interrupt_hook(NULL);

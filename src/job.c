@@ -665,71 +665,55 @@ RowsMoved(GjResources *res)
 	res->block_ordered = false;
 }
 
-/* The slabs' sort on the GPU (a gj_order_fn); the host sorts when it fails. */
-static gj_status
-GpuOrder(void *arg, const gj_points *p, int dim, uint32_t *perm)
-{
-	gj_gpu_options opt;
-	char		err[256];
-
-	(void) arg;
-	memset(&opt, 0, sizeof(opt));
-	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
-	return gj_gpu_order_along(p, dim, &opt, perm, err, sizeof(err));
-}
-
 /*
- * eps_join_counts beyond the device: the s rows in slabs, each counted
- * for the r rows within reach of it (core/slabs.c), the counts added up.
- * Both sets are sorted along the cut dimension first, and res->rowval
- * follows the r rows' new order.  False: not even a slab fits.
+ * Counts (eps_neighbor_counts, eps_join_counts) or DBSCAN beyond the
+ * device: slab by slab on the GPU (core/slab_density.c), the rows (and the
+ * r rows) sorted along one dimension first; res->rowval follows the new
+ * order.  False with *st and err set when not even a slab fits or a step
+ * failed: the caller's NOTICE, and the CPU answers for every row.
  */
 static bool
-GpuJoinCountsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
+GpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 {
 	GjResources *res = job->res;
-	int64		max_rows = SlabRows(res->points.dims, 0, 1);
-	gj_slab_plan pl;
-	int32	   *part;
-	gj_gpu_options opt;
+	bool		dbscan = job->spec.shape == GJ_SHAPE_DBSCAN;
+	int64		max_rows = SlabRows(res->points.dims,
+									dbscan ? GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES : 0,
+									1);
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info si;
 
 	if (max_rows < 4096)
 		return false;
 	RowsMoved(res);
-	*st = gj_slabs_plan_ordered(&res->points, &res->queries, job->spec.eps2, max_rows,
-								GpuOrder, NULL, &pl);
-	if (*st != GJ_OK)
-	{
-		gj_slabs_free(&pl);
-		return false;
-	}
-	memset(res->rowval, 0, sizeof(int32_t) * res->queries.n);
-	part = palloc(sizeof(int32) * Min(max_rows, res->queries.n + 1));
-	memset(&opt, 0, sizeof(opt));
-	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
-	for (int t = 0; *st == GJ_OK && t < pl.nsteps; t++)
-	{
-		gj_slab_step *step = &pl.steps[t];
-		gj_points	a,
-					b;
-		gj_gpu_density_info gi;
-
-		gj_points_view(&a, &res->points, step->a0, step->a1);
-		gj_points_view(&b, &res->queries, step->b0, step->b1);
-		*st = gj_gpu_join_counts(&a, &b, job->spec.eps2, &opt, part, &gi, err, errlen);
-		for (int64 i = 0; *st == GJ_OK && i < b.n; i++)
-			res->rowval[step->b0 + i] += part[i];
-		job->stats.index_ms += gi.index_ms;
-		job->stats.batches += gi.launches;
-	}
-	pfree(part);
-	job->stats.slices = pl.nslabs;
-	job->stats.slice_rows = max_rows;
-	job->stats.slab_steps = pl.nsteps;
-	gj_slabs_free(&pl);
+	memset(&ctx, 0, sizeof(ctx));
+	gj_gpu_slab_engine(&e, &ctx);
+	ctx.opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	if (!dbscan)
+		*st = gj_slab_counts(&res->points, job->spec.has_query ? &res->queries : NULL,
+							 job->spec.eps2, max_rows, &e, res->rowval, &si);
+	else
+		*st = gj_slab_dbscan(&res->points, job->spec.eps2, job->spec.minpts, max_rows, &e,
+							 res->rowval, res->rowflag, &si);
 	if (*st == GJ_ERR_CANCELED)
 		RaiseCanceled();
-	return *st == GJ_OK;
+	if (*st != GJ_OK)
+	{
+		snprintf(err, errlen, "%s", ctx.err[0] ? ctx.err : "the slabs could not be planned");
+		return false;
+	}
+	elog(DEBUG1, "%s: %lld slabs of up to %lld rows, %lld GPU calls (index %.1f ms, kernels %.1f ms); plan %.1f ms, counts %.1f ms, links %.1f ms, borders %.1f ms",
+		 job->spec.fname, (long long) si.nslabs, (long long) max_rows, (long long) si.calls,
+		 ctx.info.index_ms, ctx.info.kernel_ms, si.plan_ms, si.counts_ms, si.link_ms,
+		 si.border_ms);
+	job->stats.index_ms += ctx.info.index_ms;
+	job->stats.batches = ctx.info.launches;
+	job->stats.slices = si.nslabs;
+	job->stats.slice_rows = max_rows;
+	job->stats.slab_steps = si.calls;
+	job->stats.engine = "gpu (slabs)";
+	return true;
 }
 
 /*
@@ -809,6 +793,8 @@ StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	 */
 	int			share = SlabRows(idx->dims, 0, 2) >= GJ_SLAB_EARLY_MIN_ROWS ? 2 : 1;
 	int64		max_rows = SlabRows(idx->dims, 0, share);
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
 	char		err[256];
 	gj_status	st;
 	double		t0 = gj_now_ms();
@@ -816,7 +802,10 @@ StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	if (max_rows < 4096)
 		return false;
 	RowsMoved(job->res);
-	st = gj_slabs_plan_ordered(idx, probe, job->spec.eps2, max_rows, GpuOrder, NULL,
+	memset(&ctx, 0, sizeof(ctx));
+	gj_gpu_slab_engine(&e, &ctx);	/* for its sort */
+	ctx.opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	st = gj_slabs_plan_ordered(idx, probe, job->spec.eps2, max_rows, e.order, e.arg,
 							   &job->slabs);
 	if (st != GJ_OK || job->slabs.nsteps == 0)
 	{
@@ -975,11 +964,8 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 			job->stats.engine = "gpu";
 			done = true;
 		}
-		else if (st == GJ_ERR_DEVICE_OOM && GpuJoinCountsInSlabs(job, &st, err, sizeof(err)))
-		{
-			job->stats.engine = "gpu (slabs)";
+		else if (st == GJ_ERR_DEVICE_OOM && GpuRowsInSlabs(job, &st, err, sizeof(err)))
 			done = true;
-		}
 		else
 			GpuStartFailed(job, st, err);
 	}
@@ -1082,52 +1068,6 @@ EnsureGrid(GjJob *job)
 	}
 }
 
-/*
- * Counts or DBSCAN beyond the device: slab by slab on the GPU
- * (core/slab_density.c), the rows sorted along one dimension first.  False
- * with *st and err set when not even a slab fits or a step failed: the
- * caller's NOTICE, and the CPU answers for every row.
- */
-static bool
-GpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
-{
-	GjResources *res = job->res;
-	int64		max_rows = SlabRows(res->points.dims,
-									GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES, 1);
-	gj_gpu_slab_ctx ctx;
-	gj_slab_engine e;
-	gj_slab_info si;
-
-	if (max_rows < 4096)
-		return false;
-	RowsMoved(res);
-	memset(&ctx, 0, sizeof(ctx));
-	gj_gpu_slab_engine(&e, &ctx);
-	ctx.opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
-	if (job->spec.shape == GJ_SHAPE_COUNTS)
-		*st = gj_slab_counts(&res->points, job->spec.eps2, max_rows, &e, res->rowval, &si);
-	else
-		*st = gj_slab_dbscan(&res->points, job->spec.eps2, job->spec.minpts, max_rows, &e,
-							 res->rowval, res->rowflag, &si);
-	if (*st == GJ_ERR_CANCELED)
-		RaiseCanceled();
-	if (*st != GJ_OK)
-	{
-		snprintf(err, errlen, "%s", ctx.err[0] ? ctx.err : "the slabs could not be planned");
-		return false;
-	}
-	elog(DEBUG1, "%s: %lld slabs of up to %lld rows, %lld GPU calls (index %.1f ms, kernels %.1f ms); plan %.1f ms, counts %.1f ms, links %.1f ms, borders %.1f ms",
-		 job->spec.fname, (long long) si.nslabs, (long long) max_rows, (long long) si.calls,
-		 ctx.info.index_ms, ctx.info.kernel_ms, si.plan_ms, si.counts_ms, si.link_ms,
-		 si.border_ms);
-	job->stats.index_ms += ctx.info.index_ms;
-	job->stats.batches = ctx.info.launches;
-	job->stats.slices = si.nslabs;
-	job->stats.slice_rows = max_rows;
-	job->stats.slab_steps = si.calls;
-	job->stats.engine = "gpu (slabs)";
-	return true;
-}
 
 /* The GPU's per-row answers into res->rowval/rowflag; false: use the CPU. */
 static bool

@@ -731,9 +731,9 @@ extern void gj_points_view(gj_points *v, const gj_points *p, int64_t r0, int64_t
 
 /*
  * slab_density.c: eps_neighbor_counts and DBSCAN of p larger than the
- * device, from an engine's answers on slabs of at most max_rows rows.  p is
- * sorted along its widest dimension first (the answers follow p's new
- * order), and the results are those of gj_cpu_count_within and
+ * device, from an engine's answers on slabs of at most max_rows rows.  p
+ * (and qs) are sorted along p's widest dimension first (the answers follow
+ * the new order), and the results are those of gj_cpu_count_within and
  * gj_cpu_dbscan.  The engine (GPU in the extension, brute force in the
  * tests) answers two questions of a few rows at a time:
  *	join_counts:  counts[i] = rows of s within eps of row i of r;
@@ -767,7 +767,8 @@ typedef struct gj_slab_info
 	double		border_ms;		/* ... ranking, border rows, the final roots */
 } gj_slab_info;
 
-extern gj_status gj_slab_counts(gj_points *p, double eps2, int64_t max_rows,
+/* qs NULL: p's own counts (itself included); else counts[i] of qs's row i among p's rows. */
+extern gj_status gj_slab_counts(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 								const gj_slab_engine *e, int32_t *counts, gj_slab_info *info);
 extern gj_status gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 								const gj_slab_engine *e, int32_t *root, uint8_t *core,

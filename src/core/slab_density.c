@@ -32,15 +32,15 @@
 
 /* --- counts ---------------------------------------------------------------- */
 
-/* Counts over the steps of pl (p probing its own slabs), added into counts. */
+/* Counts of qs's rows over the steps of pl (qs probing p's slabs), added up. */
 static gj_status
-counts_over(const gj_points *p, double eps2, const gj_slab_plan *pl, int64_t max_rows,
-			const gj_slab_engine *e, int32_t *counts, gj_slab_info *info)
+counts_over(const gj_points *p, const gj_points *qs, double eps2, const gj_slab_plan *pl,
+			int64_t max_rows, const gj_slab_engine *e, int32_t *counts, gj_slab_info *info)
 {
 	int32_t    *part = malloc(sizeof(int32_t) * (max_rows + 1));
 	gj_status	st = part != NULL ? GJ_OK : GJ_ERR_NOMEM;
 
-	memset(counts, 0, sizeof(int32_t) * p->n);
+	memset(counts, 0, sizeof(int32_t) * qs->n);
 	for (int t = 0; st == GJ_OK && t < pl->nsteps; t++)
 	{
 		const gj_slab_step *s = &pl->steps[t];
@@ -53,7 +53,7 @@ counts_over(const gj_points *p, double eps2, const gj_slab_plan *pl, int64_t max
 			break;
 		}
 		gj_points_view(&a, p, s->a0, s->a1);
-		gj_points_view(&b, p, s->b0, s->b1);
+		gj_points_view(&b, qs, s->b0, s->b1);
 		st = e->join_counts(e->arg, &a, &b, eps2, part);
 		for (int64_t i = 0; st == GJ_OK && i < b.n; i++)
 			counts[s->b0 + i] += part[i];
@@ -64,23 +64,27 @@ counts_over(const gj_points *p, double eps2, const gj_slab_plan *pl, int64_t max
 }
 
 gj_status
-gj_slab_counts(gj_points *p, double eps2, int64_t max_rows, const gj_slab_engine *e,
-			   int32_t *counts, gj_slab_info *info)
+gj_slab_counts(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
+			   const gj_slab_engine *e, int32_t *counts, gj_slab_info *info)
 {
 	gj_slab_plan pl;
 	gj_status	st;
-
 	double		t0 = gj_now_ms();
 
 	memset(info, 0, sizeof(*info));
+	if (qs == NULL)
+		qs = p;
 	if (p->n == 0)
+	{
+		memset(counts, 0, sizeof(int32_t) * qs->n);
 		return GJ_OK;
-	st = gj_slabs_plan_ordered(p, p, eps2, max_rows, e->order, e->arg, &pl);
+	}
+	st = gj_slabs_plan_ordered(p, qs, eps2, max_rows, e->order, e->arg, &pl);
 	info->plan_ms = gj_now_ms() - t0;
 	if (st == GJ_OK)
 	{
 		info->nslabs = pl.nslabs;
-		st = counts_over(p, eps2, &pl, max_rows, e, counts, info);
+		st = counts_over(p, qs, eps2, &pl, max_rows, e, counts, info);
 	}
 	info->counts_ms = gj_now_ms() - t0 - info->plan_ms;
 	gj_slabs_free(&pl);
@@ -319,7 +323,7 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	/* 1. core flags (the counts in root for now) */
 	t0 = gj_now_ms();
 	if (st == GJ_OK)
-		st = counts_over(p, eps2, &join, max_rows, e, root, info);
+		st = counts_over(p, p, eps2, &join, max_rows, e, root, info);
 	for (int64_t i = 0; st == GJ_OK && i < n; i++)
 		core[i] = root[i] >= minpts;
 	info->counts_ms = gj_now_ms() - t0;
