@@ -335,3 +335,19 @@ gj_points_split_alternate(const gj_points *p, gj_points *r, gj_points *s)
 	for (int64_t i = 0; i < p->n; i++)
 		gj_points_push(i % 2 ? s : r, p->ids[i], p->x + i * p->dims);
 }
+
+int
+gj_gen_band_within(void *arg, const gj_points *p, int64_t i, int64_t j)
+{
+	const gj_gen_band *r = arg;
+	double		d2 = gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims);
+	int64_t		a = p->ids[i] < p->ids[j] ? p->ids[i] : p->ids[j],
+				b = p->ids[i] < p->ids[j] ? p->ids[j] : p->ids[i];
+	uint64_t	h = r->seed ^ (uint64_t) a * 0x9E3779B97F4A7C15ull ^ (uint64_t) b * 0xC2B2AE3D27D4EB4Full;
+
+	if (d2 <= r->in2)
+		return 1;
+	h ^= h >> 31;
+	h *= 0xBF58476D1CE4E5B9ull;
+	return d2 <= r->out2 && ((h >> 29) & 1);
+}

@@ -53,6 +53,20 @@ extern void gj_points_split_alternate(const gj_points *p, gj_points *r, gj_point
 extern void gj_scramble_ids(gj_points *p, uint64_t seed);
 
 /*
+ * A rule between two eps for the band tests (slab_density.c's band): rows
+ * within in2 (squared) always, beyond out2 never, in between as a hash of
+ * the two ids and seed says, about half of the pairs; gj_oracle_rule's form.
+ */
+typedef struct gj_gen_band
+{
+	double		in2,
+				out2;
+	uint64_t	seed;
+} gj_gen_band;
+
+extern int	gj_gen_band_within(void *arg, const gj_points *p, int64_t i, int64_t j);
+
+/*
  * DBSCAN's adversarial chain: nclusters tight groups of 6 points in 2-D,
  * centres 2 eps apart on a line, each with one more point exactly eps from
  * its centre, so a lone point lies exactly eps from two clusters.

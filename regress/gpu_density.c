@@ -190,6 +190,109 @@ check_slabs(const char *name, const gj_points *p, double eps, int32_t minpts,
 	free(k);
 }
 
+/*
+ * A band (geography's, slab_density.c): counts and DBSCAN under a rule
+ * between 0.9 eps and eps (datagen's gj_gen_band_within), on engine e in
+ * slabs of max_rows; answers by id (ids are 0..n-1).  *nband: its pairs.
+ */
+static gj_status
+band_run(const gj_points *p, double eps, int32_t minpts, int64_t max_rows,
+		 const gj_slab_engine *e, uint64_t seed, int32_t *count, int32_t *cluster,
+		 uint8_t *core, int64_t *nband)
+{
+	int64_t		n = p->n;
+	gj_gen_band rule = {0.81 * eps * eps, eps * eps, seed};
+	gj_points	q;
+	gj_band		band;
+	gj_slab_info info;
+	int32_t    *v = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *k = malloc(n + 1);
+	int64_t		kept = 0,
+				ncl;
+	gj_status	st;
+
+	gj_points_copy(&q, p, n);
+	st = gj_slab_band(&q, rule.in2, rule.out2, max_rows, e, v, &band, &info);
+	*nband = band.n;
+	for (int64_t b = 0; st == GJ_OK && b < band.n; b++)
+		if (gj_gen_band_within(&rule, &q, band.a[b], band.b[b]))
+		{
+			v[band.a[b]]++;
+			v[band.b[b]]++;
+			band.a[kept] = band.a[b];
+			band.b[kept++] = band.b[b];
+		}
+	band.n = kept;
+	for (int64_t i = 0; st == GJ_OK && i < n; i++)
+	{
+		count[q.ids[i]] = v[i];
+		k[i] = v[i] >= minpts;
+	}
+	if (st == GJ_OK)
+		st = gj_slab_band_dbscan(&q, rule.in2, rule.out2, k, &band, max_rows, e, v, &info);
+	if (st == GJ_OK)
+		st = gj_dbscan_number(&q, v, k, &ncl);
+	for (int64_t i = 0; st == GJ_OK && i < n; i++)
+	{
+		cluster[q.ids[i]] = v[i];
+		core[q.ids[i]] = k[i];
+	}
+	gj_band_free(&band);
+	gj_points_free(&q);
+	free(v);
+	free(k);
+	return st;
+}
+
+/* The band on the GPU in slabs against the CPU engine in one. */
+static void
+check_band(const char *name, const gj_points *p, double eps, int32_t minpts,
+		   int64_t max_rows, uint64_t seed)
+{
+	int64_t		n = p->n;
+	int32_t    *cc = malloc(sizeof(int32_t) * (n + 1)),
+			   *ccl = malloc(sizeof(int32_t) * (n + 1)),
+			   *gc = malloc(sizeof(int32_t) * (n + 1)),
+			   *gcl = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *ck = malloc(n + 1),
+			   *gk = malloc(n + 1);
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine cpu,
+				gpu;
+	int			nthreads = 4;
+	int64_t		cband = 0,
+				gband = -1,
+				bad = 0;
+	char		detail[512] = "",
+				what[96];
+	gj_status	st;
+
+	memset(&ctx, 0, sizeof(ctx));
+	gj_gpu_slab_engine(&gpu, &ctx);
+	gj_cpu_slab_engine(&cpu, &nthreads);
+	st = band_run(p, eps, minpts, 2 * n + 2, &cpu, seed, cc, ccl, ck, &cband);
+	if (st == GJ_OK)
+		st = band_run(p, eps, minpts, max_rows, &gpu, seed, gc, gcl, gk, &gband);
+	if (st == GJ_OK && gband != cband && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld band pairs, CPU %lld", (long long) gband,
+				 (long long) cband);
+	for (int64_t i = 0; st == GJ_OK && i < n; i++)
+		if ((gc[i] != cc[i] || gcl[i] != ccl[i] || gk[i] != ck[i]) && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: GPU (%d, %d, core %d), CPU (%d, %d, core %d)",
+					 (long long) i, gc[i], gcl[i], gk[i], cc[i], ccl[i], ck[i]);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), ctx.err);
+	snprintf(what, sizeof(what), "gpu band counts+dbscan minpts %d (%lld band pairs)", minpts,
+			 (long long) cband);
+	result(st == GJ_OK && bad == 0, what, name, seed, detail);
+	free(cc);
+	free(ccl);
+	free(gc);
+	free(gcl);
+	free(ck);
+	free(gk);
+}
+
 /* The sign-folded bits of x: numeric order, -0 before +0 (order.cu's key). */
 static uint64_t
 order_key_of(double x)
@@ -331,7 +434,11 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 	}
 	/* every other case again in slabs of a fifth of the rows */
 	if (seed % 2 == 0 && n >= 40 && isfinite(eps * eps))
+	{
 		check_slabs(name, p, eps, minpts, n / 5, &a, seed);
+		if (n <= 100000)
+			check_band(name, p, eps, minpts, n / 5, seed);	/* the band's sweep is the host's */
+	}
 	if (getenv("GJ_VERBOSE"))
 		printf("ok? %s n %lld eps %.3g minpts %d: %lld clusters\n", name, (long long) n, eps,
 			   minpts, (long long) a.nclusters);

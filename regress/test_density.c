@@ -374,6 +374,7 @@ brute_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *co
 }
 
 static brute_engine slab_use;	/* windows seen over the whole run */
+static int64_t band_cases = 0;	/* band cases with pairs both kept and not */
 
 /* An order callback (as a device's sort): (coordinate, row), qsort. */
 typedef struct order_item
@@ -413,7 +414,7 @@ test_order(void *arg, const gj_points *p, int dim, uint32_t *perm)
 
 static void
 check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
-			int64_t max_rows, uint64_t seed)
+			int64_t max_rows, uint64_t seed, int cpu)
 {
 	int64_t		n = orig->n;
 	gj_points	p;
@@ -431,9 +432,13 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 				wantn = 0;
 	char		detail[256] = "",
 				what[64];
+	const char *by = cpu ? ", cpu engine" : "";
+	int			nthreads = 1 + (int) (seed % 3);
 	gj_status	st;
 
 	memset(&b, 0, sizeof(b));
+	if (cpu)
+		gj_cpu_slab_engine(&e, &nthreads);
 	gj_oracle_count_within(orig, eps * eps, oc);
 	gj_oracle_dbscan(orig, eps * eps, minpts, ocl, ocore);
 	for (int64_t i = 0; i < n; i++)
@@ -448,7 +453,7 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 					 (long long) p.ids[i], got[i], oc[orow[p.ids[i]]]);
 	if (st != GJ_OK)
 		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
-	snprintf(what, sizeof(what), "slab counts (%lld slabs)", (long long) info.nslabs);
+	snprintf(what, sizeof(what), "slab counts (%lld slabs%s)", (long long) info.nslabs, by);
 	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
 		   detail[0] ? detail : "a single slab");
 	gj_points_free(&p);
@@ -494,7 +499,7 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 		}
 		if (st != GJ_OK)
 			snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
-		snprintf(what, sizeof(what), "slab join counts (%lld slabs)", (long long) info.nslabs);
+		snprintf(what, sizeof(what), "slab join counts (%lld slabs%s)", (long long) info.nslabs, by);
 		result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
 			   detail[0] ? detail : "a single slab");
 		gj_points_free(&r);
@@ -523,8 +528,8 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 				 (long long) wantn);
 	if (st != GJ_OK)
 		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
-	snprintf(what, sizeof(what), "slab dbscan minpts %d (%lld slabs)", minpts,
-			 (long long) info.nslabs);
+	snprintf(what, sizeof(what), "slab dbscan minpts %d (%lld slabs%s)", minpts,
+			 (long long) info.nslabs, by);
 	result(st == GJ_OK && bad == 0 && info.nslabs > 1, what, name, seed,
 		   detail[0] ? detail : "a single slab");
 	slab_use.views += b.views;
@@ -533,6 +538,115 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 	free(oc);
 	free(ocl);
 	free(ocore);
+	free(got);
+	free(core);
+	free(orow);
+}
+
+/*
+ * A rule between two eps (slab_density.c's band, datagen's
+ * gj_gen_band_within), as PostGIS decides geography's band pairs: counts
+ * and DBSCAN from gj_slab_band and gj_slab_band_dbscan against the
+ * oracles under the rule.
+ */
+static void
+check_band(const char *name, const gj_points *orig, double eps_in, double eps, int32_t minpts,
+		   int64_t max_rows, uint64_t seed, int cpu)
+{
+	int64_t		n = orig->n;
+	gj_gen_band rule = {eps_in * eps_in, eps * eps, seed};
+	gj_points	p;
+	gj_band		band;
+	int32_t    *ocl = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *ocore = malloc(n + 1);
+	int32_t    *cnt = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *got = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *core = malloc(n + 1);
+	int64_t    *orow = rows_by_id(orig);
+	brute_engine b;
+	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, seed % 2 ? test_order : NULL};
+	gj_slab_info info;
+	int			nthreads = 2;
+	int64_t		bad = 0,
+				want_band = 0,
+				kept = 0,
+				ncl = 0,
+				wantn = 0;
+	char		detail[256] = "",
+				what[160];
+	gj_status	st;
+
+	memset(&b, 0, sizeof(b));
+	if (cpu)
+		gj_cpu_slab_engine(&e, &nthreads);
+	gj_oracle_dbscan_by(orig, gj_gen_band_within, &rule, minpts, ocl, ocore);
+	for (int64_t i = 0; i < n; i++)
+	{
+		wantn = ocl[i] + 1 > wantn ? ocl[i] + 1 : wantn;
+		for (int64_t j = i + 1; j < n; j++)
+		{
+			double		d2 = gj_sqdist(orig->x + i * orig->dims, orig->x + j * orig->dims,
+									   orig->dims);
+
+			want_band += d2 > rule.in2 && d2 <= rule.out2;
+		}
+	}
+	gj_points_copy(&p, orig, n);
+	b.p = &p;
+	st = gj_slab_band(&p, rule.in2, rule.out2, max_rows, &e, cnt, &band, &info);
+	if (st == GJ_OK && band.n != want_band && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld band pairs, brute force %lld",
+				 (long long) band.n, (long long) want_band);
+	/* the caller's part: decide, keep, count */
+	for (int64_t k = 0; st == GJ_OK && k < band.n; k++)
+		if (gj_gen_band_within(&rule, &p, band.a[k], band.b[k]))
+		{
+			cnt[band.a[k]]++;
+			cnt[band.b[k]]++;
+			band.a[kept] = band.a[k];
+			band.b[kept] = band.b[k];
+			band.c[kept++] = band.c[k];
+		}
+	band.n = kept;
+	for (int64_t i = 0; st == GJ_OK && i < n; i++)
+	{
+		int32_t		want = 0;
+		int64_t		o = orow[p.ids[i]];
+
+		for (int64_t j = 0; j < n; j++)
+			want += gj_gen_band_within(&rule, orig, o, j);
+		if (cnt[i] != want && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: count %d, oracle %d",
+					 (long long) p.ids[i], cnt[i], want);
+		core[i] = cnt[i] >= minpts;
+	}
+	if (st == GJ_OK)
+		st = gj_slab_band_dbscan(&p, rule.in2, rule.out2, core, &band, max_rows, &e, got, &info);
+	if (st == GJ_OK)
+		st = gj_dbscan_number(&p, got, core, &ncl);
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+	{
+		int64_t		o = orow[p.ids[i]];
+
+		if ((core[i] != ocore[o] || got[i] != ocl[o]) && bad++ == 0)
+			snprintf(detail, sizeof(detail), "id %lld: cluster %d core %d, oracle %d core %d",
+					 (long long) p.ids[i], got[i], core[i], ocl[o], ocore[o]);
+	}
+	if (st == GJ_OK && ncl != wantn && bad++ == 0)
+		snprintf(detail, sizeof(detail), "%lld clusters, oracle %lld", (long long) ncl,
+				 (long long) wantn);
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
+	snprintf(what, sizeof(what), "band counts+dbscan minpts %d (%lld slabs, %lld of %lld band pairs%s)",
+			 minpts, (long long) info.nslabs, (long long) kept, (long long) want_band,
+			 cpu ? ", cpu engine" : "");
+	result(st == GJ_OK && bad == 0, what, name, seed, detail);
+	band_cases += want_band > 0 && kept > 0 && kept < want_band;
+	gj_band_free(&band);
+	gj_points_free(&p);
+	free(ocl);
+	free(ocore);
+	free(cnt);
 	free(got);
 	free(core);
 	free(orow);
@@ -623,8 +737,14 @@ main(int argc, char **argv)
 				for (size_t m = 0; m < sizeof(minpts_list) / sizeof(minpts_list[0]); m++)
 					check_dbscan(name, &p, eps, minpts_list[m], 1 + (int) ((seed + m) % 6), seed);
 				/* beyond a device of 60-140 rows: slabs */
-				check_slabs(name, &p, eps, minpts_list[(k + d + nb) % 4], 60 + (int64_t) (seed % 3) * 40,
-							seed);
+				for (int cpu = 0; cpu < 2; cpu++)
+					check_slabs(name, &p, eps, minpts_list[(k + d + nb) % 4],
+								60 + (int64_t) (seed % 3) * 40, seed, cpu);
+				/* a band as wide as a tenth of eps, and one a rounding wide */
+				check_band(name, &p, eps * (nb ? 0.9 : 1 - 1e-12), eps,
+						   minpts_list[(k + d + nb + 1) % 4], 60 + (int64_t) (seed % 3) * 40,
+						   seed, (int) (seed % 2));
+				check_band(name, &p, eps * 0.9, eps, 3, n + 1, seed, 1);
 				gj_points_free(&p);
 			}
 	/* huge and tiny eps */
@@ -659,7 +779,11 @@ main(int argc, char **argv)
 				check_dbscan(name, &p, eps[e], 2, 2, seed);
 				check_dbscan(name, &p, eps[e], 5, 3, seed);
 				if (isfinite(eps[e] * eps[e]) && p.n >= 8)
-					check_slabs(name, &p, eps[e], 3, p.n / 4 > 4 ? p.n / 4 : 4, seed);
+				{
+					check_slabs(name, &p, eps[e], 3, p.n / 4 > 4 ? p.n / 4 : 4, seed, (int) (seed % 2));
+					check_band(name, &p, eps[e] * (1 - 1e-9), eps[e], 2, p.n / 4 > 4 ? p.n / 4 : 4,
+							   seed, (int) (seed % 2));
+				}
 			}
 			gj_points_free(&p);
 		}
@@ -672,7 +796,9 @@ main(int argc, char **argv)
 		gj_gen_chain(&p, 40, 0.5, seed);
 		gj_scramble_ids(&p, seed);
 		check_dbscan("chain", &p, 0.5, minpts, 4, seed);
-		check_slabs("chain", &p, 0.5, minpts, 50, seed);
+		check_slabs("chain", &p, 0.5, minpts, 50, seed, 0);
+		check_slabs("chain", &p, 0.5, minpts, 50, seed, 1);
+		check_band("chain", &p, 0.45, 0.5, minpts, 50, seed, (int) (seed % 2));
 		check_counts_lists("chain", &p, 0.5, 4, seed);
 		gj_points_free(&p);
 	}
@@ -726,6 +852,7 @@ main(int argc, char **argv)
 				 (long long) slab_use.views, (long long) slab_use.copies);
 		result(slab_use.views > 0 && slab_use.copies > 0, "slab windows", "all", base, detail);
 		result(orders_asked > 0, "slab order callback", "all", base, "never asked");
+		result(band_cases > 10, "band pairs both kept and dropped", "all", base, "too few cases");
 	}
 
 	printf("density: %d passed, %d failed\n", passed, failed);

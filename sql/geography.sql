@@ -163,6 +163,67 @@ SELECT sp,
         JOIN gglobe a ON a.id = j.a JOIN gglobe b ON b.id = j.b) < CASE WHEN sp THEN 1.0 ELSE 1e-6 END AS dist_within_bound
 FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
 
+-- DBSCAN in metres: against DBSCAN by its definition over PostGIS's own
+-- ST_DWithin pairs (core: minpts rows within d, itself included; clusters
+-- numbered by their least core id; a border row joins the least-numbered
+-- cluster in reach)
+CREATE FUNCTION geo_dbscan_oracle(tbl regclass, d float8, minpts int, sp boolean)
+RETURNS TABLE (id bigint, cluster int, is_core boolean) LANGUAGE plpgsql AS $$
+DECLARE
+    changed bigint;
+BEGIN
+    DROP TABLE IF EXISTS o_pairs, o_lab;
+    EXECUTE format('CREATE TEMP TABLE o_pairs AS SELECT a.id::bigint AS a, b.id::bigint AS b '
+                   'FROM %s a JOIN %s b ON ST_DWithin(a.geog, b.geog, %s, %L)', tbl, tbl, d, sp);
+    CREATE INDEX ON o_pairs (a);
+    CREATE TEMP TABLE o_lab AS SELECT a AS id, count(*) >= minpts AS core, a AS lab FROM o_pairs GROUP BY a;
+    ALTER TABLE o_lab ADD PRIMARY KEY (id);
+    ANALYZE o_pairs, o_lab;
+    LOOP
+        UPDATE o_lab l SET lab = m.lab
+        FROM (SELECT p.a, min(n.lab) AS lab FROM o_pairs p JOIN o_lab n ON n.id = p.b AND n.core
+              GROUP BY p.a) m
+        WHERE l.id = m.a AND l.core AND m.lab < l.lab;
+        GET DIAGNOSTICS changed = ROW_COUNT;
+        EXIT WHEN changed = 0;
+    END LOOP;
+    RETURN QUERY
+    WITH ranks AS (SELECT lab, (dense_rank() OVER (ORDER BY lab) - 1)::int AS rk
+                   FROM (SELECT DISTINCT lab FROM o_lab WHERE core) c)
+    SELECT l.id,
+           CASE WHEN l.core THEN (SELECT rk FROM ranks WHERE ranks.lab = l.lab)
+                ELSE (SELECT min(r.rk) FROM o_pairs p JOIN o_lab n ON n.id = p.b AND n.core
+                      JOIN ranks r ON r.lab = n.lab WHERE p.a = l.id) END,
+           l.core
+    FROM o_lab l;
+END $$;
+SET client_min_messages = warning;
+CREATE TEMP TABLE dbscan_cases AS
+SELECT * FROM (VALUES ('gg'::regclass, 60.0::float8, 3, true), ('gg', 60, 3, false),
+                      ('gg', 500, 125, true), ('gpole', 300, 4, true)) v(tbl, d, minpts, sp);
+CREATE TEMP TABLE dbscan_oracle AS
+SELECT c.*, o.* FROM dbscan_cases c, geo_dbscan_oracle(c.tbl, c.d, c.minpts, c.sp) o;
+SELECT c.tbl, c.d, c.minpts, c.sp,
+       (SELECT count(*) FROM dbscan(c.tbl, '{geog}', c.d, c.minpts, use_spheroid => c.sp) o
+        FULL JOIN (SELECT * FROM dbscan_oracle p WHERE (p.tbl, p.d, p.sp) = (c.tbl, c.d, c.sp)) p USING (id)
+        WHERE o.cluster IS DISTINCT FROM p.cluster OR o.is_core IS DISTINCT FROM p.is_core) AS differ,
+       (SELECT format('%s clusters, %s core, %s border, %s noise', count(DISTINCT cluster),
+                      count(*) FILTER (WHERE is_core), count(*) FILTER (WHERE NOT is_core AND cluster IS NOT NULL),
+                      count(*) FILTER (WHERE cluster IS NULL))
+        FROM dbscan_oracle p WHERE (p.tbl, p.d, p.sp) = (c.tbl, c.d, c.sp)) AS oracle
+FROM dbscan_cases c;
+-- the rows 500 m apart decide whether their ends are core: some have
+-- exactly minpts rows within d
+SELECT count(*) > 0 AS core_at_d_exactly FROM dbscan_oracle o
+JOIN eps_neighbor_counts('gg', '{geog}', 500) c USING (id)
+WHERE o.d = 500 AND c.n + 1 = 125 AND o.is_core;
+SELECT count(*) AS dbscan_sql_differ FROM dbscan_sql('SELECT id, geog FROM gg', 60, 3) o
+FULL JOIN (SELECT * FROM dbscan_oracle WHERE d = 60 AND sp) p USING (id)
+WHERE o.cluster IS DISTINCT FROM p.cluster OR o.is_core IS DISTINCT FROM p.is_core;
+RESET client_min_messages;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+    SELECT * FROM dbscan('gg', '{geog}', 500, 125);
+
 -- kNN ranks on the sphere, as PostGIS's <-> does
 SELECT count(*) AS knn_diff FROM (
     SELECT q, r, rank FROM knn_join('gsmall', 'gg', '{geog}', 4)
@@ -177,7 +238,7 @@ FROM knn_selfjoin('gpole', '{geog}', 3) k JOIN gpole a ON a.id = k.a JOIN gpole 
 \set VERBOSITY sqlstate
 SELECT count(*) FROM knn_join('gsmall', 'gg', '{geog}', 4, use_spheroid => true);
 SELECT count(*) FROM eps_selfjoin('gg', '{geog}', 500, metric => 'cosine');
-SELECT count(*) FROM dbscan('gg', '{geog}', 500, 3);
+SELECT count(*) FROM dbscan('gg', '{geog}', 500, 3, metric => 'cosine');
 CREATE TABLE gplain (id int PRIMARY KEY, x float8, y float8);
 INSERT INTO gplain VALUES (1, 0, 0), (2, 1, 1);
 SELECT count(*) FROM eps_selfjoin('gplain', '{x,y}', 2, use_spheroid => false);
@@ -207,4 +268,5 @@ SELECT count(*) AS nad83_diff FROM (
     UNION ALL
     (SELECT a.id, b.id FROM gnad a JOIN gnad b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 500)
      EXCEPT SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gnad', '{geog}', 500))) d;
+DROP FUNCTION geo_dbscan_oracle;
 DROP TABLE gg, gsmall, gpole, gglobe, gplain, ggeom, gmixed, gline, gnull, gnad;

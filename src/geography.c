@@ -13,7 +13,9 @@
  * 13 cm at 50 km): there PostGIS's own ST_DWithin decides, so the pairs
  * are those of ST_DWithin to the last bit.  Pairs are checked as they
  * stream; counts are counted twice, at both ends of the band, and only
- * rows whose counts differ look for the pairs between.
+ * rows whose counts differ look for the pairs between (here for listed
+ * rows and two tables; for all of a table's rows, and DBSCAN, job.c's
+ * GeoBandRows does the same through core/slab_density.c's band).
  */
 #include "postgres.h"
 
@@ -97,12 +99,6 @@ GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
 				 errmsg("%s: the kNN joins rank geography on PostGIS's sphere, as its <-> operator does",
 						spec->fname),
 				 errhint("Leave use_spheroid at its default, false.")));
-	if (spec->shape == GJ_SHAPE_DBSCAN)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s does not read geography yet", spec->fname),
-				 errhint("Use eps_selfjoin, eps_neighbors or eps_neighbor_counts on it, or project it to a metric SRID: ST_Transform(col::geometry, <UTM zone>).")));
-
 	/* one SRID: job.c has already refused two, as for geometry */
 	srid = r_read != NULL && r_read->srid >= 0 ? r_read->srid : s_read->srid;
 	if (srid < 0)

@@ -116,6 +116,7 @@ struct GjJob
 
 	GjGeography geo;			/* PostGIS geography: chords to metres */
 	double		geo_metres;		/* ... the distance of the pair at pos */
+	bool		geo_band;		/* per-row answers already within d (GeoBandRows) */
 
 	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
 	double		t_engine;		/* gj_now_ms() at the engine's start */
@@ -1112,6 +1113,127 @@ AllocRowResults(GjJob *job, int64 n)
 		GjCheckStatus(GJ_ERR_NOMEM, job->spec.fname);
 }
 
+/*
+ * Geography counts and DBSCAN of all the rows: the engines count within
+ * the chords in_max and out_min (core/slab_density.c's band: on the GPU
+ * where it can, in slabs where it must, else on the CPU), PostGIS decides
+ * the pairs in between, and DBSCAN clusters under that rule, the band's
+ * pairs linking as the others do.  res->rowval (and rowflag) follow the
+ * rows' new order.
+ */
+static void
+GeoBandRows(GjJob *job, bool allow_gpu)
+{
+	GjResources *res = job->res;
+	gj_points  *p = &res->points;
+	int64		n = p->n;
+	double		in2 = job->geo.g.in_max * job->geo.g.in_max,
+				out2 = job->spec.eps2;
+	bool		dbscan = job->spec.shape == GJ_SHAPE_DBSCAN;
+	bool		gpu = allow_gpu && GjChooseEngine(n) == GJ_ENGINE_GPU;
+	int			nthreads = GjCpuThreads();
+	int64		max_rows = 0;
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info si;
+	gj_band		found,
+				band;
+	int64		kept = 0;
+	gj_status	st = GJ_OK;
+	double		t0;
+
+	AllocRowResults(job, n);
+	RowsMoved(res);
+	memset(&ctx, 0, sizeof(ctx));
+	if (gpu)
+	{
+		max_rows = SlabRows(p->dims,
+							dbscan ? GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES : 0, 1);
+		gpu = max_rows >= 4096;
+	}
+	if (gpu)
+	{
+		gj_gpu_slab_engine(&e, &ctx);
+		ctx.opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+		st = gj_slab_band(p, in2, out2, max_rows, &e, res->rowval, &found, &si);
+		if (st != GJ_OK)
+			gpu = GpuStartFailed(job, st, ctx.err[0] ? ctx.err : "the slabs could not be planned");
+	}
+	if (!gpu)
+	{
+		gj_cpu_slab_engine(&e, &nthreads);
+		max_rows = 2 * n + 2;	/* one slab */
+		CheckStatus(gj_slab_band(p, in2, out2, max_rows, &e, res->rowval, &found, &si),
+					job->spec.fname);
+	}
+
+	/* the band in the job's memory, then PostGIS's word on each pair */
+	t0 = gj_now_ms();
+	band = found;
+	band.a = palloc(sizeof(int64) * (found.n + 1));
+	band.b = palloc(sizeof(int64) * (found.n + 1));
+	band.c = palloc(sizeof(double) * (found.n + 1));
+	memcpy(band.a, found.a, sizeof(int64) * found.n);
+	memcpy(band.b, found.b, sizeof(int64) * found.n);
+	memcpy(band.c, found.c, sizeof(double) * found.n);
+	gj_band_free(&found);
+	for (int64 k = 0; k < band.n; k++)
+	{
+		double		metres;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!GjGeographyPair(&job->geo, &res->geo_points, p->ids[band.a[k]],
+							 &res->geo_points, p->ids[band.b[k]], band.c[k], &metres))
+			continue;
+		res->rowval[band.a[k]]++;
+		res->rowval[band.b[k]]++;
+		band.a[kept] = band.a[k];
+		band.b[kept] = band.b[k];
+		band.c[kept++] = band.c[k];
+	}
+	elog(DEBUG1, "%s: %lld band pairs, %lld within d, decided in %.1f ms; %lld slabs, counts %.1f ms",
+		 job->spec.fname, (long long) band.n, (long long) kept, gj_now_ms() - t0,
+		 (long long) si.nslabs, si.counts_ms);
+	band.n = kept;
+
+	if (dbscan)
+	{
+		for (int64 i = 0; i < n; i++)
+			res->rowflag[i] = res->rowval[i] >= job->spec.minpts;
+		st = gj_slab_band_dbscan(p, in2, out2, res->rowflag, &band, max_rows, &e,
+								 res->rowval, &si);
+		if (st != GJ_OK && st != GJ_ERR_CANCELED && gpu)
+		{
+			gpu = GpuStartFailed(job, st, ctx.err[0] ? ctx.err : "a slab step failed");
+			gj_cpu_slab_engine(&e, &nthreads);
+			max_rows = 2 * n + 2;
+			st = gj_slab_band_dbscan(p, in2, out2, res->rowflag, &band, max_rows, &e,
+									 res->rowval, &si);
+		}
+		CheckStatus(st, job->spec.fname);
+	}
+	pfree(band.a);
+	pfree(band.b);
+	pfree(band.c);
+	if (gpu)
+	{
+		job->stats.index_ms += ctx.info.index_ms;
+		job->stats.batches = ctx.info.launches;
+		job->stats.engine = si.nslabs > 1 ? "gpu (slabs)" : "gpu";
+		if (si.nslabs > 1)
+		{
+			job->stats.slices = si.nslabs;
+			job->stats.slice_rows = max_rows;
+		}
+	}
+	else
+	{
+		job->stats.engine = "cpu";
+		job->stats.threads = nthreads;
+	}
+	job->geo_band = true;
+}
+
 static void
 StartRows(GjJob *job, bool allow_gpu)
 {
@@ -1136,6 +1258,13 @@ StartRows(GjJob *job, bool allow_gpu)
 			FinishRows(job);
 			return;
 		}
+	}
+	if (job->geo.on && !restricted && job->spec.shape != GJ_SHAPE_LISTS)
+	{
+		job->t_engine = gj_now_ms();
+		GeoBandRows(job, allow_gpu);
+		FinishRows(job);
+		return;
 	}
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
@@ -1195,7 +1324,7 @@ FinishRows(GjJob *job)
 	if (job->spec.shape == GJ_SHAPE_DBSCAN)
 		CheckStatus(gj_dbscan_number(&res->points, res->rowval, res->rowflag,
 									 &job->nclusters), job->spec.fname);
-	if (job->geo.on && job->spec.shape == GJ_SHAPE_COUNTS)
+	if (job->geo.on && job->spec.shape == GJ_SHAPE_COUNTS && !job->geo_band)
 	{
 		/* geography: the counts within d, not within the engines' chord */
 		if (job->spec.has_query)

@@ -366,10 +366,11 @@ typedef struct dbscan_ctx
 {
 	const gj_grid *g;
 	const gj_points *p;
-	int32_t		minpts;
+	int32_t		minpts;			/* 0: the core flags are given */
 	int32_t    *parent;			/* union-find over rows; root[] at the end */
 	uint8_t    *core;
-	int64_t    *minid;			/* per root: the smallest id of its core rows */
+	const int64_t *key;			/* per row: its rank among clusters (NULL: its id) */
+	int64_t    *minid;			/* per root: the least key of its core rows */
 	const uint8_t *compact;		/* per cell */
 	int64_t    *first_core;		/* per compact cell: its first core row, or -1 */
 	gj_boxes	bx;				/* the dense wide cells' boxes (nbox 0: none) */
@@ -487,10 +488,12 @@ core_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 	{
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
+		c->parent[i] = (int32_t) i;
+		if (c->minpts == 0)
+			continue;			/* given */
 		nbhd_at(c->g, &h, i);
 		c->core[i] = (c->bx.nbox > 0 ? count_row_boxes(c, &h, i, c->minpts) :
 					  count_row(c->g, c->p, &h, i, c->minpts, c->compact)) >= c->minpts;
-		c->parent[i] = (int32_t) i;
 	}
 }
 
@@ -660,7 +663,7 @@ flatten_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		if (c->core[i])
 		{
 			int32_t		root = uf_find(c->parent, (int32_t) i);
-			int64_t		id = c->p->ids[i];
+			int64_t		id = c->key != NULL ? c->key[i] : c->p->ids[i];
 			int64_t		cur = __atomic_load_n(&c->minid[root], __ATOMIC_RELAXED);
 
 			while (id < cur &&
@@ -771,16 +774,18 @@ border_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 	}
 }
 
-gj_status
-gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
-			  int nthreads, int32_t *root, uint8_t *core)
+/*
+ * DBSCAN with the core flags counted (minpts > 0) or given in core
+ * (minpts 0), clusters ranked by key (NULL: the ids).
+ */
+static gj_status
+dbscan_run(const gj_grid *g, const gj_points *p, int32_t minpts, const int64_t *key,
+		   int nthreads, int32_t *root, uint8_t *core)
 {
 	dbscan_ctx	c;
 	border_ctx	b;
 	gj_status	st;
 
-	if (minpts < 1)
-		return GJ_ERR_ARG;
 	if (p->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
 	memset(&c, 0, sizeof(c));
@@ -788,6 +793,7 @@ gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
 	c.p = p;
 	c.minpts = minpts;
 	c.core = core;
+	c.key = key;
 	c.parent = malloc(sizeof(int32_t) * (p->n + 1));
 	c.minid = malloc(sizeof(int64_t) * (p->n + 1));
 	c.first_core = malloc(sizeof(int64_t) * (g->ncells + 1));
@@ -840,6 +846,23 @@ gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
 	gj_boxes_free(&c.bx);
 	free((void *) c.compact);
 	return st;
+}
+
+gj_status
+gj_cpu_dbscan(const gj_grid *g, const gj_points *p, int32_t minpts,
+			  int nthreads, int32_t *root, uint8_t *core)
+{
+	if (minpts < 1)
+		return GJ_ERR_ARG;
+	return dbscan_run(g, p, minpts, NULL, nthreads, root, core);
+}
+
+gj_status
+gj_cpu_dbscan_given(const gj_grid *g, const gj_points *p, const uint8_t *core,
+					const int64_t *key, int nthreads, int32_t *rep)
+{
+	/* minpts 0: core_block leaves the flags as they are */
+	return dbscan_run(g, p, 0, key, nthreads, rep, (uint8_t *) core);
 }
 
 /* --- numbering ----------------------------------------------------------- */

@@ -448,6 +448,13 @@ extern gj_status gj_cpu_count_queries(const gj_grid *g, const gj_points *p,
 extern gj_status gj_cpu_dbscan(const gj_grid *g, const gj_points *p,
 							   int32_t minpts, int nthreads, int32_t *root,
 							   uint8_t *core);
+/*
+ * gj_cpu_dbscan with the core flags given, and clusters ranked by key[i]
+ * of their core rows (NULL: the ids): rep[i] as gj_slab_engine's
+ * dbscan_given below.
+ */
+extern gj_status gj_cpu_dbscan_given(const gj_grid *g, const gj_points *p, const uint8_t *core,
+									 const int64_t *key, int nthreads, int32_t *rep);
 extern gj_status gj_dbscan_number(const gj_points *p, int32_t *root,
 								  const uint8_t *core, int64_t *nclusters);
 
@@ -580,6 +587,9 @@ extern gj_status gj_pairs_lists(const gj_pair_source *src, const gj_points *p,
 /* Brute-force references for the tests: O(n^2), any order of p. */
 extern void gj_oracle_count_within(const gj_points *p, double eps2,
 								   int32_t *counts);
+typedef int (*gj_oracle_rule) (void *arg, const gj_points *p, int64_t i, int64_t j);
+extern gj_status gj_oracle_dbscan_by(const gj_points *p, gj_oracle_rule within, void *arg,
+									 int32_t minpts, int32_t *cluster, uint8_t *core);
 extern gj_status gj_oracle_dbscan(const gj_points *p, double eps2,
 								  int32_t minpts, int32_t *cluster,
 								  uint8_t *core);
@@ -773,6 +783,41 @@ extern gj_status gj_slab_counts(gj_points *p, gj_points *qs, double eps2, int64_
 extern gj_status gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 								const gj_slab_engine *e, int32_t *root, uint8_t *core,
 								gj_slab_info *info);
+
+/*
+ * A rule the engines cannot apply (geography: metres on the spheroid),
+ * bounded by two of theirs: every pair within eps_in is within it, no pair
+ * beyond eps_out is.  gj_slab_band sorts p (along band->dim), counts each
+ * row's rows within eps_in (itself included) into counts_in, and lists the
+ * band: every pair of rows (a < b, p's new order) with eps_in < distance
+ * <= eps_out, c its distance.  The caller decides those pairs by the rule,
+ * keeps the ones within it (each adds one to both ends' counts), and may
+ * then cluster: gj_slab_band_dbscan is gj_slab_dbscan under the rule, with
+ * the core flags from those counts, p as gj_slab_band left it.
+ */
+typedef struct gj_band
+{
+	int			dim;			/* p is sorted along it */
+	int64_t		n;
+	int64_t		cap;
+	int64_t    *a;
+	int64_t    *b;
+	double	   *c;
+} gj_band;
+
+extern gj_status gj_slab_band(gj_points *p, double eps2_in, double eps2_out, int64_t max_rows,
+							  const gj_slab_engine *e, int32_t *counts_in, gj_band *band,
+							  gj_slab_info *info);
+extern gj_status gj_slab_band_dbscan(gj_points *p, double eps2_in, double eps2_out,
+									 const uint8_t *core, const gj_band *band, int64_t max_rows,
+									 const gj_slab_engine *e, int32_t *root, gj_slab_info *info);
+extern void gj_band_free(gj_band *band);
+
+/*
+ * The CPU's answers to the slab engine's questions (each a grid over a
+ * copy of the rows asked about), on *nthreads threads.
+ */
+extern void gj_cpu_slab_engine(gj_slab_engine *e, int *nthreads);
 
 #ifdef __cplusplus
 }

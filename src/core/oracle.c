@@ -105,9 +105,23 @@ gj_oracle_count_within(const gj_points *p, double eps2, int32_t *counts)
  * rows, border rows by the least smallest core id, clusters numbered by
  * their smallest core id.  cluster[i] = -1 for noise.
  */
+static int
+within_eps(void *arg, const gj_points *p, int64_t i, int64_t j)
+{
+	return gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims) <= *(double *) arg;
+}
+
 gj_status
 gj_oracle_dbscan(const gj_points *p, double eps2, int32_t minpts,
 				 int32_t *cluster, uint8_t *core)
+{
+	return gj_oracle_dbscan_by(p, within_eps, &eps2, minpts, cluster, core);
+}
+
+/* The same under any symmetric rule within(arg, p, i, j) (i within of itself). */
+gj_status
+gj_oracle_dbscan_by(const gj_points *p, gj_oracle_rule within, void *arg, int32_t minpts,
+					int32_t *cluster, uint8_t *core)
 {
 	int64_t		n = p->n;
 	int32_t    *counts = malloc(sizeof(int32_t) * (n + 1));
@@ -126,9 +140,11 @@ gj_oracle_dbscan(const gj_points *p, double eps2, int32_t minpts,
 		free(rank);
 		return GJ_ERR_NOMEM;
 	}
-	gj_oracle_count_within(p, eps2, counts);
 	for (int64_t i = 0; i < n; i++)
 	{
+		counts[i] = 0;
+		for (int64_t j = 0; j < n; j++)
+			counts[i] += within(arg, p, i, j) != 0;
 		core[i] = counts[i] >= minpts;
 		comp[i] = -1;
 	}
@@ -146,8 +162,7 @@ gj_oracle_dbscan(const gj_points *p, double eps2, int32_t minpts,
 			int64_t		u = stack[--top];
 
 			for (int64_t v = 0; v < n; v++)
-				if (core[v] && comp[v] < 0 &&
-					gj_sqdist(p->x + u * p->dims, p->x + v * p->dims, p->dims) <= eps2)
+				if (core[v] && comp[v] < 0 && within(arg, p, u, v))
 				{
 					comp[v] = ncomp;
 					if (p->ids[v] < cmin[ncomp])
@@ -175,8 +190,7 @@ gj_oracle_dbscan(const gj_points *p, double eps2, int32_t minpts,
 			continue;
 		}
 		for (int64_t j = 0; j < n; j++)
-			if (core[j] &&
-				gj_sqdist(p->x + i * p->dims, p->x + j * p->dims, p->dims) <= eps2 &&
+			if (core[j] && within(arg, p, i, j) &&
 				(best < 0 || rank[comp[j]] < best))
 				best = rank[comp[j]];
 		cluster[i] = (int32_t) best;

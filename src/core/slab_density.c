@@ -25,6 +25,7 @@
  * The engine's windows are host copies only where a halo chunk does not
  * follow its slab directly (very wide halos); otherwise views of p.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,6 +239,7 @@ typedef struct dbscan_state
 	int32_t    *rep;			/* the engine's answers for one window */
 	int64_t    *minid;			/* per root: its component's least id */
 	int32_t    *best;			/* per row: the root of least key picked, or -1 */
+	const gj_band *band;		/* pairs the engine's eps2 misses, within the caller's rule */
 } dbscan_state;
 
 static int64_t
@@ -291,6 +293,97 @@ border_window(void *arg, window *win)
 	return st;
 }
 
+/* A border row's pick: root c if its key is less than that of the pick so far. */
+static void
+pick(dbscan_state *d, int64_t r, int32_t c)
+{
+	int32_t		b = d->best[r];
+
+	if (b < 0 || d->minid[c] < d->minid[b] || (d->minid[c] == d->minid[b] && c < b))
+		d->best[r] = c;
+}
+
+/*
+ * Sweeps 2 and 3 over the windows of the self plan, with the core flags
+ * given: root[] becomes each row's root (-1: noise).  The band's pairs
+ * (within the rule, beyond the engine's eps2) link and reach as the
+ * windows' do.
+ */
+static gj_status
+components(gj_points *p, const gj_slab_plan *self, double eps2, const uint8_t *core,
+		   const gj_band *band, int64_t max_rows, const gj_slab_engine *e,
+		   int32_t *root, gj_slab_info *info)
+{
+	int64_t		n = p->n;
+	dbscan_state d;
+	int64_t    *key = NULL;
+	gj_status	st = GJ_OK;
+	double		t0 = gj_now_ms();
+
+	memset(&d, 0, sizeof(d));
+	d.e = e;
+	d.eps2 = eps2;
+	d.band = band;
+	d.parent = root;
+	d.rep = malloc(sizeof(int32_t) * (max_rows + 1));
+	d.best = malloc(sizeof(int32_t) * (n + 1));
+	d.minid = malloc(sizeof(int64_t) * (n + 1));
+	key = malloc(sizeof(int64_t) * (n + 1));
+	if (d.rep == NULL || d.best == NULL || key == NULL || d.minid == NULL)
+		st = GJ_ERR_NOMEM;
+	for (int64_t i = 0; st == GJ_OK && i < n; i++)
+		root[i] = (int32_t) i;
+	if (st == GJ_OK)
+		st = over_windows(p, self, core, NULL, link_window, &d, info);
+	for (int64_t k = 0; st == GJ_OK && band != NULL && k < band->n; k++)
+		if (core[band->a[k]] && core[band->b[k]])
+			uf_union(root, (int32_t) band->a[k], (int32_t) band->b[k]);
+	info->link_ms = gj_now_ms() - t0;
+	t0 = gj_now_ms();
+
+	/* 3. components keyed by least id; border rows take the least in reach */
+	if (st == GJ_OK)
+	{
+		for (int64_t i = 0; i < n; i++)
+			d.minid[i] = INT64_MAX;
+		for (int64_t i = 0; i < n; i++)
+			if (core[i])
+			{
+				int32_t		r = uf_find(root, (int32_t) i);
+
+				root[i] = r;	/* flat from here on */
+				if (p->ids[i] < d.minid[r])
+					d.minid[r] = p->ids[i];
+			}
+		for (int64_t i = 0; i < n; i++)
+		{
+			key[i] = core[i] ? d.minid[root[i]] : INT64_MAX;
+			d.best[i] = -1;
+		}
+		st = over_windows(p, self, core, key, border_window, &d, info);
+	}
+	for (int64_t k = 0; st == GJ_OK && band != NULL && k < band->n; k++)
+	{
+		int64_t		a = band->a[k],
+					b = band->b[k];
+
+		if (core[a] && !core[b])
+			pick(&d, b, root[a]);
+		else if (core[b] && !core[a])
+			pick(&d, a, root[b]);
+	}
+	if (st == GJ_OK)
+		for (int64_t i = 0; i < n; i++)
+			if (!core[i])
+				root[i] = d.best[i];
+	info->border_ms = gj_now_ms() - t0;
+	free(d.rep);
+	free(d.best);
+	free(d.minid);
+	free(key);
+	return st;
+}
+
 gj_status
 gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 			   const gj_slab_engine *e, int32_t *root, uint8_t *core, gj_slab_info *info)
@@ -298,16 +391,12 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	int64_t		n = p->n;
 	gj_slab_plan self,
 				join;
-	dbscan_state d;
-	int64_t    *key = NULL;
-	int64_t    *minid = NULL;
 	gj_status	st;
 	double		t0 = gj_now_ms();
 
 	memset(info, 0, sizeof(*info));
 	memset(&self, 0, sizeof(self));
 	memset(&join, 0, sizeof(join));
-	memset(&d, 0, sizeof(d));
 	if (n == 0)
 		return GJ_OK;
 	if (minpts < 1 || n > GJ_MAX_ROWS)
@@ -327,58 +416,146 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	for (int64_t i = 0; st == GJ_OK && i < n; i++)
 		core[i] = root[i] >= minpts;
 	info->counts_ms = gj_now_ms() - t0;
-	t0 = gj_now_ms();
 
-	/* 2. components */
-	d.e = e;
-	d.eps2 = eps2;
-	d.parent = root;
-	d.rep = malloc(sizeof(int32_t) * (max_rows + 1));
-	d.best = malloc(sizeof(int32_t) * (n + 1));
-	key = malloc(sizeof(int64_t) * (n + 1));
-	minid = malloc(sizeof(int64_t) * (n + 1));
-	d.minid = minid;
-	if (st == GJ_OK && (d.rep == NULL || d.best == NULL || key == NULL || minid == NULL))
-		st = GJ_ERR_NOMEM;
-	for (int64_t i = 0; st == GJ_OK && i < n; i++)
-		root[i] = (int32_t) i;
+	/* 2, 3 */
 	if (st == GJ_OK)
-		st = over_windows(p, &self, core, NULL, link_window, &d, info);
-	info->link_ms = gj_now_ms() - t0;
-	t0 = gj_now_ms();
-
-	/* 3. components keyed by least id; border rows take the least in reach */
-	if (st == GJ_OK)
-	{
-		for (int64_t i = 0; i < n; i++)
-			minid[i] = INT64_MAX;
-		for (int64_t i = 0; i < n; i++)
-			if (core[i])
-			{
-				int32_t		r = uf_find(root, (int32_t) i);
-
-				root[i] = r;	/* flat from here on */
-				if (p->ids[i] < minid[r])
-					minid[r] = p->ids[i];
-			}
-		for (int64_t i = 0; i < n; i++)
-		{
-			key[i] = core[i] ? minid[root[i]] : INT64_MAX;
-			d.best[i] = -1;
-		}
-		st = over_windows(p, &self, core, key, border_window, &d, info);
-	}
-	if (st == GJ_OK)
-		for (int64_t i = 0; i < n; i++)
-			if (!core[i])
-				root[i] = d.best[i];
-	info->border_ms = gj_now_ms() - t0;
-
+		st = components(p, &self, eps2, core, NULL, max_rows, e, root, info);
 	gj_slabs_free(&self);
 	gj_slabs_free(&join);
-	free(d.rep);
-	free(d.best);
-	free(key);
-	free(minid);
+	return st;
+}
+
+/* --- a band the caller decides --------------------------------------------- */
+
+void
+gj_band_free(gj_band *band)
+{
+	free(band->a);
+	free(band->b);
+	free(band->c);
+	memset(band, 0, sizeof(*band));
+}
+
+static gj_status
+band_add(gj_band *band, int64_t a, int64_t b, double c)
+{
+	if (band->n == band->cap)
+	{
+		int64_t		cap = band->cap > 0 ? 2 * band->cap : 1024;
+		int64_t    *na = realloc(band->a, sizeof(int64_t) * cap);
+		int64_t    *nb = na != NULL ? realloc(band->b, sizeof(int64_t) * cap) : NULL;
+		double	   *nc = nb != NULL ? realloc(band->c, sizeof(double) * cap) : NULL;
+
+		if (na != NULL)
+			band->a = na;
+		if (nb != NULL)
+			band->b = nb;
+		if (nc == NULL)
+			return GJ_ERR_NOMEM;
+		band->c = nc;
+		band->cap = cap;
+	}
+	band->a[band->n] = a;
+	band->b[band->n] = b;
+	band->c[band->n] = c;
+	band->n++;
+	return GJ_OK;
+}
+
+gj_status
+gj_slab_band(gj_points *p, double eps2_in, double eps2_out, int64_t max_rows,
+			 const gj_slab_engine *e, int32_t *counts_in, gj_band *band, gj_slab_info *info)
+{
+	int64_t		n = p->n;
+	gj_slab_plan join;
+	int32_t    *out = NULL;
+	int64_t    *flagged = NULL;
+	int64_t		nflagged = 0;
+	gj_status	st;
+	double		t0 = gj_now_ms();
+	int			dim;
+
+	memset(info, 0, sizeof(*info));
+	memset(band, 0, sizeof(*band));
+	memset(&join, 0, sizeof(join));
+	if (n == 0)
+		return GJ_OK;
+	if (!(eps2_in <= eps2_out) || n > GJ_MAX_ROWS)
+		return GJ_ERR_ARG;
+
+	/* one plan at the outer eps serves both: its halos reach the inner too */
+	st = gj_slabs_plan_ordered(p, p, eps2_out, max_rows, e->order, e->arg, &join);
+	dim = band->dim = join.dim;
+	info->nslabs = join.nslabs;
+	info->plan_ms = gj_now_ms() - t0;
+	t0 = gj_now_ms();
+	out = malloc(sizeof(int32_t) * (n + 1));
+	flagged = malloc(sizeof(int64_t) * (n + 1));
+	if (st == GJ_OK && (out == NULL || flagged == NULL))
+		st = GJ_ERR_NOMEM;
+	if (st == GJ_OK)
+		st = counts_over(p, p, eps2_out, &join, max_rows, e, out, info);
+	if (st == GJ_OK)
+		st = counts_over(p, p, eps2_in, &join, max_rows, e, counts_in, info);
+	info->counts_ms = gj_now_ms() - t0;
+	t0 = gj_now_ms();
+
+	/*
+	 * Both ends of a band pair count it at the outer eps only, so the pairs
+	 * lie among the rows whose counts differ; p is sorted along dim, and
+	 * a pair is no closer than its gap there.
+	 */
+	for (int64_t i = 0; st == GJ_OK && i < n; i++)
+		if (out[i] != counts_in[i])
+			flagged[nflagged++] = i;
+	for (int64_t f = 0; st == GJ_OK && f < nflagged; f++)
+	{
+		const double *xa = p->x + flagged[f] * p->dims;
+
+		if ((f & 0xff) == 0 && gj_interrupted())
+			st = GJ_ERR_CANCELED;
+		for (int64_t t = f + 1; st == GJ_OK && t < nflagged; t++)
+		{
+			const double *xb = p->x + flagged[t] * p->dims;
+			double		gap = xb[dim] - xa[dim],
+						c2;
+
+			if (gap * gap > eps2_out)
+				break;
+			c2 = gj_sqdist(xa, xb, p->dims);
+			if (c2 > eps2_in && c2 <= eps2_out)
+				st = band_add(band, flagged[f], flagged[t], sqrt(c2));
+		}
+	}
+	info->link_ms = gj_now_ms() - t0;
+	if (st != GJ_OK)
+		gj_band_free(band);
+	gj_slabs_free(&join);
+	free(out);
+	free(flagged);
+	return st;
+}
+
+gj_status
+gj_slab_band_dbscan(gj_points *p, double eps2_in, double eps2_out, const uint8_t *core,
+					const gj_band *band, int64_t max_rows, const gj_slab_engine *e,
+					int32_t *root, gj_slab_info *info)
+{
+	gj_slab_plan self;
+	gj_status	st;
+	double		t0 = gj_now_ms();
+
+	memset(info, 0, sizeof(*info));
+	if (p->n == 0)
+		return GJ_OK;
+	if (!(eps2_in <= eps2_out) || p->n > GJ_MAX_ROWS)
+		return GJ_ERR_ARG;
+	/* p as gj_slab_band left it: sorted along band->dim */
+	st = gj_slabs_cut(p, NULL, band->dim, eps2_out, max_rows, &self);
+	info->nslabs = self.nslabs;
+	info->plan_ms = gj_now_ms() - t0;
+	if (st == GJ_OK)
+		st = components(p, &self, eps2_in, core, band, max_rows, e, root, info);
+	gj_slabs_free(&self);
 	return st;
 }
