@@ -29,6 +29,7 @@
 
 static int	passed = 0;
 static int	failed = 0;
+static int	tables_seen = 0;	/* grids with a cell table (grid.c) */
 
 /* Ordered rows (r, s) as one key: (1, 2) and (2, 1) stay different rows. */
 static void
@@ -143,6 +144,41 @@ check_join(const char *name, uint64_t seed, const gj_points *r, const gj_points 
 				if (bad >= 0)
 					printf("  r row %lld: want %d, got %d\n", (long long) bad,
 						   want_n[bad], got_n[bad]);
+			}
+			/* ... and the grid over r, every s row probing it (the counts follow r's new order) */
+			if (swap && use_grid && st == GJ_OK)
+			{
+				int64_t		bad = -1;
+				gj_points	rc;
+				gj_grid		rg;
+
+				gj_points_copy(&rc, r, r->n);
+				for (int64_t i = 0; i < r->n; i++)
+					rc.ids[i] = i;	/* its row in r */
+				st = gj_grid_build(&rg, &rc, eps2);
+				if (st == GJ_OK)
+					st = gj_cpu_count_into(&rg, &rc, s, 1 + (int) (seed % 3), got_n);
+				for (int64_t j = 0; st == GJ_OK && j < rc.n && bad < 0; j++)
+					if (got_n[j] != want_n[rc.ids[j]])
+						bad = j;
+				report(st == GJ_OK && bad < 0, "counts into r's grid", name, seed, r, s, eps,
+					   st != GJ_OK ? gj_status_name(st) : "a count differs");
+				/* again with the cells found by search, not by the grid's table */
+				if (st == GJ_OK && rg.cell_of != NULL)
+				{
+					tables_seen++;
+					free(rg.cell_of);
+					rg.cell_of = NULL;
+					st = gj_cpu_count_into(&rg, &rc, s, 1 + (int) (seed % 3), got_n);
+					for (int64_t j = 0; st == GJ_OK && j < rc.n && bad < 0; j++)
+						if (got_n[j] != want_n[rc.ids[j]])
+							bad = j;
+					report(st == GJ_OK && bad < 0, "counts into r's grid, cells searched", name,
+						   seed, r, s, eps, st != GJ_OK ? gj_status_name(st) : "a count differs");
+				}
+				if (st != GJ_ERR_ARG)
+					gj_grid_free(&rg);
+				gj_points_free(&rc);
 			}
 			if (use_grid)
 				gj_grid_free(&g);
@@ -385,6 +421,13 @@ main(int argc, char **argv)
 		}
 	}
 
+	if (tables_seen > 10)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL cell tables: only %d grids had one\n", tables_seen);
+	}
 	printf("join: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

@@ -929,7 +929,7 @@ StartJoin(GjJob *job, bool allow_gpu)
 	job->running = RUN_PROBE;
 }
 
-/* eps_join_counts: every r row's count of s rows, the grid over the s rows. */
+/* eps_join_counts: every r row's count of s rows, the grid over the smaller set on the CPU. */
 static void
 StartJoinCounts(GjJob *job, bool allow_gpu)
 {
@@ -969,6 +969,29 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 			done = true;
 		else
 			GpuStartFailed(job, st, err);
+	}
+	if (!done && res->queries.n < res->points.n)
+	{
+		/*
+		 * fewer r rows: the grid over them (sorted in place; the counts
+		 * follow), every s row probing it, a grid small enough to stay in
+		 * cache (core/density.c's gj_cpu_count_into)
+		 */
+		gj_grid		rg;
+		gj_status	st;
+
+		memset(&rg, 0, sizeof(rg));
+		st = gj_grid_build(&rg, &res->queries, job->spec.eps2);
+		job->stats.index_ms += gj_now_ms() - t0;
+		job->t_engine = gj_now_ms();
+		if (st == GJ_OK)
+			st = gj_cpu_count_into(&rg, &res->queries, &res->points, GjCpuThreads(),
+								   res->rowval);
+		gj_grid_free(&rg);
+		CheckStatus(st, job->spec.fname);
+		job->stats.engine = "cpu";
+		job->stats.threads = GjCpuThreads();
+		done = true;
 	}
 	if (!done)
 	{

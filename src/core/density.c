@@ -360,6 +360,56 @@ gj_cpu_count_queries(const gj_grid *g, const gj_points *p, const gj_points *qs,
 	return gj_par_for(count_q_block, &c, qs->n, nthreads);
 }
 
+/*
+ * The other way round, for qs larger than p: counts[j] = rows of qs within
+ * eps of row j of the grid-sorted p, each row of qs probing p's cells in
+ * its own order.  A small grid stays in cache where a large one would not
+ * (measured on 2 cores: 100K rows counted against 1M in 2-D, indexing the
+ * 100K and probing with the 1M took 77-115 ms, indexing the 1M 166 ms).
+ */
+static void
+count_into_block(void *arg, int64_t r0, int64_t r1, const int *stop)
+{
+	count_q_ctx *c = arg;
+	const gj_points *p = c->p;
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+
+	for (int64_t i = r0; i < r1; i++)
+	{
+		const double *xq = c->qs->x + i * p->dims;
+		int			nn = gj_grid_point_neighbourhood(c->g, xq, nbr);
+
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
+			return;
+		for (int k = 0; k < nn; k++)
+		{
+			int64_t		r1c = c->g->cell_start[nbr[k] + 1];
+
+			for (int64_t r = c->g->cell_start[nbr[k]]; r < r1c; r++)
+				if (gj_sqdist(xq, p->x + r * p->dims, p->dims) <= c->g->eps2)
+					__atomic_fetch_add(&c->counts[r], 1, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+gj_status
+gj_cpu_count_into(const gj_grid *g, const gj_points *p, const gj_points *qs,
+				  int nthreads, int32_t *counts)
+{
+	count_q_ctx c;
+
+	memset(counts, 0, sizeof(int32_t) * p->n);
+	if (qs->n == 0 || p->n == 0)
+		return GJ_OK;
+	if (qs->dims != p->dims)
+		return GJ_ERR_ARG;
+	c.g = g;
+	c.p = p;
+	c.qs = qs;
+	c.counts = counts;
+	return gj_par_for(count_into_block, &c, qs->n, nthreads);
+}
+
 /* --- DBSCAN -------------------------------------------------------------- */
 
 typedef struct dbscan_ctx

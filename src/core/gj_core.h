@@ -134,6 +134,7 @@ typedef struct gj_grid
 	int64_t		ncells;			/* non-empty cells */
 	int64_t    *cell_id;		/* ncells, ascending */
 	int64_t    *cell_start;		/* ncells + 1 */
+	int32_t    *cell_of;		/* linear id -> its cell, or -1 (NULL: search cell_id) */
 	int			morton_bits;	/* kNN grids: Z-order ids, bits per dim */
 } gj_grid;
 
@@ -429,6 +430,9 @@ extern gj_status gj_cpu_count_rows(const gj_grid *g, const gj_points *p,
 extern gj_status gj_cpu_count_queries(const gj_grid *g, const gj_points *p,
 									  const gj_points *qs, int nthreads,
 									  int32_t *counts);
+/* The other way round: counts[j] = rows of qs within eps of row j of p. */
+extern gj_status gj_cpu_count_into(const gj_grid *g, const gj_points *p, const gj_points *qs,
+								   int nthreads, int32_t *counts);
 
 /*
  * DBSCAN as PostGIS ST_ClusterDBSCAN defines it, made independent of row

@@ -216,6 +216,13 @@ neighbourhood_of(const gj_grid *g, const int64_t *c, int64_t *out)
 			continue;
 		lo = c[last] > 0 ? base - 1 : base;
 		hi = c[last] + 1 < g->ncell_dim[last] ? base + 1 : base;
+		if (g->cell_of != NULL)
+		{
+			for (int64_t idv = lo; idv <= hi; idv++)
+				if (g->cell_of[idv] >= 0)
+					out[n++] = g->cell_of[idv];
+			continue;
+		}
 		for (cur = lower_bound(g->cell_id, g->ncells, lo);
 			 cur < g->ncells && g->cell_id[cur] <= hi; cur++)
 			out[n++] = cur;
