@@ -43,6 +43,7 @@
 #include "miscadmin.h"
 #include "nodes/params.h"
 #include "nodes/parsenodes.h"
+#include "optimizer/cost.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/guc.h"
@@ -762,6 +763,21 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 		 * made at execution (a parameter), so here.
 		 */
 		(void) set_config_option("min_parallel_table_scan_size", "32kB", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	}
+	if (r->packed && gj_cpu_count() < 8 && max_parallel_workers_per_gather >= gj_cpu_count())
+	{
+		/*
+		 * Small machines: no more participants (workers and the leader)
+		 * than cores.  On 2 cores, reading 1.1M 2-D rows for
+		 * eps_join_counts took 242-252 ms with one worker, 278-284 ms
+		 * serially and 312 ms with the default two (three processes
+		 * sharing two cores).  Only ever lowered.
+		 */
+		char		workers[16];
+
+		snprintf(workers, sizeof(workers), "%d", gj_cpu_count() - 1);
+		(void) set_config_option("max_parallel_workers_per_gather", workers, PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	}
 	if (r->packed_arrays)
