@@ -74,6 +74,13 @@ FULL JOIN (SELECT a.id, count(b.id) AS n FROM gg a LEFT JOIN gg b
            ON b.id <> a.id AND ST_DWithin(a.geog, b.geog, 500)
            WHERE a.geog IS NOT NULL AND NOT ST_IsEmpty(a.geog::geometry) GROUP BY a.id) p
 ON p.id = c.id WHERE c.n IS DISTINCT FROM p.n;
+-- ... and for listed rows only, among them rows with partners at d exactly
+SELECT c.id, c.n, (SELECT count(*) FROM gg b WHERE b.id <> c.id AND
+                   ST_DWithin((SELECT geog FROM gg WHERE id = c.id), b.geog, 500)) AS postgis
+FROM eps_neighbor_counts('gg', '{geog}', 500) c
+WHERE c.id IN (1, 2, 3, 10001, 10002, 20001, 30001, 40001) ORDER BY c.id;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+    SELECT * FROM eps_neighbor_counts('gg', '{geog}', 500) WHERE id IN (1, 2, 3, 10001, 10002, 20001, 30001, 40001);
 
 -- neighbour lists: each row's partners by (metres, id), both ways of measuring;
 -- rows without partners come back with empty lists

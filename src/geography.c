@@ -147,13 +147,65 @@ GjGeographyPair(GjGeography *geo, gj_geo_side *sa, int64 ida,
 }
 
 /*
+ * GjGeographyPair for n pairs (ids ida[k] of sa and idb[k] of sb, c[k]
+ * apart): within[k].  The band's pairs go to PostGIS in batches, one
+ * query each.
+ */
+#define GJ_GEO_BATCH 4096
+
+void
+GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
+				  gj_geo_side *sb, const int64 *idb, const double *c, int64 n, bool *within)
+{
+	double	   *ll = palloc(sizeof(double) * 4 * GJ_GEO_BATCH);
+	double	   *metres = palloc(sizeof(double) * GJ_GEO_BATCH);
+	bool	   *ans = palloc(sizeof(bool) * GJ_GEO_BATCH);
+	int64	   *at = palloc(sizeof(int64) * GJ_GEO_BATCH);
+	int			nb = 0;
+
+	for (int64 k = 0; k <= n; k++)
+	{
+		if (k < n)
+		{
+			const double *lla,
+					   *llb;
+
+			if (c[k] <= geo->g.in_max || c[k] > geo->g.out_min)
+			{
+				within[k] = c[k] <= geo->g.in_max;
+				continue;
+			}
+			GjCheckStatus(gj_geo_side_pair(&geo->g, sa, ida[k], sb, idb[k], c[k], &lla, &llb),
+						  "finding a geography pair's rows");
+			memcpy(ll + 4 * nb, lla, sizeof(double) * 2);
+			memcpy(ll + 4 * nb + 2, llb, sizeof(double) * 2);
+			at[nb++] = k;
+		}
+		if (nb == GJ_GEO_BATCH || (k == n && nb > 0))
+		{
+			CHECK_FOR_INTERRUPTS();
+			GjGeographyWithinMany(geo->fname, geo->nsp, geo->srid, geo->use_spheroid, geo->g.d,
+								  nb, ll, ans, metres);
+			for (int b = 0; b < nb; b++)
+				within[at[b]] = ans[b];
+			geo->band_pairs += nb;
+			nb = 0;
+		}
+	}
+	pfree(ll);
+	pfree(metres);
+	pfree(ans);
+	pfree(at);
+}
+
+/*
  * Counts found at out_min (counts[i] for row i: rows[i] of points, or of
  * queries when it is not NULL; rows NULL: row i) become the counts within
  * d: counted again at in_max, and the rows whose two counts differ look
- * for their band partners (in points: all of them for queries or a subset
- * of rows, else only among the rows that differ, since both ends of a
- * band pair do) and ask PostGIS about each.  self: a self count, which
- * has the row itself.
+ * for their band partners among the points of their grid neighbourhood
+ * and ask PostGIS about each.  The grid is built at out_min, so that its
+ * neighbourhoods hold every band partner, and counts at in_max (a grid
+ * serves any smaller eps).
  */
 void
 GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side,
@@ -163,14 +215,15 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 	gj_points	copy;
 	gj_grid		grid;
 	int32	   *lo;
-	int64	   *flagged;
-	int64		nflagged = 0;
 	int64		nlo = queries != NULL ? queries->n : points->n;
 	const gj_points *qs = queries != NULL ? queries : points;
 	gj_geo_side *q_side = queries != NULL ? r_side : s_side;
+	double		in2 = geo->g.in_max * geo->g.in_max,
+				out2 = geo->g.out_min * geo->g.out_min;
+	int64		nbr[GJ_MAX_ALL_NEIGHBOURS];
 	gj_status	st;
 
-	/* a copy of the points whose ids are their rows, for an index at in_max */
+	/* a copy of the points whose ids are their rows, for the grid */
 	gj_points_init(&copy, 3);
 	GjCheckStatus(gj_points_reserve(&copy, points->n), "copying the geography points");
 	memcpy(copy.x, points->x, sizeof(double) * 3 * points->n);
@@ -179,9 +232,10 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 	copy.n = points->n;
 	memset(&grid, 0, sizeof(grid));
 	lo = palloc(sizeof(int32) * (nlo + 1));
-	st = gj_grid_build(&grid, &copy, geo->g.in_max * geo->g.in_max);
+	st = gj_grid_build(&grid, &copy, out2);
 	if (st == GJ_OK)
 	{
+		grid.eps2 = in2;		/* its cells are wide enough for the smaller eps */
 		if (queries != NULL)
 			st = gj_cpu_count_queries(&grid, &copy, queries, GjCpuThreads(), lo);
 		else
@@ -194,42 +248,71 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 			pfree(lc);
 		}
 	}
-	gj_grid_free(&grid);
-	gj_points_free(&copy);
-	GjCheckStatus(st, "counting geography pairs");
-
-	flagged = palloc(sizeof(int64) * (nrows + 1));
-	for (int64 i = 0; i < nrows; i++)
+	if (st != GJ_OK)
 	{
-		int64		row = rows != NULL ? rows[i] : i;
-
-		if (counts[i] != lo[row])
-			flagged[nflagged++] = i;
+		gj_grid_free(&grid);
+		gj_points_free(&copy);
+		GjCheckStatus(st, "counting geography pairs");
 	}
-	for (int64 f = 0; f < nflagged; f++)
-	{
-		int64		i = flagged[f];
-		int64		row = rows != NULL ? rows[i] : i;
-		const double *xp = qs->x + 3 * row;
-		bool		among_flagged = queries == NULL && rows == NULL;
-		int64		ncand = among_flagged ? nflagged : points->n;
-		int32		within = 0;
 
-		for (int64 t = 0; t < ncand; t++)
+	PG_TRY();
+	{
+		/* the band pairs of the rows whose counts differ, then PostGIS's word on all */
+		int64		cap = 1024,
+					nb = 0;
+		int64	   *who = palloc(sizeof(int64) * cap),
+				   *ida = palloc(sizeof(int64) * cap),
+				   *idb = palloc(sizeof(int64) * cap);
+		double	   *cs = palloc(sizeof(double) * cap);
+		bool	   *within;
+
+		for (int64 i = 0; i < nrows; i++)
 		{
-			int64		q = among_flagged ? flagged[t] : t;
-			double		c2 = gj_sqdist(xp, points->x + 3 * q, 3),
-						metres;
+			int64		row = rows != NULL ? rows[i] : i;
+			const double *xp = qs->x + 3 * row;
+			int			nn;
 
-			if ((t & 0xfff) == 0)
-				CHECK_FOR_INTERRUPTS();
-			if (c2 <= geo->g.in_max * geo->g.in_max || c2 > geo->g.out_min * geo->g.out_min)
-				continue;
-			within += GjGeographyPair(geo, q_side, qs->ids[row], s_side, points->ids[q],
-									  sqrt(c2), &metres);
+			if (counts[i] == lo[row])
+				continue;		/* no band partner */
+			counts[i] = lo[row];
+			CHECK_FOR_INTERRUPTS();
+			nn = gj_grid_point_neighbourhood(&grid, xp, nbr);
+			for (int k = 0; k < nn; k++)
+				for (int64 r = grid.cell_start[nbr[k]]; r < grid.cell_start[nbr[k] + 1]; r++)
+				{
+					double		c2 = gj_sqdist(xp, copy.x + 3 * r, 3);
+
+					if (c2 <= in2 || c2 > out2)
+						continue;
+					if (nb == cap)
+					{
+						cap *= 2;
+						who = repalloc(who, sizeof(int64) * cap);
+						ida = repalloc(ida, sizeof(int64) * cap);
+						idb = repalloc(idb, sizeof(int64) * cap);
+						cs = repalloc(cs, sizeof(double) * cap);
+					}
+					who[nb] = i;
+					ida[nb] = qs->ids[row];
+					idb[nb] = points->ids[copy.ids[r]];
+					cs[nb++] = sqrt(c2);
+				}
 		}
-		counts[i] = lo[row] + within;
+		within = palloc(sizeof(bool) * (nb + 1));
+		GjGeographyDecide(geo, q_side, ida, s_side, idb, cs, nb, within);
+		for (int64 b = 0; b < nb; b++)
+			counts[who[b]] += within[b];
+		pfree(who);
+		pfree(ida);
+		pfree(idb);
+		pfree(cs);
+		pfree(within);
 	}
-	pfree(flagged);
+	PG_FINALLY();
+	{
+		gj_grid_free(&grid);
+		gj_points_free(&copy);
+	}
+	PG_END_TRY();
 	pfree(lo);
 }

@@ -855,14 +855,30 @@ StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
  * eps_join: the grid over one set, every row of the other probing it; the
  * engines write (r, s) rows whichever set that is.  The GPU indexes the
  * smaller set (less device memory; both sets are sorted into the grid's
- * cells there), and so does the CPU: its probes run in the other set's
- * own order, but a small grid stays in cache and finds a probe's cells
- * through its table (grid.c).  On 2 cores, 100K x 1M in 2-D at ~3
+ * cells there), and so does the CPU where that grid gets its cell table
+ * (IndexSmaller): its probes run in the other set's own order, but a small
+ * grid stays in cache and finds a probe's cells through its table (grid.c).  On 2 cores, 100K x 1M in 2-D at ~3
  * partners: indexing the 1M rows took 180-200 ms and the 100K probes
  * 57-60 ms; indexing the 100K rows takes 37 ms and the 1M probes 97-103 ms.
  * (Before the table, a probe in random order cost about twice what sorting
  * a row into the grid does, 300 vs 140 ns, and the CPU indexed the larger.)
  */
+/*
+ * Index the r rows (the smaller set) rather than the s rows?  Only where
+ * the smaller grid gets its cell table: without it each probe searches
+ * cell_id, and 1M probes in their own order cost more than indexing them
+ * (geography in 3-D at 155 m: 20M cells for 100K rows, no table).
+ */
+static bool
+IndexSmaller(const gj_points *r, const gj_points *s, double eps2)
+{
+	gj_grid		plan;
+
+	if (r->n >= s->n)
+		return false;
+	return gj_grid_plan(&plan, r, eps2) == GJ_OK && gj_grid_table_fits(&plan);
+}
+
 static void
 StartJoin(GjJob *job, bool allow_gpu)
 {
@@ -908,7 +924,12 @@ StartJoin(GjJob *job, bool allow_gpu)
 		GpuStartFailed(job, st, err);
 	}
 
-	swap = res->queries.n < res->points.n;
+	/* the same choice on a rerun: the same rows give the same plan */
+	if (res->queries.n < res->points.n)
+		swap = IndexSmaller(&res->queries, &res->points, job->spec.eps2);
+	else
+		swap = res->queries.n > res->points.n &&
+			!IndexSmaller(&res->points, &res->queries, job->spec.eps2);
 	idx = swap ? &res->queries : &res->points;
 	probe = swap ? &res->points : &res->queries;
 	/* few pairs to test: no index to build */
@@ -974,7 +995,7 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 		else
 			GpuStartFailed(job, st, err);
 	}
-	if (!done && res->queries.n < res->points.n)
+	if (!done && IndexSmaller(&res->queries, &res->points, job->spec.eps2))
 	{
 		/*
 		 * fewer r rows: the grid over them (sorted in place; the counts
@@ -986,16 +1007,28 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 
 		memset(&rg, 0, sizeof(rg));
 		st = gj_grid_build(&rg, &res->queries, job->spec.eps2);
-		job->stats.index_ms += gj_now_ms() - t0;
-		job->t_engine = gj_now_ms();
-		if (st == GJ_OK)
+		if (st == GJ_OK && 2 * rg.npoints <= 3 * rg.ncells)
+		{
+			/*
+			 * Only where the r rows are sparse, 1.5 a cell or fewer: each s
+			 * row's probe then walks few rows a cell.  Denser, the s rows'
+			 * grid scans long runs per r probe and wins (2 cores, 100K x 1M
+			 * 2-D: ~1 r row a cell 104 against 131 ms, ~2 a cell 144
+			 * against 127 ms, ~10 a cell 300 against 190 ms).
+			 */
+			job->stats.index_ms += gj_now_ms() - t0;
+			job->t_engine = gj_now_ms();
 			st = gj_cpu_count_into(&rg, &res->queries, &res->points, GjCpuThreads(),
 								   res->rowval);
+			done = true;
+		}
 		gj_grid_free(&rg);
 		CheckStatus(st, job->spec.fname);
-		job->stats.engine = "cpu";
-		job->stats.threads = GjCpuThreads();
-		done = true;
+		if (done)
+		{
+			job->stats.engine = "cpu";
+			job->stats.threads = GjCpuThreads();
+		}
 	}
 	if (!done)
 	{
@@ -1204,19 +1237,30 @@ GeoBandRows(GjJob *job, bool allow_gpu)
 	memcpy(band.b, found.b, sizeof(int64) * found.n);
 	memcpy(band.c, found.c, sizeof(double) * found.n);
 	gj_band_free(&found);
-	for (int64 k = 0; k < band.n; k++)
 	{
-		double		metres;
+		int64	   *ida = palloc(sizeof(int64) * (band.n + 1)),
+				   *idb = palloc(sizeof(int64) * (band.n + 1));
+		bool	   *within = palloc(sizeof(bool) * (band.n + 1));
 
-		CHECK_FOR_INTERRUPTS();
-		if (!GjGeographyPair(&job->geo, &res->geo_points, p->ids[band.a[k]],
-							 &res->geo_points, p->ids[band.b[k]], band.c[k], &metres))
-			continue;
-		res->rowval[band.a[k]]++;
-		res->rowval[band.b[k]]++;
-		band.a[kept] = band.a[k];
-		band.b[kept] = band.b[k];
-		band.c[kept++] = band.c[k];
+		for (int64 k = 0; k < band.n; k++)
+		{
+			ida[k] = p->ids[band.a[k]];
+			idb[k] = p->ids[band.b[k]];
+		}
+		GjGeographyDecide(&job->geo, &res->geo_points, ida, &res->geo_points, idb, band.c,
+						  band.n, within);
+		for (int64 k = 0; k < band.n; k++)
+			if (within[k])
+			{
+				res->rowval[band.a[k]]++;
+				res->rowval[band.b[k]]++;
+				band.a[kept] = band.a[k];
+				band.b[kept] = band.b[k];
+				band.c[kept++] = band.c[k];
+			}
+		pfree(ida);
+		pfree(idb);
+		pfree(within);
 	}
 	elog(DEBUG1, "%s: %lld band pairs, %lld within d, decided in %.1f ms; %lld slabs, counts %.1f ms",
 		 job->spec.fname, (long long) band.n, (long long) kept, gj_now_ms() - t0,

@@ -83,6 +83,9 @@ extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc
 extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
 extern bool GjGeographyWithin(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
 							  double d, const double *lla, const double *llb, double *metres);
+extern void GjGeographyWithinMany(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
+								  double d, int n, const double *ll, bool *within,
+								  double *metres);
 extern int	GjPgvectorKind(Oid t);
 extern void GjPgvectorCoords(GjRowReader *rd, Datum value);
 extern bool GjConvertRow(GjRowReader *rd, const Datum *values,

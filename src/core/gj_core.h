@@ -153,6 +153,11 @@ extern gj_status gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n,
 extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps2);
 extern gj_status gj_grid_build(gj_grid *g, gj_points *p, double eps2);
 extern gj_status gj_grid_build_planned(gj_grid *g, gj_points *p);
+/*
+ * Will (planned) g get its cell table (cell_of), so that probes from
+ * points in any order cost little?  Too many cells for its rows: no.
+ */
+extern int	gj_grid_table_fits(const gj_grid *g);
 extern void gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st);
 extern void gj_grid_free(gj_grid *g);
 /* sort.c: a stable radix sort by key, on threads for large n */

@@ -486,18 +486,27 @@ gj_grid_build(gj_grid *g, gj_points *p, double eps2)
 #define GJ_CELL_TABLE_PER_ROW 16
 #define GJ_CELL_TABLE_MAX ((int64_t) 1 << 24)
 
+int
+gj_grid_table_fits(const gj_grid *g)
+{
+	int64_t		size;
+
+	if (g->nidx == 0 || g->morton_bits != 0 || g->npoints >= INT32_MAX ||
+		g->ncell_dim[0] > GJ_CELL_TABLE_MAX / g->stride[0])
+		return 0;
+	size = g->ncell_dim[0] * g->stride[0];
+	return size <= GJ_CELL_TABLE_MAX && size <= GJ_CELL_TABLE_PER_ROW * g->npoints + 4096;
+}
+
 static void
 cell_table(gj_grid *g)
 {
 	int64_t		size;
 
 	g->cell_of = NULL;
-	if (g->nidx == 0 || g->morton_bits != 0 || g->ncells >= INT32_MAX ||
-		g->ncell_dim[0] > GJ_CELL_TABLE_MAX / g->stride[0])
+	if (!gj_grid_table_fits(g))
 		return;
 	size = g->ncell_dim[0] * g->stride[0];
-	if (size > GJ_CELL_TABLE_MAX || size > GJ_CELL_TABLE_PER_ROW * g->npoints + 4096)
-		return;
 	g->cell_of = malloc(sizeof(int32_t) * size);
 	if (g->cell_of == NULL)
 		return;
