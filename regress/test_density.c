@@ -279,6 +279,30 @@ check_dbscan(const char *name, const gj_points *orig, double eps, int32_t minpts
 }
 
 /*
+ * Rows of p (by id through orow) whose cluster or core flag differ from the
+ * oracle's, and a differing cluster count; the first difference in detail.
+ */
+static int64_t
+differ_clusters(const gj_points *p, const int32_t *got, const uint8_t *core, int64_t ncl,
+				const int64_t *orow, const int32_t *ocl, const uint8_t *ocore, int64_t wantn,
+				char *detail, size_t len)
+{
+	int64_t		bad = 0;
+
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		int64_t		o = orow[p->ids[i]];
+
+		if ((core[i] != ocore[o] || got[i] != ocl[o]) && bad++ == 0)
+			snprintf(detail, len, "id %lld: cluster %d core %d, oracle %d core %d",
+					 (long long) p->ids[i], got[i], core[i], ocl[o], ocore[o]);
+	}
+	if (ncl != wantn && bad++ == 0)
+		snprintf(detail, len, "%lld clusters, oracle %lld", (long long) ncl, (long long) wantn);
+	return bad;
+}
+
+/*
  * Counts and DBSCAN in slabs (slab_density.c) with a brute-force engine of
  * the two questions, against the oracles: what the GPU engine answers on
  * the device, here by definition, so the slabs' plan, the windows and the
@@ -515,17 +539,8 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 	st = gj_slab_dbscan(&p, eps * eps, minpts, max_rows, &e, got, core, &info);
 	if (st == GJ_OK)
 		st = gj_dbscan_number(&p, got, core, &ncl);
-	for (int64_t i = 0; i < n && st == GJ_OK; i++)
-	{
-		int64_t		o = orow[p.ids[i]];
-
-		if ((core[i] != ocore[o] || got[i] != ocl[o]) && bad++ == 0)
-			snprintf(detail, sizeof(detail), "id %lld: cluster %d core %d, oracle %d core %d",
-					 (long long) p.ids[i], got[i], core[i], ocl[o], ocore[o]);
-	}
-	if (st == GJ_OK && ncl != wantn && bad++ == 0)
-		snprintf(detail, sizeof(detail), "%lld clusters, oracle %lld", (long long) ncl,
-				 (long long) wantn);
+	if (st == GJ_OK)
+		bad += differ_clusters(&p, got, core, ncl, orow, ocl, ocore, wantn, detail, sizeof(detail));
 	if (st != GJ_OK)
 		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
 	snprintf(what, sizeof(what), "slab dbscan minpts %d (%lld slabs%s)", minpts,
@@ -624,17 +639,8 @@ check_band(const char *name, const gj_points *orig, double eps_in, double eps, i
 		st = gj_slab_band_dbscan(&p, rule.in2, rule.out2, core, &band, max_rows, &e, got, &info);
 	if (st == GJ_OK)
 		st = gj_dbscan_number(&p, got, core, &ncl);
-	for (int64_t i = 0; i < n && st == GJ_OK; i++)
-	{
-		int64_t		o = orow[p.ids[i]];
-
-		if ((core[i] != ocore[o] || got[i] != ocl[o]) && bad++ == 0)
-			snprintf(detail, sizeof(detail), "id %lld: cluster %d core %d, oracle %d core %d",
-					 (long long) p.ids[i], got[i], core[i], ocl[o], ocore[o]);
-	}
-	if (st == GJ_OK && ncl != wantn && bad++ == 0)
-		snprintf(detail, sizeof(detail), "%lld clusters, oracle %lld", (long long) ncl,
-				 (long long) wantn);
+	if (st == GJ_OK)
+		bad += differ_clusters(&p, got, core, ncl, orow, ocl, ocore, wantn, detail, sizeof(detail));
 	if (st != GJ_OK)
 		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st));
 	snprintf(what, sizeof(what), "band counts+dbscan minpts %d (%lld slabs, %lld of %lld band pairs%s)",
