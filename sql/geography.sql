@@ -204,10 +204,16 @@ BEGIN
            l.core
     FROM o_lab l;
 END $$;
+-- a line of rows 100 m apart along a meridian: every neighbour pair is in
+-- the band, about half of them within d by PostGIS's rounding
+CREATE TABLE eline AS SELECT i AS id, ST_Project('SRID=4326;POINT(10 50)'::geography, 100 * i, 0) AS geog
+FROM generate_series(0, 2000) i;
+ALTER TABLE eline ADD PRIMARY KEY (id);
 SET client_min_messages = warning;
 CREATE TEMP TABLE dbscan_cases AS
 SELECT * FROM (VALUES ('gg'::regclass, 60.0::float8, 3, true), ('gg', 60, 3, false),
-                      ('gg', 500, 125, true), ('gpole', 300, 4, true)) v(tbl, d, minpts, sp);
+                      ('gg', 500, 125, true), ('gpole', 300, 4, true),
+                      ('eline', 100, 3, true)) v(tbl, d, minpts, sp);
 CREATE TEMP TABLE dbscan_oracle AS
 SELECT c.*, o.* FROM dbscan_cases c, geo_dbscan_oracle(c.tbl, c.d, c.minpts, c.sp) o;
 SELECT c.tbl, c.d, c.minpts, c.sp,
@@ -276,4 +282,4 @@ SELECT count(*) AS nad83_diff FROM (
     (SELECT a.id, b.id FROM gnad a JOIN gnad b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 500)
      EXCEPT SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gnad', '{geog}', 500))) d;
 DROP FUNCTION geo_dbscan_oracle;
-DROP TABLE gg, gsmall, gpole, gglobe, gplain, ggeom, gmixed, gline, gnull, gnad;
+DROP TABLE eline, gg, gsmall, gpole, gglobe, gplain, ggeom, gmixed, gline, gnull, gnad;
