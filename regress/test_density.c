@@ -400,38 +400,21 @@ brute_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *co
 static brute_engine slab_use;	/* windows seen over the whole run */
 static int64_t band_cases = 0;	/* band cases with pairs both kept and not */
 
-/* An order callback (as a device's sort): (coordinate, row), qsort. */
-typedef struct order_item
-{
-	double		x;
-	uint32_t	row;
-} order_item;
-
-static int
-cmp_order(const void *a, const void *b)
-{
-	const order_item *x = a,
-			   *y = b;
-
-	if (x->x != y->x)
-		return x->x < y->x ? -1 : 1;
-	return (x->row > y->row) - (x->row < y->row);
-}
-
+/* An order callback (as a device's sort): (coordinate, row) entries, qsort. */
 static int64_t orders_asked = 0;
 
 static gj_status
 test_order(void *arg, const gj_points *p, int dim, uint32_t *perm)
 {
-	order_item *it = malloc(sizeof(order_item) * (p->n + 1));
+	entry	   *it = malloc(sizeof(entry) * (p->n + 1));
 
 	(void) arg;
 	orders_asked++;
 	for (int64_t i = 0; i < p->n; i++)
-		it[i] = (order_item) {p->x[i * p->dims + dim], (uint32_t) i};
-	qsort(it, p->n, sizeof(order_item), cmp_order);
+		it[i] = (entry) {p->x[i * p->dims + dim], i};
+	qsort(it, p->n, sizeof(entry), cmp_entry);
 	for (int64_t i = 0; i < p->n; i++)
-		perm[i] = it[i].row;
+		perm[i] = (uint32_t) it[i].id;
 	free(it);
 	return GJ_OK;
 }

@@ -201,57 +201,64 @@ GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
 /*
  * Counts found at out_min (counts[i] for row i: rows[i] of points, or of
  * queries when it is not NULL; rows NULL: row i) become the counts within
- * d: counted again at in_max, and the rows whose two counts differ look
- * for their band partners among the points of their grid neighbourhood
- * and ask PostGIS about each.  The grid is built at out_min, so that its
- * neighbourhoods hold every band partner, and counts at in_max (a grid
- * serves any smaller eps).
+ * d: counted again at in_max, for those rows only, and the rows whose two
+ * counts differ look for their band partners among the points of their
+ * grid neighbourhood and ask PostGIS about them.  The grid is built at
+ * out_min, so that its neighbourhoods hold every band partner, and counts
+ * at in_max (a grid serves any smaller eps).
  */
 void
 GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side,
 						const gj_points *queries, gj_geo_side *r_side,
 						const uint32 *rows, int64 nrows, int32 *counts)
 {
-	gj_points	copy;
+	gj_points	copy,
+				sub;
 	gj_grid		grid;
-	int32	   *lo;
-	int64		nlo = queries != NULL ? queries->n : points->n;
-	const gj_points *qs = queries != NULL ? queries : points;
+	int32	   *lo = palloc(sizeof(int32) * (nrows + 1));
+	const gj_points *qs;
 	gj_geo_side *q_side = queries != NULL ? r_side : s_side;
 	double		in2 = geo->g.in_max * geo->g.in_max,
 				out2 = geo->g.out_min * geo->g.out_min;
 	int64		nbr[GJ_MAX_ALL_NEIGHBOURS];
 	gj_status	st;
 
-	/* a copy of the points whose ids are their rows, for the grid */
+	/*
+	 * The rows asked about, as probes (a self count has the row itself, at
+	 * distance 0), and a copy of the points whose ids are their rows, for
+	 * the grid
+	 */
+	gj_points_init(&sub, 3);
 	gj_points_init(&copy, 3);
-	GjCheckStatus(gj_points_reserve(&copy, points->n), "copying the geography points");
-	memcpy(copy.x, points->x, sizeof(double) * 3 * points->n);
-	for (int64 i = 0; i < points->n; i++)
-		copy.ids[i] = i;
-	copy.n = points->n;
 	memset(&grid, 0, sizeof(grid));
-	lo = palloc(sizeof(int32) * (nlo + 1));
-	st = gj_grid_build(&grid, &copy, out2);
+	st = gj_points_reserve(&copy, points->n);
+	if (st == GJ_OK && queries == NULL && rows != NULL)
+		st = gj_points_reserve(&sub, nrows);
+	if (st == GJ_OK)
+	{
+		memcpy(copy.x, points->x, sizeof(double) * 3 * points->n);
+		for (int64 i = 0; i < points->n; i++)
+			copy.ids[i] = i;
+		copy.n = points->n;
+		for (int64 i = 0; queries == NULL && rows != NULL && i < nrows; i++)
+		{
+			memcpy(sub.x + 3 * i, points->x + 3 * rows[i], sizeof(double) * 3);
+			sub.ids[i] = points->ids[rows[i]];
+		}
+		sub.n = queries == NULL && rows != NULL ? nrows : 0;
+		st = gj_grid_build(&grid, &copy, out2);
+	}
+	qs = queries != NULL ? queries : rows != NULL ? &sub : points;
 	if (st == GJ_OK)
 	{
 		grid.eps2 = in2;		/* its cells are wide enough for the smaller eps */
-		if (queries != NULL)
-			st = gj_cpu_count_queries(&grid, &copy, queries, GjCpuThreads(), lo);
-		else
-		{
-			int32	   *lc = palloc(sizeof(int32) * (copy.n + 1));
-
-			st = gj_cpu_count_within(&grid, &copy, 0, GjCpuThreads(), lc);
-			for (int64 j = 0; j < copy.n; j++)
-				lo[copy.ids[j]] = lc[j];
-			pfree(lc);
-		}
+		st = gj_cpu_count_queries(&grid, &copy, qs, GjCpuThreads(), lo);
 	}
 	if (st != GJ_OK)
 	{
 		gj_grid_free(&grid);
 		gj_points_free(&copy);
+		gj_points_free(&sub);
 		GjCheckStatus(st, "counting geography pairs");
 	}
 
@@ -268,13 +275,12 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 
 		for (int64 i = 0; i < nrows; i++)
 		{
-			int64		row = rows != NULL ? rows[i] : i;
-			const double *xp = qs->x + 3 * row;
+			const double *xp = qs->x + 3 * i;
 			int			nn;
 
-			if (counts[i] == lo[row])
+			if (counts[i] == lo[i])
 				continue;		/* no band partner */
-			counts[i] = lo[row];
+			counts[i] = lo[i];
 			CHECK_FOR_INTERRUPTS();
 			nn = gj_grid_point_neighbourhood(&grid, xp, nbr);
 			for (int k = 0; k < nn; k++)
@@ -293,7 +299,7 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 						cs = repalloc(cs, sizeof(double) * cap);
 					}
 					who[nb] = i;
-					ida[nb] = qs->ids[row];
+					ida[nb] = qs->ids[i];
 					idb[nb] = points->ids[copy.ids[r]];
 					cs[nb++] = sqrt(c2);
 				}
@@ -312,6 +318,7 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 	{
 		gj_grid_free(&grid);
 		gj_points_free(&copy);
+		gj_points_free(&sub);
 	}
 	PG_END_TRY();
 	pfree(lo);

@@ -852,38 +852,39 @@ StartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 }
 
 /*
+ * Index the r rows (the smaller set) rather than the s rows?  Only where
+ * the smaller grid gets its cell table: without it each probe searches
+ * cell_id, and 1M probes in their own order cost more than indexing them
+ * (geography in 3-D at 155 m: 20M cells for 100K rows, no table).  *plan:
+ * r's grid, planned.
+ */
+static bool
+IndexSmaller(const gj_points *r, const gj_points *s, double eps2, gj_grid *plan)
+{
+	if (r->n >= s->n)
+		return false;
+	return gj_grid_plan(plan, r, eps2) == GJ_OK && gj_grid_table_fits(plan);
+}
+
+/*
  * eps_join: the grid over one set, every row of the other probing it; the
  * engines write (r, s) rows whichever set that is.  The GPU indexes the
  * smaller set (less device memory; both sets are sorted into the grid's
  * cells there), and so does the CPU where that grid gets its cell table
  * (IndexSmaller): its probes run in the other set's own order, but a small
- * grid stays in cache and finds a probe's cells through its table (grid.c).  On 2 cores, 100K x 1M in 2-D at ~3
- * partners: indexing the 1M rows took 180-200 ms and the 100K probes
- * 57-60 ms; indexing the 100K rows takes 37 ms and the 1M probes 97-103 ms.
+ * grid stays in cache and finds a probe's cells through its table
+ * (grid.c).  On 2 cores, 100K x 1M in 2-D at ~3 partners: indexing the
+ * 1M rows took 180-200 ms and the 100K probes 57-60 ms; indexing the 100K
+ * rows takes 37 ms and the 1M probes 97-103 ms.
  * (Before the table, a probe in random order cost about twice what sorting
  * a row into the grid does, 300 vs 140 ns, and the CPU indexed the larger.)
  */
-/*
- * Index the r rows (the smaller set) rather than the s rows?  Only where
- * the smaller grid gets its cell table: without it each probe searches
- * cell_id, and 1M probes in their own order cost more than indexing them
- * (geography in 3-D at 155 m: 20M cells for 100K rows, no table).
- */
-static bool
-IndexSmaller(const gj_points *r, const gj_points *s, double eps2)
-{
-	gj_grid		plan;
-
-	if (r->n >= s->n)
-		return false;
-	return gj_grid_plan(&plan, r, eps2) == GJ_OK && gj_grid_table_fits(&plan);
-}
-
 static void
 StartJoin(GjJob *job, bool allow_gpu)
 {
 	GjResources *res = job->res;
 	int			swap;			/* index the r rows */
+	gj_grid		plan;
 	gj_points  *idx;
 	const gj_points *probe;
 	gj_probe_options po;
@@ -926,10 +927,10 @@ StartJoin(GjJob *job, bool allow_gpu)
 
 	/* the same choice on a rerun: the same rows give the same plan */
 	if (res->queries.n < res->points.n)
-		swap = IndexSmaller(&res->queries, &res->points, job->spec.eps2);
+		swap = IndexSmaller(&res->queries, &res->points, job->spec.eps2, &plan);
 	else
 		swap = res->queries.n > res->points.n &&
-			!IndexSmaller(&res->points, &res->queries, job->spec.eps2);
+			!IndexSmaller(&res->points, &res->queries, job->spec.eps2, &plan);
 	idx = swap ? &res->queries : &res->points;
 	probe = swap ? &res->points : &res->queries;
 	/* few pairs to test: no index to build */
@@ -961,6 +962,7 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 	GjResources *res = job->res;
 	double		t0 = gj_now_ms();
 	bool		done = false;
+	gj_grid		rg;				/* the r rows' grid, when it is worth building */
 
 	AllocRowResults(job, res->queries.n);
 	job->t_engine = gj_now_ms();
@@ -995,18 +997,15 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 		else
 			GpuStartFailed(job, st, err);
 	}
-	if (!done && IndexSmaller(&res->queries, &res->points, job->spec.eps2))
+	if (!done && IndexSmaller(&res->queries, &res->points, job->spec.eps2, &rg))
 	{
 		/*
 		 * fewer r rows: the grid over them (sorted in place; the counts
 		 * follow), every s row probing it, a grid small enough to stay in
 		 * cache (core/density.c's gj_cpu_count_into)
 		 */
-		gj_grid		rg;
-		gj_status	st;
+		gj_status	st = gj_grid_build_planned(&rg, &res->queries);
 
-		memset(&rg, 0, sizeof(rg));
-		st = gj_grid_build(&rg, &res->queries, job->spec.eps2);
 		if (st == GJ_OK && 2 * rg.npoints <= 3 * rg.ncells)
 		{
 			/*
