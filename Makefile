@@ -53,7 +53,7 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
 	--fmad=false $(CUDA_ARCH)
 OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o \
 	kernels/density.o kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o \
-	kernels/tiles.o kernels/knn_tiles.o kernels/order.o
+	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o
 SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 OBJS += kernels/nocuda.o
@@ -66,7 +66,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_math.cuh kernels/density_boxes.cuh src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
+kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_math.cuh kernels/density_boxes.cuh kernels/density_run.cuh src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 $(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
@@ -127,7 +127,7 @@ regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(C
 # GPU check and GPU benchmark (need nvcc to build, a GPU to run).
 KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o kernels/density.o \
 	kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o kernels/tiles.o kernels/knn_tiles.o kernels/ceilings.o \
-	kernels/order.o
+	kernels/order.o kernels/lists.o
 GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
 regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \

@@ -31,89 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "density_boxes.cuh"
-
-#define GJ_DENSITY_BLOCK 256
-
-/*
- * Call f(cell) for every non-empty cell of cell c's 3^n neighbourhood (c
- * included): along the last indexed dimension a range of ids around each
- * prefix, prefixes being zero and every forward prefix with its mirror.
- * Stops (returning false) when f does.
- */
-template <typename F>
-__device__ __forceinline__ bool
-for_each_neighbour(const gj_dev_grid &G, const gj_grid_params &P, uint32_t c, F f)
-{
-	int64_t		cc[GJ_MAX_INDEXED_DIMS];
-	int			last = P.nidx - 1;
-	int64_t		id;
-
-	if (P.nidx == 0)
-		return f((int64_t) c);
-	id = G.cell_id[c];
-	{
-		int64_t		rest = id;
-
-		for (int k = last; k >= 0; k--)
-		{
-			cc[k] = rest % P.ncell_dim[k];
-			rest /= P.ncell_dim[k];
-		}
-	}
-	int64_t		has_lo = cc[last] > 0;
-	int64_t		has_hi = cc[last] + 1 < P.ncell_dim[last];
-
-	for (int p = -1; p < P.nprefix; p++)
-		for (int sign = 1; sign >= -1; sign -= 2)
-		{
-			int64_t		base = id;
-
-			if (p < 0 && sign < 0)
-				continue;		/* the zero prefix has no mirror */
-			if (p >= 0)
-			{
-				bool		valid = true;
-
-				for (int k = 0; k < last; k++)
-				{
-					int64_t		ck = cc[k] + sign * P.prefix_vec[p][k];
-
-					if (ck < 0 || ck >= P.ncell_dim[k])
-						valid = false;
-				}
-				if (!valid)
-					continue;
-				base = id + sign * P.prefix_off[p];
-			}
-			for (int64_t k = gj_dev_lower_bound(G.cell_id, G.ncells, base - has_lo);
-				 k < G.ncells && G.cell_id[k] <= base + has_hi; k++)
-				if (!f(k))
-					return false;
-		}
-	return true;
-}
-
-/* The point's coordinates, in registers when DIMS is known. */
-template <int DIMS>
-struct point_reg
-{
-	double		x[DIMS > 0 ? DIMS : 1];
-	const double *p;
-
-	__device__ __forceinline__ point_reg(const gj_dev_grid &G, int dims, uint32_t i)
-	{
-		if constexpr (DIMS > 0)
-		{
-#pragma unroll
-			for (int d = 0; d < DIMS; d++)
-				x[d] = G.xs[(int64_t) i * DIMS + d];
-			p = x;
-		}
-		else
-			p = G.xs + (int64_t) i * dims;
-	}
-};
+#include "density_run.cuh"
 
 /*
  * Is every pair of cell c's points within eps?  One warp a cell (a cell may
@@ -585,42 +503,7 @@ given_kernel(int64_t n, const uint32_t *perm, const uint8_t *core_in, const int6
 		key[t] = key_in[o];
 }
 
-/* Launch kernel K<DIMS> specialised for the common dimensionalities. */
-#define LAUNCH_DIMS(K, dims, grid, stream, ...) \
-	do { \
-		switch (dims) \
-		{ \
-			case 1: K<1><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
-			case 2: K<2><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
-			case 3: K<3><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
-			case 4: K<4><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
-			default: K<0><<<grid, GJ_DENSITY_BLOCK, 0, stream>>>(__VA_ARGS__); break; \
-		} \
-	} while (0)
-
-/* Everything one call holds on the device. */
-typedef struct density_run
-{
-	cudaStream_t stream;
-	cudaStream_t stop_stream;
-	int		   *d_stop;
-	gj_grid		plan;
-	gj_grid_params P;
-	gj_dev_grid G;
-	int			have_grid;
-	int32_t    *d_val;			/* counts, or representatives */
-	int32_t    *d_parent;
-	uint8_t    *d_core;
-	long long  *d_minid;
-	uint8_t    *d_compact;		/* per cell */
-	int32_t    *d_first_core;	/* per cell */
-	gj_dev_boxes B;				/* DBSCAN: the dense wide cells' boxes */
-	size_t		room;			/* device bytes the budget leaves beyond the above */
-	int32_t    *d_val_out;
-	uint8_t    *d_core_out;
-} density_run;
-
-static void
+void
 run_free(density_run *r)
 {
 	if (r->stream)
@@ -643,7 +526,7 @@ run_free(density_run *r)
 }
 
 /* Budget check, upload, device index; the per-row arrays. */
-static gj_status
+gj_status
 run_prepare(density_run *r, const gj_points *p, double eps2,
 			const gj_gpu_options *opt, int dbscan, size_t extra_per_row,
 			gj_gpu_density_info *info, char *err, size_t errlen)
@@ -744,6 +627,17 @@ launch_compact(density_run *r)
 	compact_kernel<<<wgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->P, r->d_compact);
 }
 
+void
+run_launch_counts(density_run *r, int dims, int32_t cap)
+{
+	unsigned	grid = (unsigned) ((r->G.n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
+
+	launch_compact(r);
+	LAUNCH_DIMS(count_kernel, dims, grid, r->stream, r->G, r->P, cap, r->d_val,
+				(uint8_t *) NULL, (int32_t *) NULL, (const uint8_t *) r->d_compact, r->B,
+				r->d_stop);
+}
+
 /* The entry points' common checks; info and err cleared. */
 static gj_status
 density_args(const gj_points *p, double eps2, gj_gpu_density_info *info, char *err)
@@ -795,10 +689,7 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
 		double		t0 = gj_now_ms();
 
-		launch_compact(&r);
-		LAUNCH_DIMS(count_kernel, p->dims, grid, r.stream, r.G, r.P,
-					cap > 0 ? cap : INT32_MAX, r.d_val, (uint8_t *) NULL,
-					(int32_t *) NULL, (const uint8_t *) r.d_compact, r.B, r.d_stop);
+		run_launch_counts(&r, p->dims, cap > 0 ? cap : INT32_MAX);
 		scatter_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r.stream>>>(n, r.G.perm, r.d_val, NULL,
 																 false, r.d_val_out, NULL);
 		info->launches = 3;

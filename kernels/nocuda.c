@@ -261,3 +261,30 @@ gj_gpu_tiles_gram_error(const gj_points *p, double *worst, char *err, size_t err
 	snprintf(err, errlen, "built without CUDA");
 	return GJ_ERR_NODEVICE;
 }
+
+gj_status
+gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
+				   gj_gpu_lists **out, char *err, size_t errlen)
+{
+	(void) p;
+	(void) eps2;
+	(void) opt;
+	*out = NULL;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+/* Never reached: start never succeeds in this build. */
+void
+gj_gpu_lists_stats(const gj_gpu_lists *j, gj_gpu_lists_info *info)
+{
+	(void) j;
+	memset(info, 0, sizeof(*info));
+}
+
+const char *
+gj_gpu_lists_error(const gj_gpu_lists *j)
+{
+	(void) j;
+	return "built without CUDA";
+}

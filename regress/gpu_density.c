@@ -2,7 +2,8 @@
  * gpu_density.c
  *		GPU check and benchmark of the per-row engines: neighbour counts and
  *		DBSCAN on the GPU (kernels/density.cu) against the CPU engine
- *		(src/core/density.c) and, on small sets, the brute-force oracles.
+ *		(src/core/density.c) and, on small sets, the brute-force oracles;
+ *		neighbour lists (kernels/lists.cu) against the CPU list engine.
  *
  *		gpu_density check [seed]   GPU == CPU (== oracle) on random and
  *		                           adversarial data; last line
@@ -362,6 +363,145 @@ check_order(uint64_t seed)
 	}
 }
 
+/* Every row's list from a list engine, by id (ids are 0..n-1). */
+typedef struct id_lists
+{
+	int64_t    *len;			/* -1: not seen */
+	int64_t    *at;
+	int64_t    *nb;
+	double	   *nd;
+	int64_t		used;
+	int64_t		cap;
+	int64_t		repeated;		/* rows handed out more than once, or unknown ids */
+} id_lists;
+
+static gj_status
+collect_lists(gj_engine *e, int64_t n, id_lists *L)
+{
+	gj_chunk   *c;
+	gj_status	st;
+
+	memset(L, 0, sizeof(*L));
+	L->len = malloc(sizeof(int64_t) * (n + 1));
+	L->at = malloc(sizeof(int64_t) * (n + 1));
+	L->cap = 1024;
+	L->nb = malloc(sizeof(int64_t) * L->cap);
+	L->nd = malloc(sizeof(double) * L->cap);
+	for (int64_t i = 0; i < n; i++)
+		L->len[i] = -1;
+	while ((st = gj_engine_next(e, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	{
+		if (st != GJ_OK)
+			continue;
+		for (int32_t i = 0; i < c->n; i++)
+		{
+			int64_t		id = c->a[i],
+						e0 = c->off[i] + GJ_LIST_GAP,
+						len = c->off[i + 1] - e0;
+
+			if (id < 0 || id >= n || L->len[id] >= 0 || len < 0)
+			{
+				L->repeated++;
+				continue;
+			}
+			while (L->used + len > L->cap)
+			{
+				L->cap *= 2;
+				L->nb = realloc(L->nb, sizeof(int64_t) * L->cap);
+				L->nd = realloc(L->nd, sizeof(double) * L->cap);
+			}
+			memcpy(L->nb + L->used, c->nb + e0, sizeof(int64_t) * len);
+			memcpy(L->nd + L->used, c->nd + e0, sizeof(double) * len);
+			L->len[id] = len;
+			L->at[id] = L->used;
+			L->used += len;
+		}
+		gj_engine_release(e, c);
+	}
+	return st == GJ_DONE ? GJ_OK : st;
+}
+
+static void
+lists_free_ids(id_lists *L)
+{
+	free(L->len);
+	free(L->at);
+	free(L->nb);
+	free(L->nd);
+}
+
+/*
+ * GPU neighbour lists (kernels/lists.cu) against the CPU list engine: every
+ * row once, the same ids in the same order, the distances bit for bit.
+ */
+static void
+check_lists(const char *name, const gj_points *p, double eps, uint64_t seed)
+{
+	int64_t		n = p->n,
+				bad = 0;
+	gj_points	s;
+	gj_grid		g;
+	gj_cpu_lists *cl = NULL;
+	gj_gpu_lists *gl = NULL;
+	id_lists	A,
+				B;
+	char		err[256],
+				detail[512] = "";
+	gj_status	st;
+	int			have_grid;
+
+	memset(&A, 0, sizeof(A));
+	memset(&B, 0, sizeof(B));
+	gj_points_copy(&s, p, n);
+	st = gj_grid_build(&g, &s, eps * eps);
+	have_grid = st == GJ_OK;
+	if (st == GJ_OK)
+		st = gj_cpu_lists_start(&g, &s, NULL, n, 0, &cl);
+	if (st == GJ_OK)
+	{
+		st = collect_lists(GJ_ENGINE(cl), n, &A);
+		gj_engine_free(GJ_ENGINE(cl));
+	}
+	if (st != GJ_OK)
+	{
+		snprintf(detail, sizeof(detail), "CPU lists: %s", gj_status_name(st));
+		result(0, "cpu lists", name, seed, detail);
+		goto out;
+	}
+	st = gj_gpu_lists_start(p, eps * eps, NULL, &gl, err, sizeof(err));
+	if (st == GJ_OK)
+	{
+		st = collect_lists(GJ_ENGINE(gl), n, &B);
+		if (st != GJ_OK)
+			snprintf(err, sizeof(err), "%s", gj_gpu_lists_error(gl));
+		gj_engine_free(GJ_ENGINE(gl));
+	}
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), err);
+	else if (B.repeated > 0 || A.repeated > 0)
+		snprintf(detail, sizeof(detail), "%lld rows repeated (CPU %lld)",
+				 (long long) B.repeated, (long long) A.repeated), bad++;
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
+	{
+		int			same = A.len[i] == B.len[i] && A.len[i] >= 0;
+
+		for (int64_t k = 0; same && k < A.len[i]; k++)
+			same = A.nb[A.at[i] + k] == B.nb[B.at[i] + k] &&
+				memcmp(&A.nd[A.at[i] + k], &B.nd[B.at[i] + k], sizeof(double)) == 0;
+		if (!same && bad++ == 0)
+			snprintf(detail, sizeof(detail), "row %lld: GPU list of %lld, CPU %lld, %s",
+					 (long long) i, (long long) B.len[i], (long long) A.len[i],
+					 A.len[i] == B.len[i] ? "different entries" : "different lengths");
+	}
+	result(st == GJ_OK && bad == 0, "gpu lists", name, seed, detail);
+out:
+	if (have_grid)
+		gj_grid_free(&g);
+	gj_points_free(&s);
+	lists_free_ids(&A);
+	lists_free_ids(&B);
+}
+
 /* GPU counts and DBSCAN of p against the CPU engine (and the oracle). */
 static void
 check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
@@ -431,6 +571,14 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 
 		snprintf(what, sizeof(what), "gpu dbscan minpts %d", minpts);
 		result(st == GJ_OK && bad == 0, what, name, seed, detail);
+	}
+	{
+		double		entries = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			entries += a.counts[i] - 1;
+		if (entries < 5e7)
+			check_lists(name, p, eps, seed);
 	}
 	/* every other case again in slabs of a fifth of the rows */
 	if (seed % 2 == 0 && n >= 40 && isfinite(eps * eps))

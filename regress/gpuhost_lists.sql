@@ -3,6 +3,8 @@
 -- read back from a materialised copy (the cost of building and emitting
 -- them in the backend without any join), and the counts (the join without
 -- the arrays).  Consumers touch both arrays of every row.  Best of two.
+-- Where marked, the GPU's lists are compared with the CPU engine's row by
+-- row (0 rows differing).
 \pset footer off
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
@@ -16,8 +18,9 @@ ALTER TABLE l2m ADD PRIMARY KEY (id);
 ALTER TABLE l3m ADD PRIMARY KEY (id);
 VACUUM ANALYZE l2m, l3m;
 CREATE TEMP TABLE lr (case_name text, method text, seconds float8, result text);
-CREATE FUNCTION pg_temp.lcase(c text, tbl text, cols text, eps float8) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE f text := format('eps_neighbors(%L, %L, %s)', tbl, cols, eps);
+CREATE FUNCTION pg_temp.lcase(c text, tbl text, cols text, eps float8, compare boolean)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE f text := format('eps_neighbors(%L, %L, %s)', tbl, cols, eps); bad bigint;
 BEGIN
     PERFORM set_config('gpujoin.device', 'gpu', true);
     INSERT INTO lr SELECT c, 'counts', b.* FROM pg_temp.best_of(
@@ -31,10 +34,17 @@ BEGIN
     PERFORM set_config('gpujoin.device', 'cpu', true);
     INSERT INTO lr SELECT c, 'lists, CPU engine', b.* FROM pg_temp.best_of(
         format('SELECT sum(cardinality(neighbors) + cardinality(dists)) FROM %s', f), 1) b;
+    IF compare THEN
+        -- the GPU's lists (the copy) against the CPU engine's, row by row
+        EXECUTE format('SELECT count(*) FROM lists_copy l FULL JOIN %s c ON l.id = c.id
+                        WHERE l.neighbors IS DISTINCT FROM c.neighbors OR l.dists IS DISTINCT FROM c.dists', f)
+            INTO bad;
+        INSERT INTO lr VALUES (c, 'rows differing', NULL, bad::text);
+    END IF;
 END $$;
-SELECT pg_temp.lcase('2M 2-D uniform ~30', 'l2m', '{x,y}', 0.2185);
-SELECT pg_temp.lcase('2M 2-D uniform ~300', 'l2m', '{x,y}', 0.691);
-SELECT pg_temp.lcase('2M 3-D clustered', 'l3m', '{x,y,z}', 0.35);
+SELECT pg_temp.lcase('2M 2-D uniform ~30', 'l2m', '{x,y}', 0.2185, true);
+SELECT pg_temp.lcase('2M 2-D uniform ~300', 'l2m', '{x,y}', 0.691, false);
+SELECT pg_temp.lcase('2M 3-D clustered', 'l3m', '{x,y,z}', 0.35, true);
 SET gpujoin.device = gpu;
 EXPLAIN (ANALYZE, COSTS OFF) SELECT sum(cardinality(neighbors) + cardinality(dists)) FROM eps_neighbors('l2m', '{x,y}', 0.2185);
 SELECT case_name,
@@ -45,5 +55,6 @@ SELECT case_name,
        round((max(seconds) FILTER (WHERE method = 'lists') /
               max(seconds) FILTER (WHERE method = 'from a table'))::numeric, 2) AS lists_over_table,
        max(result) FILTER (WHERE method = 'lists') = max(result) FILTER (WHERE method = 'from a table') AND
-       max(result) FILTER (WHERE method = 'lists') = max(result) FILTER (WHERE method = 'lists, CPU engine') AS same
+       max(result) FILTER (WHERE method = 'lists') = max(result) FILTER (WHERE method = 'lists, CPU engine') AS same,
+       max(result) FILTER (WHERE method = 'rows differing') AS gpu_cpu_rows_differing
 FROM lr GROUP BY case_name ORDER BY min(ctid);

@@ -74,11 +74,13 @@ typedef enum GjRunning
 	RUN_GPU_KNN,
 	RUN_ROWS,					/* per-row answers computed: hand them out */
 	RUN_CPU_LISTS,
+	RUN_GPU_LISTS,
 	RUN_CPU_TILES,
 	RUN_GPU_TILES
 } GjRunning;
 
-#define RUNNING_GPU(r) ((r) == RUN_GPU_SELFJOIN || (r) == RUN_GPU_KNN || (r) == RUN_GPU_TILES)
+#define RUNNING_GPU(r) ((r) == RUN_GPU_SELFJOIN || (r) == RUN_GPU_KNN || \
+						(r) == RUN_GPU_TILES || (r) == RUN_GPU_LISTS)
 
 struct GjJob
 {
@@ -1304,6 +1306,37 @@ GeoBandRows(GjJob *job, bool allow_gpu)
 	job->geo_band = true;
 }
 
+/*
+ * Every row's neighbour list on the GPU (kernels/lists.cu), streamed as
+ * the CPU list engine's chunks are; false (after a NOTICE) when the CPU
+ * must run them.
+ */
+static bool
+StartGpuLists(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_gpu_options opt;
+	gj_gpu_lists *lj;
+	gj_gpu_lists_info li;
+	char		err[256];
+	gj_status	st;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	st = gj_gpu_lists_start(&res->points, job->spec.eps2, &opt, &lj, err, sizeof(err));
+	if (st != GJ_OK)
+		return GpuStartFailed(job, st, err);
+	res->engine = GJ_ENGINE(lj);
+	gj_gpu_lists_stats(lj, &li);
+	job->stats.index_ms += li.index_ms;
+	elog(DEBUG1, "%s: GPU lists started in %.1f ms (index %.1f ms), %lld entries",
+		 job->spec.fname, li.start_ms, li.index_ms, (long long) li.entries);
+	job->t_engine = gj_now_ms();
+	job->stats.engine = "gpu";
+	job->running = RUN_GPU_LISTS;
+	return true;
+}
+
 static void
 StartRows(GjJob *job, bool allow_gpu)
 {
@@ -1338,6 +1371,9 @@ StartRows(GjJob *job, bool allow_gpu)
 	}
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
+		if (!restricted && allow_gpu && GjChooseEngine(n) == GJ_ENGINE_GPU &&
+			StartGpuLists(job))
+			return;
 		EnsureGrid(job);
 		if (restricted)
 			rows = ListedRows(&res->points, job->spec.filter_ids, job->spec.nfilter, &nrows);
@@ -1642,6 +1678,13 @@ EngineDoneMs(GjJob *job)
 		job->stats.slices = ti.slices;
 		job->stats.slice_rows = ti.slice_rows;
 	}
+	else if (job->running == RUN_GPU_LISTS)
+	{
+		gj_gpu_lists_info li;
+
+		gj_gpu_lists_stats((gj_gpu_lists *) res->engine, &li);
+		job->stats.batches = li.chunks;
+	}
 	else if (job->running == RUN_GPU_KNN)
 	{
 		gj_gpu_knn_info gi;
@@ -1667,6 +1710,8 @@ GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
 			 gj_gpu_selfjoin_error((gj_gpu_selfjoin *) res->engine) :
 			 job->running == RUN_GPU_TILES ?
 			 gj_gpu_tiles_error((gj_gpu_tiles *) res->engine) :
+			 job->running == RUN_GPU_LISTS ?
+			 gj_gpu_lists_error((gj_gpu_lists *) res->engine) :
 			 gj_gpu_knn_error((gj_gpu_knn *) res->engine));
 	GjResourcesStopEngine(res);
 	RestartAfterGpu(job, st, err, restarted);
