@@ -212,8 +212,8 @@ extern gj_status gj_gpu_dbscan(const gj_points *p, double eps2, int32_t minpts,
  * Neighbour lists (eps_neighbors) on the GPU: an engine (gj_engine) whose
  * chunks are the CPU list engine's (gj_cpu_lists_start), every row of p
  * once, its neighbours within eps other than itself ordered by (distance,
- * id).  The grid and every row's count are made before it returns;
- * GJ_ERR_DEVICE_OOM when they do not fit.
+ * id).  The grid and every row's count (of the first window) are made
+ * before it returns; GJ_ERR_DEVICE_OOM when they do not fit.
  */
 typedef struct gj_gpu_lists gj_gpu_lists;
 
@@ -224,11 +224,17 @@ typedef struct gj_gpu_lists_info
 	double		chunk_ms;		/* filling, sorting and copying chunks */
 	double		done_ms;		/* gj_now_ms() when the last chunk was handed over */
 	int64_t		chunks;
-	int64_t		entries;		/* list entries in all */
+	int64_t		windows;
+	int64_t		entries;		/* list entries so far */
 } gj_gpu_lists_info;
 
 extern gj_status gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 									gj_gpu_lists **out, char *err, size_t errlen);
+/* The same beyond the device: p sorted and cut by gj_slabs_windows, window by window. */
+extern gj_status gj_gpu_lists_start_windows(const gj_points *p, double eps2,
+											const gj_gpu_options *opt,
+											const gj_slab_window *win, int64_t nwin,
+											gj_gpu_lists **out, char *err, size_t errlen);
 extern void gj_gpu_lists_stats(const gj_gpu_lists *j, gj_gpu_lists_info *info);
 extern const char *gj_gpu_lists_error(const gj_gpu_lists *j);
 

@@ -17,6 +17,13 @@
  * A chunk holds at most GJ_CHUNK_PAIRS rows and its entries fit the device
  * buffers, which are sized for the longest list when it is longer than the
  * default: a list is never split.
+ *
+ * Rows beyond the device come in windows (gj_slabs_windows): p sorted
+ * along one dimension, each window its own rows with every row within
+ * reach of them; the window's grid lists its own rows only, so every row
+ * is listed once, with all its neighbours.  The first window is indexed
+ * before start returns (a device that cannot hold it fails the start); the
+ * engine's thread indexes the others in turn.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -34,20 +41,27 @@
 struct gj_gpu_lists
 {
 	gj_engine	eng;			/* first: the queue, the first error, free */
-	density_run r;
-	int64_t		n;
-	int			dims;
-	int32_t    *counts;			/* per sorted row, itself included */
+	density_run r;				/* the open window's */
+	const gj_points *p;
+	double		eps2;
+	gj_gpu_options opt;
+	gj_slab_window *win;		/* the windows (a copy) */
+	int64_t		nwin;
+	int64_t		nown;			/* the open window's own rows */
+	uint32_t   *own;			/* ... their sorted positions, NULL: all, in order */
+	uint32_t   *d_own;
+	int32_t    *counts;			/* ... their counts, itself included */
+	int32_t    *all;			/* per sorted row of the window */
 	int64_t		ncap;			/* entries a chunk holds */
 	int64_t    *d_off;			/* GJ_CHUNK_PAIRS + 1: the chunk's list offsets */
 	int64_t    *d_beg;			/* GJ_CHUNK_PAIRS: where each list's entries start */
+	int64_t    *d_a;			/* GJ_CHUNK_PAIRS: the chunk's row ids */
 	int64_t    *d_nb[2];		/* ids, before and after a sort */
 	double	   *d_nd[2];		/* distances */
 	int		   *d_bad;			/* a list that did not come out at its count's length */
 	void	   *d_tmp;
 	size_t		tmp_bytes;
 	gj_chunk	pool[GJ_LISTS_CHUNKS];
-	void	   *pinned[GJ_LISTS_CHUNKS];
 	pthread_t	thread;
 	int			started;
 	int			stop;			/* atomic */
@@ -56,27 +70,30 @@ struct gj_gpu_lists
 };
 
 /*
- * Rows [r0, r0 + k) of the sorted order each write their list: ids and
+ * Own rows [r0, r0 + k) (own: their sorted positions, or NULL: the
+ * sorted order itself) each write their id and their list: ids and
  * distances of every other row within eps, at d_off[i] + GJ_LIST_GAP.  A
  * list longer than its place (never, if the counts are right) is cut and
  * flagged rather than written past it.
  */
 template <int DIMS>
 __global__ static void
-fill_kernel(gj_dev_grid G, gj_grid_params P, uint32_t r0, int64_t k, const int64_t *off,
-			int64_t *beg, int64_t *nb, double *nd, int *bad, const int *stop)
+fill_kernel(gj_dev_grid G, gj_grid_params P, const uint32_t *own, int64_t r0, int64_t k,
+			const int64_t *off, int64_t *beg, int64_t *a, int64_t *nb, double *nd, int *bad,
+			const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
 	if (t >= (uint64_t) k)
 		return;
-	uint32_t	i = r0 + (uint32_t) t;
+	uint32_t	i = own != NULL ? own[r0 + t] : (uint32_t) (r0 + t);
 	point_reg<DIMS> xi(G, P.dims, i);
 	int64_t		at = off[t] + GJ_LIST_GAP,
 				end = off[t + 1];
 	uint32_t	seen = 0;
 
 	beg[t] = at;
+	a[t] = G.ids[i];
 	for_each_neighbour(G, P, G.pcell[i], [&](int64_t c) {
 		for (uint32_t r = G.cell_start[c]; r < G.cell_start[c + 1]; r++)
 		{
@@ -132,9 +149,9 @@ lists_wait(gj_gpu_lists *j)
 	}
 }
 
-/* Fill, sort and bring back rows [r0, r0 + ch->n) into ch. */
+/* Fill, sort and bring back own rows [r0, r0 + ch->n) into ch. */
 static gj_status
-lists_chunk(gj_gpu_lists *j, uint32_t r0, gj_chunk *ch)
+lists_chunk(gj_gpu_lists *j, int64_t r0, gj_chunk *ch)
 {
 	density_run *r = &j->r;
 	int64_t		k = ch->n,
@@ -149,9 +166,9 @@ lists_chunk(gj_gpu_lists *j, uint32_t r0, gj_chunk *ch)
 						r->stream);
 	if (e == cudaSuccess)
 	{
-		LAUNCH_DIMS(fill_kernel, j->dims, grid, r->stream, r->G, r->P, r0, k,
-					(const int64_t *) j->d_off, j->d_beg, j->d_nb[0], j->d_nd[0], j->d_bad,
-					(const int *) r->d_stop);
+		LAUNCH_DIMS(fill_kernel, j->p->dims, grid, r->stream, r->G, r->P,
+					(const uint32_t *) j->d_own, r0, k, (const int64_t *) j->d_off, j->d_beg,
+					j->d_a, j->d_nb[0], j->d_nd[0], j->d_bad, (const int *) r->d_stop);
 		e = cudaGetLastError();
 	}
 	/* by id, then stably by distance: (distance, id) order */
@@ -170,8 +187,8 @@ lists_chunk(gj_gpu_lists *j, uint32_t r0, gj_chunk *ch)
 		e = cudaMemcpyAsync(ch->nd, j->d_nd[0], sizeof(double) * total,
 							cudaMemcpyDeviceToHost, r->stream);
 	if (e == cudaSuccess)
-		e = cudaMemcpyAsync(ch->a, r->G.ids + r0, sizeof(int64_t) * k,
-							cudaMemcpyDeviceToHost, r->stream);
+		e = cudaMemcpyAsync(ch->a, j->d_a, sizeof(int64_t) * k, cudaMemcpyDeviceToHost,
+							r->stream);
 	if (e != cudaSuccess)
 	{
 		snprintf(j->err, sizeof(j->err), "list chunk: %s", cudaGetErrorName(e));
@@ -192,51 +209,221 @@ lists_chunk(gj_gpu_lists *j, uint32_t r0, gj_chunk *ch)
 	return st;
 }
 
-/* The engine's thread: chunk after chunk of consecutive sorted rows. */
+static gj_status lists_buffers(gj_gpu_lists *j, char *err, size_t errlen);
+static gj_status lists_chunks(gj_gpu_lists *j, char *err, size_t errlen);
+static void lists_device_free(gj_gpu_lists *j);
+
+/*
+ * Index window w and count its rows; the own rows' sorted positions and
+ * counts.  From the engine's thread (in_thread: its stop ends the waits),
+ * or the caller's for the first window.  Buffers grow to the longest list.
+ */
+static gj_status
+window_open(gj_gpu_lists *j, int64_t w, int in_thread, char *err, size_t errlen)
+{
+	const gj_slab_window *win = &j->win[w];
+	density_run *r = &j->r;
+	gj_points	view;
+	gj_gpu_density_info di;
+	int64_t		n = win->w1 - win->w0,
+				longest = 0;
+	int			whole = win->o0 == win->w0 && win->o1 == win->w1;
+	uint32_t   *perm = NULL;
+	gj_status	st;
+	cudaError_t e;
+
+	run_free(r);
+	memset(r, 0, sizeof(*r));
+	cudaFree(j->d_own);
+	j->d_own = NULL;
+	free(j->own);
+	j->own = NULL;
+	j->nown = 0;
+	gj_points_view(&view, j->p, win->w0, win->w1);
+	memset(&di, 0, sizeof(di));
+	st = run_prepare(r, &view, j->eps2, &j->opt, 0, 0, &di, err, errlen);
+	j->info.index_ms += di.index_ms;
+	if (st != GJ_OK)
+		return st;
+	free(j->all);
+	free(j->counts);
+	j->all = (int32_t *) malloc(sizeof(int32_t) * n);
+	j->counts = (int32_t *) malloc(sizeof(int32_t) * (win->o1 - win->o0 + 1));
+	if (!whole)
+	{
+		perm = (uint32_t *) malloc(sizeof(uint32_t) * n);
+		j->own = (uint32_t *) malloc(sizeof(uint32_t) * (win->o1 - win->o0 + 1));
+	}
+	if (j->all == NULL || j->counts == NULL || (!whole && (perm == NULL || j->own == NULL)))
+	{
+		free(perm);
+		return GJ_ERR_NOMEM;
+	}
+	run_launch_counts(r, view.dims, INT32_MAX);
+	e = cudaGetLastError();
+	if (e != cudaSuccess)
+	{
+		snprintf(err, errlen, "count kernel launch: %s", cudaGetErrorName(e));
+		free(perm);
+		return GJ_ERR_CUDA;
+	}
+	st = in_thread ? lists_wait(j) : gj_gpu_wait(r->stream, r->d_stop, r->stop_stream, err, errlen);
+	if (st == GJ_OK)
+	{
+		e = cudaMemcpy(j->all, r->d_val, sizeof(int32_t) * n, cudaMemcpyDeviceToHost);
+		if (e == cudaSuccess && !whole)
+			e = cudaMemcpy(perm, r->G.perm, sizeof(uint32_t) * n, cudaMemcpyDeviceToHost);
+		if (e != cudaSuccess)
+		{
+			snprintf(err, errlen, "counts download: %s", cudaGetErrorName(e));
+			st = GJ_ERR_CUDA;
+		}
+	}
+	/* the own rows, in the sorted order */
+	for (int64_t t = 0; st == GJ_OK && t < n; t++)
+	{
+		int64_t		row = win->w0 + (whole ? t : (int64_t) perm[t]);
+
+		if (row < win->o0 || row >= win->o1)
+			continue;
+		if (!whole)
+			j->own[j->nown] = (uint32_t) t;
+		j->counts[j->nown++] = j->all[t];
+		j->info.entries += j->all[t] - 1;
+		if (j->all[t] > longest)
+			longest = j->all[t];
+	}
+	free(perm);
+	if (st == GJ_OK && j->nown != win->o1 - win->o0)
+	{
+		snprintf(err, errlen, "window %lld: %lld own rows, expected %lld", (long long) w,
+				 (long long) j->nown, (long long) (win->o1 - win->o0));
+		st = GJ_ERR_CUDA;
+	}
+	if (st == GJ_OK && !whole)
+	{
+		e = cudaMalloc(&j->d_own, sizeof(uint32_t) * (j->nown + 1));
+		if (e == cudaSuccess)
+			e = cudaMemcpy(j->d_own, j->own, sizeof(uint32_t) * j->nown, cudaMemcpyHostToDevice);
+		if (e != cudaSuccess)
+		{
+			snprintf(err, errlen, "own rows upload: %s", cudaGetErrorName(e));
+			cudaGetLastError();
+			st = gj_cuda_status(e);
+		}
+	}
+	if (st == GJ_OK && GJ_LIST_GAP + longest - 1 > j->ncap)
+	{
+		/* a longer list than the buffers hold: larger ones, every chunk back first */
+		gj_chunk   *held[GJ_LISTS_CHUNKS];
+		int			got = 0;
+
+		if (j->eng.q != NULL)
+			for (; got < GJ_LISTS_CHUNKS; got++)
+				if ((held[got] = gj_queue_get_free(j->eng.q)) == NULL)
+					break;
+		if (j->eng.q != NULL && got < GJ_LISTS_CHUNKS)
+			st = GJ_ERR_CANCELED;
+		if (st == GJ_OK)
+		{
+			j->ncap = GJ_LIST_GAP + longest - 1;
+			lists_device_free(j);
+			st = lists_buffers(j, err, errlen);
+		}
+		if (st == GJ_OK && j->eng.q != NULL)
+			for (int c = 0; c < got; c++)
+				j->pool[c] = *held[c];	/* the queue's copies: their blocks */
+		if (st == GJ_OK)
+			st = lists_chunks(j, err, errlen);
+		if (j->eng.q != NULL)
+			for (int c = 0; c < got; c++)
+			{
+				if (st == GJ_OK)
+				{
+					gj_chunk   *next = held[c]->next;
+
+					*held[c] = j->pool[c];
+					held[c]->next = next;
+				}
+				held[c]->n = 0;
+				gj_queue_put_full(j->eng.q, held[c]);	/* empty: back to the pool */
+			}
+	}
+	return st;
+}
+
+/* The engine's thread: window after window, chunk after chunk of own rows. */
 static void *
 lists_main(void *arg)
 {
 	gj_gpu_lists *j = (gj_gpu_lists *) arg;
 	gj_pair_queue *q = j->eng.q;
-	int64_t		row = 0;
 	gj_status	st = GJ_OK;
 
-	while (row < j->n && st == GJ_OK && !__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+	for (int64_t w = 0; w < j->nwin && st == GJ_OK; w++)
 	{
-		gj_chunk   *ch = gj_queue_get_free(q);
-		int64_t		k = 0;
-		double		t0 = gj_now_ms();
+		int64_t		row = 0;
 
-		if (ch == NULL)
-			break;				/* cancelled */
-		ch->off[0] = 0;
-		while (row + k < j->n && k < ch->cap)
+		if (w > 0)
+			st = window_open(j, w, 1, j->err, sizeof(j->err));
+		while (st == GJ_OK && row < j->nown && !__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 		{
-			int64_t		len = GJ_LIST_GAP + j->counts[row + k] - 1;
+			gj_chunk   *ch = gj_queue_get_free(q);
+			int64_t		k = 0;
+			double		t0 = gj_now_ms();
 
-			if (k > 0 && ch->off[k] + len > j->ncap)
+			if (ch == NULL)
+			{
+				st = GJ_ERR_CANCELED;
 				break;
-			ch->off[k + 1] = ch->off[k] + len;
-			k++;
-		}
-		ch->n = (int32_t) k;
-		st = lists_chunk(j, (uint32_t) row, ch);
-		j->info.chunk_ms += gj_now_ms() - t0;
-		if (st != GJ_OK)
-		{
-			ch->n = 0;
+			}
+			ch->off[0] = 0;
+			while (row + k < j->nown && k < ch->cap)
+			{
+				int64_t		len = GJ_LIST_GAP + j->counts[row + k] - 1;
+
+				if (k > 0 && ch->off[k] + len > j->ncap)
+					break;
+				ch->off[k + 1] = ch->off[k] + len;
+				k++;
+			}
+			ch->n = (int32_t) k;
+			st = lists_chunk(j, row, ch);
+			j->info.chunk_ms += gj_now_ms() - t0;
+			if (st != GJ_OK)
+			{
+				ch->n = 0;
+				gj_queue_put_full(q, ch);
+				break;
+			}
+			j->info.chunks++;
+			row += k;
 			gj_queue_put_full(q, ch);
-			break;
 		}
-		j->info.chunks++;
-		row += k;
-		gj_queue_put_full(q, ch);
+		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
+			st = GJ_ERR_CANCELED;
 	}
 	if (st != GJ_OK && st != GJ_ERR_CANCELED)
 		gj_engine_fail(&j->eng, st);
 	j->info.done_ms = gj_now_ms();
 	gj_queue_producer_done(q);
 	return NULL;
+}
+
+static void
+lists_device_free(gj_gpu_lists *j)
+{
+	if (j->r.stream)
+		cudaStreamSynchronize(j->r.stream);
+	cudaFree(j->d_tmp);
+	j->d_tmp = NULL;
+	for (int b = 0; b < 2; b++)
+	{
+		cudaFree(j->d_nb[b]);
+		cudaFree(j->d_nd[b]);
+		j->d_nb[b] = NULL;
+		j->d_nd[b] = NULL;
+	}
 }
 
 static void
@@ -249,38 +436,46 @@ lists_free(gj_engine *e)
 		gj_queue_cancel(j->eng.q);
 	if (j->started)
 		pthread_join(j->thread, NULL);
-	if (j->r.stream)
-		cudaStreamSynchronize(j->r.stream);
+	lists_device_free(j);
 	cudaFree(j->d_off);
 	cudaFree(j->d_beg);
+	cudaFree(j->d_a);
 	cudaFree(j->d_bad);
-	cudaFree(j->d_tmp);
-	for (int b = 0; b < 2; b++)
-	{
-		cudaFree(j->d_nb[b]);
-		cudaFree(j->d_nd[b]);
-	}
+	cudaFree(j->d_own);
 	run_free(&j->r);
 	for (int c = 0; c < GJ_LISTS_CHUNKS; c++)
-		if (j->pinned[c] != NULL)
-			gj_pinned_free(j->pinned[c]);
+		if (j->pool[c].a != NULL)
+			gj_pinned_free(j->pool[c].a);
 	gj_queue_destroy(j->eng.q);
 	free(j->counts);
+	free(j->all);
+	free(j->own);
+	free(j->win);
 	free(j);
 }
 
-/* Device buffers and pinned chunks for lists of up to j->ncap entries. */
+/* The per-chunk device arrays, once. */
+static gj_status
+lists_fixed(gj_gpu_lists *j, char *err, size_t errlen)
+{
+	int64_t		rows = GJ_CHUNK_PAIRS;
+
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_off, sizeof(int64_t) * (rows + 1)));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_beg, sizeof(int64_t) * rows));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_a, sizeof(int64_t) * rows));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_bad, sizeof(int)));
+	GJ_CUDA_CHECK(err, errlen, cudaMemset(j->d_bad, 0, sizeof(int)));
+	return GJ_OK;
+}
+
+/* Device list buffers and the sorts' room for lists of up to j->ncap entries. */
 static gj_status
 lists_buffers(gj_gpu_lists *j, char *err, size_t errlen)
 {
 	int64_t		rows = GJ_CHUNK_PAIRS;
-	size_t		chunk_bytes = sizeof(int64_t) * (2 * rows + 1) + 16 * (size_t) j->ncap;
-	cudaError_t e;
+	size_t		b2 = 0;
 
-	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_off, sizeof(int64_t) * (rows + 1)));
-	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_beg, sizeof(int64_t) * rows));
-	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_bad, sizeof(int)));
-	GJ_CUDA_CHECK(err, errlen, cudaMemsetAsync(j->d_bad, 0, sizeof(int), j->r.stream));
+	j->tmp_bytes = 0;
 	for (int b = 0; b < 2; b++)
 	{
 		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_nb[b], sizeof(int64_t) * j->ncap));
@@ -291,32 +486,43 @@ lists_buffers(gj_gpu_lists *j, char *err, size_t errlen)
 															j->d_nb[0], j->d_nb[1], j->d_nd[0],
 															j->d_nd[1], j->ncap, rows, j->d_beg,
 															j->d_off + 1, j->r.stream));
-	{
-		size_t		b2 = 0;
-
-		GJ_CUDA_CHECK(err, errlen,
-					  cub::DeviceSegmentedSort::StableSortPairs((void *) NULL, b2,
-																j->d_nd[1], j->d_nd[0],
-																j->d_nb[1], j->d_nb[0], j->ncap,
-																rows, j->d_beg, j->d_off + 1,
-																j->r.stream));
-		if (b2 > j->tmp_bytes)
-			j->tmp_bytes = b2;
-	}
+	GJ_CUDA_CHECK(err, errlen,
+				  cub::DeviceSegmentedSort::StableSortPairs((void *) NULL, b2,
+															j->d_nd[1], j->d_nd[0],
+															j->d_nb[1], j->d_nb[0], j->ncap,
+															rows, j->d_beg, j->d_off + 1,
+															j->r.stream));
+	if (b2 > j->tmp_bytes)
+		j->tmp_bytes = b2;
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_tmp, j->tmp_bytes));
+	return GJ_OK;
+}
+
+/* Pinned chunks (j->pool) for lists of up to j->ncap entries, old blocks freed. */
+static gj_status
+lists_chunks(gj_gpu_lists *j, char *err, size_t errlen)
+{
+	int64_t		rows = GJ_CHUNK_PAIRS;
+	size_t		chunk_bytes = sizeof(int64_t) * (2 * rows + 1) + 16 * (size_t) j->ncap;
+
 	for (int c = 0; c < GJ_LISTS_CHUNKS; c++)
 	{
 		gj_chunk   *ch = &j->pool[c];
+		void	   *block = NULL;
+		cudaError_t e;
 		char	   *m;
 
-		e = gj_pinned_alloc(&j->pinned[c], chunk_bytes);
+		if (ch->a != NULL)
+			gj_pinned_free(ch->a);
+		ch->a = NULL;
+		e = gj_pinned_alloc(&block, chunk_bytes);
 		if (e != cudaSuccess)
 		{
 			snprintf(err, errlen, "pinned list chunks: %s", cudaGetErrorName(e));
 			cudaGetLastError();
 			return GJ_ERR_NOMEM;
 		}
-		m = (char *) j->pinned[c];
+		m = (char *) block;
 		ch->cap = (int32_t) rows;
 		ch->a = (int64_t *) m;
 		ch->off = ch->a + rows;
@@ -327,21 +533,20 @@ lists_buffers(gj_gpu_lists *j, char *err, size_t errlen)
 	return GJ_OK;
 }
 
-extern "C" gj_status
-gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
-				   gj_gpu_lists **out, char *err, size_t errlen)
+/* Start over the windows given (a copy is kept), or all of p at once when win is NULL. */
+static gj_status
+lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
+			const gj_slab_window *win, int64_t nwin, gj_gpu_lists **out,
+			char *err, size_t errlen)
 {
 	gj_gpu_lists *j;
-	gj_gpu_density_info di;
-	int64_t		n = p->n,
-				longest = 0;
 	double		t0 = gj_now_ms();
-	gj_status	st;
+	gj_status	st = GJ_OK;
 	sigset_t	old;
 
 	*out = NULL;
 	err[0] = '\0';
-	if (n > GJ_MAX_ROWS)
+	if (p->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
 	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS)
 		return GJ_ERR_ARG;
@@ -349,51 +554,27 @@ gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
 	j->eng.free = lists_free;
-	j->n = n;
-	j->dims = p->dims;
-	memset(&di, 0, sizeof(di));
-	st = n > 0 ? run_prepare(&j->r, p, eps2, opt, 0, 0, &di, err, errlen) : GJ_OK;
-
-	/* every row's count, in the sorted order */
-	if (st == GJ_OK && n > 0)
-	{
-		j->counts = (int32_t *) malloc(sizeof(int32_t) * n);
-		if (j->counts == NULL)
-			st = GJ_ERR_NOMEM;
-	}
-	if (st == GJ_OK && n > 0)
-	{
-		cudaError_t e;
-
-		run_launch_counts(&j->r, p->dims, INT32_MAX);
-		e = cudaGetLastError();
-		if (e == cudaSuccess)
-			st = gj_gpu_wait(j->r.stream, j->r.d_stop, j->r.stop_stream, err, errlen);
-		else
-		{
-			snprintf(err, errlen, "count kernel launch: %s", cudaGetErrorName(e));
-			st = GJ_ERR_CUDA;
-		}
-		if (st == GJ_OK)
-		{
-			e = cudaMemcpy(j->counts, j->r.d_val, sizeof(int32_t) * n, cudaMemcpyDeviceToHost);
-			if (e != cudaSuccess)
-			{
-				snprintf(err, errlen, "counts download: %s", cudaGetErrorName(e));
-				st = GJ_ERR_CUDA;
-			}
-		}
-		for (int64_t i = 0; st == GJ_OK && i < n; i++)
-		{
-			j->info.entries += j->counts[i] - 1;
-			if (j->counts[i] > longest)
-				longest = j->counts[i];
-		}
-	}
-	j->ncap = GJ_LIST_GAP + longest - 1 > GJ_LISTS_ENTRIES ? GJ_LIST_GAP + longest - 1 :
-		GJ_LISTS_ENTRIES;
-	if (st == GJ_OK && n > 0)
+	j->p = p;
+	j->eps2 = eps2;
+	if (opt != NULL)
+		j->opt = *opt;
+	j->ncap = GJ_LISTS_ENTRIES;
+	j->nwin = p->n == 0 ? 0 : win != NULL ? nwin : 1;
+	j->win = (gj_slab_window *) malloc(sizeof(gj_slab_window) * (j->nwin + 1));
+	if (j->win == NULL)
+		st = GJ_ERR_NOMEM;
+	else if (win != NULL)
+		memcpy(j->win, win, sizeof(gj_slab_window) * j->nwin);
+	else
+		j->win[0] = (gj_slab_window) {0, p->n, 0, p->n};
+	if (st == GJ_OK && j->nwin > 0)
+		st = lists_fixed(j, err, errlen);
+	if (st == GJ_OK && j->nwin > 0)
 		st = lists_buffers(j, err, errlen);
+	if (st == GJ_OK && j->nwin > 0)
+		st = lists_chunks(j, err, errlen);
+	if (st == GJ_OK && j->nwin > 0)
+		st = window_open(j, 0, 0, err, errlen);	/* may grow the buffers */
 	if (st == GJ_OK)
 	{
 		j->eng.q = gj_queue_create_external(j->pool, GJ_LISTS_CHUNKS);
@@ -410,7 +591,7 @@ gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 			st = GJ_ERR_THREAD;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	j->info.index_ms = di.index_ms;
+	j->info.windows = j->nwin;
 	j->info.start_ms = gj_now_ms() - t0;
 	if (st != GJ_OK)
 	{
@@ -420,6 +601,21 @@ gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 	}
 	*out = j;
 	return GJ_OK;
+}
+
+extern "C" gj_status
+gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
+				   gj_gpu_lists **out, char *err, size_t errlen)
+{
+	return lists_start(p, eps2, opt, NULL, 0, out, err, errlen);
+}
+
+extern "C" gj_status
+gj_gpu_lists_start_windows(const gj_points *p, double eps2, const gj_gpu_options *opt,
+						   const gj_slab_window *win, int64_t nwin, gj_gpu_lists **out,
+						   char *err, size_t errlen)
+{
+	return lists_start(p, eps2, opt, win, nwin, out, err, errlen);
 }
 
 extern "C" void

@@ -274,6 +274,16 @@ gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 	return GJ_ERR_NODEVICE;
 }
 
+gj_status
+gj_gpu_lists_start_windows(const gj_points *p, double eps2, const gj_gpu_options *opt,
+						   const gj_slab_window *win, int64_t nwin, gj_gpu_lists **out,
+						   char *err, size_t errlen)
+{
+	(void) win;
+	(void) nwin;
+	return gj_gpu_lists_start(p, eps2, opt, out, err, errlen);
+}
+
 /* Never reached: start never succeeds in this build. */
 void
 gj_gpu_lists_stats(const gj_gpu_lists *j, gj_gpu_lists_info *info)

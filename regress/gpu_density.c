@@ -363,6 +363,8 @@ check_order(uint64_t seed)
 	}
 }
 
+static int64_t lists_windowed = 0;	/* cases whose lists ran in several windows */
+
 /* Every row's list from a list engine, by id (ids are 0..n-1). */
 typedef struct id_lists
 {
@@ -430,6 +432,27 @@ lists_free_ids(id_lists *L)
 	free(L->nd);
 }
 
+/* Rows whose lists differ between A (the CPU's) and B; the first described. */
+static int64_t
+lists_differ(const id_lists *A, const id_lists *B, int64_t n, char *detail, size_t len)
+{
+	int64_t		bad = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			same = A->len[i] == B->len[i] && A->len[i] >= 0;
+
+		for (int64_t k = 0; same && k < A->len[i]; k++)
+			same = A->nb[A->at[i] + k] == B->nb[B->at[i] + k] &&
+				memcmp(&A->nd[A->at[i] + k], &B->nd[B->at[i] + k], sizeof(double)) == 0;
+		if (!same && bad++ == 0)
+			snprintf(detail, len, "row %lld: GPU list of %lld, CPU %lld, %s",
+					 (long long) i, (long long) B->len[i], (long long) A->len[i],
+					 A->len[i] == B->len[i] ? "different entries" : "different lengths");
+	}
+	return bad;
+}
+
 /*
  * GPU neighbour lists (kernels/lists.cu) against the CPU list engine: every
  * row once, the same ids in the same order, the distances bit for bit.
@@ -481,19 +504,47 @@ check_lists(const char *name, const gj_points *p, double eps, uint64_t seed)
 	else if (B.repeated > 0 || A.repeated > 0)
 		snprintf(detail, sizeof(detail), "%lld rows repeated (CPU %lld)",
 				 (long long) B.repeated, (long long) A.repeated), bad++;
-	for (int64_t i = 0; i < n && st == GJ_OK; i++)
-	{
-		int			same = A.len[i] == B.len[i] && A.len[i] >= 0;
-
-		for (int64_t k = 0; same && k < A.len[i]; k++)
-			same = A.nb[A.at[i] + k] == B.nb[B.at[i] + k] &&
-				memcmp(&A.nd[A.at[i] + k], &B.nd[B.at[i] + k], sizeof(double)) == 0;
-		if (!same && bad++ == 0)
-			snprintf(detail, sizeof(detail), "row %lld: GPU list of %lld, CPU %lld, %s",
-					 (long long) i, (long long) B.len[i], (long long) A.len[i],
-					 A.len[i] == B.len[i] ? "different entries" : "different lengths");
-	}
+	if (st == GJ_OK)
+		bad += lists_differ(&A, &B, n, detail, sizeof(detail));
 	result(st == GJ_OK && bad == 0, "gpu lists", name, seed, detail);
+
+	/* again beyond a device of a fifth of the rows: window by window */
+	if (n >= 40 && isfinite(eps * eps))
+	{
+		gj_points	w;
+		gj_slab_window *win = NULL;
+		int64_t		nwin = 0;
+
+		gj_points_copy(&w, p, n);
+		st = gj_slabs_windows(&w, eps * eps, n / 5, NULL, NULL, &win, &nwin);
+		if (st == GJ_OK)
+		{
+			lists_free_ids(&B);
+			bad = 0;
+			detail[0] = '\0';
+			st = gj_gpu_lists_start_windows(&w, eps * eps, NULL, win, nwin, &gl, err, sizeof(err));
+			if (st == GJ_OK)
+			{
+				st = collect_lists(GJ_ENGINE(gl), n, &B);
+				if (st != GJ_OK)
+					snprintf(err, sizeof(err), "%s", gj_gpu_lists_error(gl));
+				gj_engine_free(GJ_ENGINE(gl));
+			}
+			if (st != GJ_OK)
+				snprintf(detail, sizeof(detail), "%s: %s", gj_status_name(st), err);
+			else if (B.repeated > 0)
+				snprintf(detail, sizeof(detail), "%lld rows repeated", (long long) B.repeated), bad++;
+			if (st == GJ_OK)
+				bad += lists_differ(&A, &B, n, detail, sizeof(detail));
+			result(st == GJ_OK && bad == 0, "gpu lists in windows", name, seed, detail);
+			if (nwin > 1)
+				lists_windowed++;
+		}
+		else if (st != GJ_ERR_DEVICE_OOM)
+			result(0, "gpu lists in windows", name, seed, gj_status_name(st));
+		free(win);
+		gj_points_free(&w);
+	}
 out:
 	if (have_grid)
 		gj_grid_free(&g);
@@ -777,6 +828,12 @@ run_check(uint64_t seed)
 		}
 	check_room(seed++);
 	check_order(seed++);
+	{
+		char		detail[64];
+
+		snprintf(detail, sizeof(detail), "%lld cases", (long long) lists_windowed);
+		result(lists_windowed >= 20, "lists ran in several windows", "all", seed, detail);
+	}
 	if (quick)
 	{
 		printf("gpu_density: %d passed, %d failed\n", passed, failed);

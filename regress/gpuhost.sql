@@ -126,7 +126,13 @@ SELECT pg_temp.same_rows($$SELECT * FROM dbscan_sql('SELECT id, x, y FROM gh2m',
                          'dbscan 2M in slabs (200 MB), eps 0.1 minpts 12');
 SELECT pg_temp.same_rows($$SELECT * FROM dbscan_sql('SELECT id, floor(x / 25) * 30, y FROM gh2m', 0.08, 5)$$,
                          'dbscan 2M in slabs (200 MB), 4 lines of 500K rows (halos wider than a slab)');
+SELECT pg_temp.same_rows($$SELECT * FROM eps_neighbors_sql('SELECT id, x, y FROM gh2m', 0.05)$$,
+                         'eps_neighbors 2M in slabs (200 MB)');
 SET gpujoin.device = gpu;
+SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows the lists'' slabs: '
+       || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
+FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(
+      $$SELECT count(*) FROM eps_neighbors('gh2m', '{x,y}', 0.05, 'id')$$) x) e;
 SELECT CASE WHEN plan LIKE '%GPU Slabs: %' THEN 'ok' ELSE 'FAIL' END || ' EXPLAIN shows dbscan''s slabs: '
        || coalesce(substring(plan from 'GPU Slabs: [^\n]*'), plan)
 FROM (SELECT string_agg(x, E'\n') AS plan FROM pg_temp.explain_lines(

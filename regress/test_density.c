@@ -641,6 +641,87 @@ check_band(const char *name, const gj_points *orig, double eps_in, double eps, i
 	free(orow);
 }
 
+/*
+ * gj_slabs_windows: the own rows cut [0, n) into runs, in order; every
+ * window holds its own rows and at most max_rows; and every pair within
+ * eps (brute force, on the sorted copy) of an own row lies in its window.
+ * 0 windows and GJ_ERR_DEVICE_OOM are right only when one row's window is
+ * larger than max_rows, which the check confirms.
+ */
+static void
+check_windows(const char *name, const gj_points *p, double eps, int64_t max_rows, uint64_t seed)
+{
+	gj_points	s;
+	gj_slab_window *win = NULL;
+	int64_t		nwin = 0,
+				bad = 0;
+	char		detail[256] = "";
+	gj_status	st;
+
+	gj_points_copy(&s, p, p->n);
+	st = gj_slabs_windows(&s, eps * eps, max_rows, NULL, NULL, &win, &nwin);
+	if (st == GJ_OK)
+	{
+		int64_t		next = 0;
+
+		for (int64_t w = 0; w < nwin; w++)
+		{
+			gj_slab_window *c = &win[w];
+
+			if ((c->o0 != next || c->o1 <= c->o0 || c->w0 > c->o0 || c->w1 < c->o1 ||
+				 c->w1 - c->w0 > max_rows) && bad++ == 0)
+				snprintf(detail, sizeof(detail), "window %lld: own [%lld, %lld), rows [%lld, %lld)",
+						 (long long) w, (long long) c->o0, (long long) c->o1,
+						 (long long) c->w0, (long long) c->w1);
+			next = c->o1;
+			for (int64_t a = c->o0; a < c->o1; a++)
+				for (int64_t b = 0; b < s.n; b++)
+					if ((b < c->w0 || b >= c->w1) &&
+						gj_sqdist(s.x + a * s.dims, s.x + b * s.dims, s.dims) <= eps * eps &&
+						bad++ == 0)
+						snprintf(detail, sizeof(detail), "row %lld's neighbour %lld outside its window [%lld, %lld)",
+								 (long long) a, (long long) b, (long long) c->w0, (long long) c->w1);
+		}
+		if (next != s.n && bad++ == 0)
+			snprintf(detail, sizeof(detail), "own rows end at %lld of %lld", (long long) next,
+					 (long long) s.n);
+	}
+	else if (st == GJ_ERR_DEVICE_OOM)
+	{
+		/*
+		 * right only if, along a dimension the rows are now sorted by (the
+		 * one cut), some row has more than max_rows rows within reach
+		 */
+		int			found = 0;
+		/* eps, or more where eps^2 is subnormal (the slabs' width allows for rounding) */
+		double		reach = sqrt(eps * eps + 1e-323) * (1 + 1e-6);
+
+		for (int d = 0; d < s.dims && !found; d++)
+		{
+			int			sorted = 1;
+
+			for (int64_t a = 1; a < s.n && sorted; a++)
+				sorted = s.x[(a - 1) * s.dims + d] <= s.x[a * s.dims + d];
+			for (int64_t a = 0; a < s.n && sorted && !found; a++)
+			{
+				int64_t		k = 0;
+
+				for (int64_t b = 0; b < s.n; b++)
+					k += fabs(s.x[a * s.dims + d] - s.x[b * s.dims + d]) <= reach;
+				found = k > max_rows;
+			}
+		}
+		if (!found && bad++ == 0)
+			snprintf(detail, sizeof(detail), "no windows, though every row's reach fits %lld rows",
+					 (long long) max_rows);
+	}
+	else
+		snprintf(detail, sizeof(detail), "%s", gj_status_name(st)), bad++;
+	result(bad == 0, "slab windows", name, seed, detail);
+	free(win);
+	gj_points_free(&s);
+}
+
 static int	interrupt_now = 0;
 
 static int
@@ -729,6 +810,7 @@ main(int argc, char **argv)
 				for (int cpu = 0; cpu < 2; cpu++)
 					check_slabs(name, &p, eps, minpts_list[(k + d + nb) % 4],
 								60 + (int64_t) (seed % 3) * 40, seed, cpu);
+				check_windows(name, &p, eps, 60 + (int64_t) (seed % 3) * 40, seed);
 				/* a band as wide as a tenth of eps, and one a rounding wide */
 				check_band(name, &p, eps * (nb ? 0.9 : 1 - 1e-12), eps,
 						   minpts_list[(k + d + nb + 1) % 4], 60 + (int64_t) (seed % 3) * 40,
@@ -770,6 +852,7 @@ main(int argc, char **argv)
 				if (isfinite(eps[e] * eps[e]) && p.n >= 8)
 				{
 					check_slabs(name, &p, eps[e], 3, p.n / 4 > 4 ? p.n / 4 : 4, seed, (int) (seed % 2));
+					check_windows(name, &p, eps[e], p.n / 4 > 4 ? p.n / 4 : 4, seed);
 					check_band(name, &p, eps[e] * (1 - 1e-9), eps[e], 2, p.n / 4 > 4 ? p.n / 4 : 4,
 							   seed, (int) (seed % 2));
 				}

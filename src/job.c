@@ -1324,15 +1324,48 @@ StartGpuLists(GjJob *job)
 	memset(&opt, 0, sizeof(opt));
 	opt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	st = gj_gpu_lists_start(&res->points, job->spec.eps2, &opt, &lj, err, sizeof(err));
+	if (st == GJ_ERR_DEVICE_OOM)
+	{
+		/* beyond the device: windows along one dimension (the rows move) */
+		int64		max_rows = SlabRows(res->points.dims, 0, 1);
+		gj_gpu_slab_ctx ctx;
+		gj_slab_engine e;
+		gj_slab_window *win = NULL;
+		int64_t		nwin = 0;
+		gj_status	wst = GJ_ERR_DEVICE_OOM;
+
+		if (max_rows >= 4096)
+		{
+			RowsMoved(res);
+			memset(&ctx, 0, sizeof(ctx));
+			gj_gpu_slab_engine(&e, &ctx);	/* for its sort */
+			ctx.opt = opt;
+			wst = gj_slabs_windows(&res->points, job->spec.eps2, max_rows, e.order, e.arg,
+								   &win, &nwin);
+			if (wst == GJ_OK)
+				wst = gj_gpu_lists_start_windows(&res->points, job->spec.eps2, &opt, win, nwin,
+												 &lj, err, sizeof(err));
+			free(win);
+		}
+		if (wst == GJ_ERR_CANCELED)
+			RaiseCanceled();
+		if (wst == GJ_OK)
+		{
+			st = GJ_OK;
+			job->stats.slices = nwin;
+			job->stats.slab_steps = nwin;	/* a window a step */
+			job->stats.slice_rows = max_rows;
+		}
+	}
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(lj);
 	gj_gpu_lists_stats(lj, &li);
 	job->stats.index_ms += li.index_ms;
-	elog(DEBUG1, "%s: GPU lists started in %.1f ms (index %.1f ms), %lld entries",
-		 job->spec.fname, li.start_ms, li.index_ms, (long long) li.entries);
+	elog(DEBUG1, "%s: GPU lists started in %.1f ms (index %.1f ms), %lld windows",
+		 job->spec.fname, li.start_ms, li.index_ms, (long long) li.windows);
 	job->t_engine = gj_now_ms();
-	job->stats.engine = "gpu";
+	job->stats.engine = li.windows > 1 ? "gpu (slabs)" : "gpu";
 	job->running = RUN_GPU_LISTS;
 	return true;
 }

@@ -745,6 +745,25 @@ extern gj_status gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2,
 extern gj_status gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
 							  int64_t max_rows, gj_slab_plan *pl);
 extern void gj_slabs_free(gj_slab_plan *pl);
+
+/*
+ * Windows for answers per row that need every neighbour at once (lists):
+ * p sorted along its widest dimension, then cut into runs of own rows
+ * [o0, o1), every row owned by one window, each with [w0, w1) ⊇ [o0, o1),
+ * the rows within reach of them (at most max_rows).  GJ_ERR_DEVICE_OOM
+ * when one row's window alone is larger.  *out is the caller's to free.
+ */
+typedef struct gj_slab_window
+{
+	int64_t		o0;
+	int64_t		o1;
+	int64_t		w0;
+	int64_t		w1;
+} gj_slab_window;
+
+extern gj_status gj_slabs_windows(gj_points *p, double eps2, int64_t max_rows,
+								  gj_order_fn order, void *arg, gj_slab_window **out,
+								  int64_t *nwin);
 /* A view of rows [r0, r1) of p (shares its arrays; never freed). */
 extern void gj_points_view(gj_points *v, const gj_points *p, int64_t r0, int64_t r1);
 

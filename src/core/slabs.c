@@ -152,21 +152,15 @@ gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 	return gj_slabs_plan_ordered(p, qs, eps2, max_rows, NULL, NULL, pl);
 }
 
-gj_status
-gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
-					  gj_order_fn order, void *arg, gj_slab_plan *pl)
+/* The dimension of p's largest variance into *dim. */
+static gj_status
+widest_dim(const gj_points *p, int *dim)
 {
-	gj_dim_stats *st;
+	gj_dim_stats *st = malloc(sizeof(gj_dim_stats) * p->dims);
 	double		best = -1.0;
-	int			dim = 0;
 	gj_status	s;
 
-	memset(pl, 0, sizeof(*pl));
-	if (p->n == 0 || max_rows < 2 || (qs != NULL && qs->dims != p->dims))
-		return GJ_ERR_ARG;
-	if (!isfinite(slab_width(eps2)))
-		return GJ_ERR_DEVICE_OOM;	/* every pair passes: no slab is smaller than all */
-	st = malloc(sizeof(gj_dim_stats) * p->dims);
+	*dim = 0;
 	if (st == NULL)
 		return GJ_ERR_NOMEM;
 	s = gj_points_stats(p, st);
@@ -178,10 +172,26 @@ gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2, int64_t max_rows
 		if (isfinite(var) && var > best)
 		{
 			best = var;
-			dim = d;
+			*dim = d;
 		}
 	}
 	free(st);
+	return s;
+}
+
+gj_status
+gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
+					  gj_order_fn order, void *arg, gj_slab_plan *pl)
+{
+	int			dim = 0;
+	gj_status	s;
+
+	memset(pl, 0, sizeof(*pl));
+	if (p->n == 0 || max_rows < 2 || (qs != NULL && qs->dims != p->dims))
+		return GJ_ERR_ARG;
+	if (!isfinite(slab_width(eps2)))
+		return GJ_ERR_DEVICE_OOM;	/* every pair passes: no slab is smaller than all */
+	s = widest_dim(p, &dim);
 	if (s == GJ_OK)
 		s = sort_along(p, dim, order, arg);
 	if (s == GJ_OK && qs != NULL && qs != p)
@@ -278,6 +288,105 @@ gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
 				return GJ_ERR_NOMEM;
 		}
 	}
+	return GJ_OK;
+}
+
+/* The window of own rows [o0, o1) of sorted p: every row within w of their range. */
+static void
+window_of(const gj_points *p, int dim, double w, int64_t o0, int64_t o1, gj_slab_window *win)
+{
+	double		lo = INFINITY,
+				hi = -INFINITY;
+
+	/* the range scanned, widened by an ulp: the sort keys drop one bit */
+	for (int64_t i = o0; i < o1; i++)
+	{
+		double		x = p->x[i * p->dims + dim];
+
+		lo = x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+	}
+	win->o0 = o0;
+	win->o1 = o1;
+	win->w0 = bound(p, dim, 0, nextafter(lo, -INFINITY) - w, 0);
+	win->w1 = bound(p, dim, win->w0, nextafter(hi, INFINITY) + w, 1);
+	if (win->w0 > o0)
+		win->w0 = o0;
+	if (win->w1 < o1)
+		win->w1 = o1;
+}
+
+gj_status
+gj_slabs_windows(gj_points *p, double eps2, int64_t max_rows, gj_order_fn order, void *arg,
+				 gj_slab_window **out, int64_t *nwin)
+{
+	double		w = slab_width(eps2);
+	int64_t		cap = 16,
+				nw = 0;
+	gj_slab_window *win;
+	int			dim = 0;
+	gj_status	s;
+
+	*out = NULL;
+	*nwin = 0;
+	if (p->n == 0 || max_rows < 2)
+		return GJ_ERR_ARG;
+	if (!isfinite(w))
+		return GJ_ERR_DEVICE_OOM;
+	s = widest_dim(p, &dim);
+	if (s == GJ_OK)
+		s = sort_along(p, dim, order, arg);
+	if (s != GJ_OK)
+		return s;
+	win = malloc(sizeof(gj_slab_window) * cap);
+	if (win == NULL)
+		return GJ_ERR_NOMEM;
+	for (int64_t o0 = 0, per = max_rows / 2; o0 < p->n;)
+	{
+		gj_slab_window cur;
+		int64_t		o1 = o0 + per < p->n ? o0 + per : p->n;
+
+		window_of(p, dim, w, o0, o1, &cur);
+		if (cur.w1 - cur.w0 > max_rows)
+		{
+			/* as many own rows as their window leaves room for */
+			int64_t		ok = o0,
+						bad = o1;
+
+			while (bad - ok > 1)
+			{
+				int64_t		mid = ok + (bad - ok) / 2;
+
+				window_of(p, dim, w, o0, mid, &cur);
+				if (cur.w1 - cur.w0 <= max_rows)
+					ok = mid;
+				else
+					bad = mid;
+			}
+			if (ok == o0)
+			{
+				free(win);
+				return GJ_ERR_DEVICE_OOM;	/* one row's window is too large */
+			}
+			window_of(p, dim, w, o0, ok, &cur);
+		}
+		if (nw == cap)
+		{
+			gj_slab_window *nwn = realloc(win, sizeof(gj_slab_window) * cap * 2);
+
+			if (nwn == NULL)
+			{
+				free(win);
+				return GJ_ERR_NOMEM;
+			}
+			win = nwn;
+			cap *= 2;
+		}
+		win[nw++] = cur;
+		o0 = cur.o1;
+	}
+	*out = win;
+	*nwin = nw;
 	return GJ_OK;
 }
 
