@@ -12,7 +12,7 @@ MODULE_big = gpujoin
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
 	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o \
-	src/core/density.o src/core/density_boxes.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
+	src/core/density.o src/core/density_boxes.o src/core/lattice.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
 	src/core/normalize.o src/core/tile_distances.o src/core/tile_plan.o src/core/cpu_tiles.o \
 	src/core/pair_rows.o src/core/block_index.o src/core/big_buffers.o \
 	src/core/knn_contrast.o src/core/slabs.o src/core/slab_density.o src/core/slab_cpu.o \
@@ -66,10 +66,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_math.cuh kernels/density_boxes.cuh kernels/density_run.cuh src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
+kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_math.cuh kernels/density_boxes.cuh kernels/density_run.cuh src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h src/core/lattice.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
-$(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h
+$(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h src/core/lattice.h
 src/*.o: src/gpujoin.h src/reader.h kernels/gj_cuda.h
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
@@ -77,32 +77,33 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 
 # Core unit tests: no PostgreSQL involved.
 CORE_SRCS = $(CORE_OBJS:.o=.c)
-regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+CORE_HDRS = $(wildcard src/core/*.h)
+regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_core.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 # Restricted joins, estimates, the interrupt hook.
-regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_probe.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 # Many dimensions: the tile join, the shapes built from its pairs, cosine.
-regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h regress/knnset.c regress/knnset.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h regress/knnset.c regress/knnset.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_tiles.c regress/datagen.c regress/pairset.c regress/knnset.c $(CORE_SRCS) -lm
 
 # Joins of two sets: pairs and counts.
-regress/test_join: regress/test_join.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) src/core/gj_core.h
+regress/test_join: regress/test_join.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_join.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
 
 # Geography: earth-centred points and the chord bounds.
-regress/test_geodetic: regress/test_geodetic.c $(CORE_SRCS) src/core/gj_core.h
+regress/test_geodetic: regress/test_geodetic.c $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_geodetic.c $(CORE_SRCS) -lm
 
 # Neighbour counts, neighbour lists, DBSCAN.
-regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_density.c regress/datagen.c $(CORE_SRCS) -lm
 
@@ -117,10 +118,10 @@ demo:
 	./regress/demo.sh
 
 # Benchmarks (numbers for the README and the issue notes).
-regress/bench_hostmem: regress/bench_hostmem.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h
+regress/bench_hostmem: regress/bench_hostmem.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/bench_hostmem.c regress/datagen.c $(CORE_SRCS) -lm
-regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
 
@@ -145,10 +146,10 @@ regress/gpu_tiles: regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(COR
 		regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
 
 # kNN unit tests (CPU engine vs the sorting oracle).
-regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/datagen.c regress/datagen.h $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/test_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
-regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) src/core/gj_core.h src/core/knn_search.h
+regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
 regress/gpu_knn: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)

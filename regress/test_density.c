@@ -22,6 +22,7 @@
 
 #include "../src/core/gj_core.h"
 #include "../src/core/density_boxes.h"
+#include "../src/core/lattice.h"
 #include "datagen.h"
 
 static int	passed = 0;
@@ -722,6 +723,66 @@ check_windows(const char *name, const gj_points *p, double eps, int64_t max_rows
 	gj_points_free(&s);
 }
 
+/*
+ * Uncapped counts through lattices (lattice.h): every cell of min_rows
+ * rows or more cut, against the oracle; all rows, a subset, and the rows
+ * as queries of their own grid (gj_cpu_count_queries).  Returns the cells
+ * cut, so that callers can check the lattices were there.
+ */
+static int64_t
+check_lattice_counts(const char *name, const gj_points *orig, double eps, int64_t min_rows,
+					 int threads, uint64_t seed)
+{
+	gj_points	p;
+	gj_grid		g;
+	int64_t		n = orig->n,
+				bad = 0,
+				before = gj_lattice_cells_cut,
+				saved = gj_lattice_min_rows;
+	int32_t    *want = malloc(sizeof(int32_t) * (n + 1));
+	int32_t    *got = malloc(sizeof(int32_t) * (n + 1));
+	uint32_t   *rows = malloc(sizeof(uint32_t) * (n + 1));
+	int64_t    *orow = rows_by_id(orig);
+	char		detail[160] = "";
+	gj_status	st;
+
+	gj_oracle_count_within(orig, eps * eps, want);
+	gj_points_copy(&p, orig, n);
+	gj_lattice_min_rows = min_rows;
+	st = gj_grid_build(&g, &p, eps * eps);
+	for (int way = 0; way < 3 && st == GJ_OK; way++)
+	{
+		int64_t		nrows = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			if (way != 1 || i % 3 == 1)
+				rows[nrows++] = (uint32_t) i;
+		st = way == 0 ? gj_cpu_count_within(&g, &p, 0, threads, got) :
+			way == 1 ? gj_cpu_count_rows(&g, &p, rows, nrows, 0, threads, got) :
+			gj_cpu_count_queries(&g, &p, &p, threads, got);
+		for (int64_t k = 0; k < nrows && st == GJ_OK; k++)
+		{
+			int64_t		id = p.ids[rows[k]];
+
+			if (got[k] != want[orow[id]] && bad++ == 0)
+				snprintf(detail, sizeof(detail), "%s: id %lld counts %d, oracle %d",
+						 way == 0 ? "all rows" : way == 1 ? "a third" : "as queries",
+						 (long long) id, got[k], want[orow[id]]);
+		}
+	}
+	if (st != GJ_OK)
+		snprintf(detail, sizeof(detail), "status %s", gj_status_name(st)), bad++;
+	result(bad == 0, "lattice counts", name, seed, detail);
+	gj_lattice_min_rows = saved;
+	gj_grid_free(&g);
+	gj_points_free(&p);
+	free(want);
+	free(got);
+	free(rows);
+	free(orow);
+	return gj_lattice_cells_cut - before;
+}
+
 static int	interrupt_now = 0;
 
 static int
@@ -786,6 +847,7 @@ main(int argc, char **argv)
 	};
 	static const int dim_list[] = {1, 2, 3, 5};
 	static const int32_t minpts_list[] = {1, 2, 4, 12};
+	int64_t		lattice_cut = 0;
 
 	printf("test_density: base seed %llu\n", (unsigned long long) base);
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
@@ -804,6 +866,8 @@ main(int argc, char **argv)
 				gj_gen_points(&p, kinds[k].kind, n, dims, seed);
 				gj_scramble_ids(&p, seed);
 				check_counts_lists(name, &p, eps, 1 + (int) (seed % 4), seed);
+				lattice_cut += check_lattice_counts(name, &p, eps, 4 + (int64_t) (seed % 29),
+													1 + (int) (seed % 3), seed);
 				for (size_t m = 0; m < sizeof(minpts_list) / sizeof(minpts_list[0]); m++)
 					check_dbscan(name, &p, eps, minpts_list[m], 1 + (int) ((seed + m) % 6), seed);
 				/* beyond a device of 60-140 rows: slabs */
@@ -825,6 +889,8 @@ main(int argc, char **argv)
 		gj_gen_points(&p, GJ_GEN_UNIFORM, 400, 2, seed);
 		gj_scramble_ids(&p, seed);
 		check_counts_lists("uniform-huge-eps", &p, 1e6, 3, seed);
+		lattice_cut += check_lattice_counts("uniform-huge-eps", &p, 1e6, 16, 2, seed);
+		lattice_cut += check_lattice_counts("uniform-tiny-eps", &p, 1e-300, 1, 2, seed);
 		check_dbscan("uniform-huge-eps", &p, 1e6, 5, 3, seed);
 		check_counts_lists("uniform-tiny-eps", &p, 1e-300, 3, seed);
 		check_dbscan("uniform-tiny-eps", &p, 1e-300, 1, 3, seed);
@@ -847,6 +913,7 @@ main(int argc, char **argv)
 				if (p.n > 3000)
 					continue;	/* the oracles are quadratic */
 				check_counts_lists(name, &p, eps[e], 2, seed);
+				lattice_cut += check_lattice_counts(name, &p, eps[e], 3 + (int64_t) (seed % 13), 2, seed);
 				check_dbscan(name, &p, eps[e], 2, 2, seed);
 				check_dbscan(name, &p, eps[e], 5, 3, seed);
 				if (isfinite(eps[e] * eps[e]) && p.n >= 8)
@@ -912,6 +979,10 @@ main(int argc, char **argv)
 			gj_boxes_free(&bx);
 			free(none);
 			gj_grid_free(&g);
+			/* counts of the clump through lattices (none beyond 3-D) */
+			cut = check_lattice_counts(name, &p, eps, 64, 2, seed);
+			result(dims > 3 ? cut == 0 : cut > 0, "lattices", name, seed,
+				   dims > 3 ? "a 5-D cell was cut" : "no dense cell got a lattice");
 			gj_points_free(&p);
 		}
 	}
@@ -925,6 +996,8 @@ main(int argc, char **argv)
 		result(slab_use.views > 0 && slab_use.copies > 0, "slab windows", "all", base, detail);
 		result(orders_asked > 0, "slab order callback", "all", base, "never asked");
 		result(band_cases > 10, "band pairs both kept and dropped", "all", base, "too few cases");
+		snprintf(detail, sizeof(detail), "%lld cells cut", (long long) lattice_cut);
+		result(lattice_cut > 100, "lattices used", "all", base, detail);
 	}
 
 	printf("density: %d passed, %d failed\n", passed, failed);

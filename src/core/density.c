@@ -41,6 +41,7 @@
 
 #include "gj_core.h"
 #include "density_boxes.h"
+#include "lattice.h"
 
 #define DENSITY_BLOCK 256		/* rows a worker takes at a time */
 
@@ -213,6 +214,8 @@ typedef struct count_ctx
 	int32_t    *counts;
 	const uint8_t *compact;
 	const uint32_t *rows;		/* NULL: every row */
+	const gj_lattice *lat;		/* uncapped counts: the dense cells' lattices */
+	const int32_t *lat_of;		/* per cell: its lattice, or -1 (NULL: none) */
 } count_ctx;
 
 /*
@@ -221,7 +224,7 @@ typedef struct count_ctx
  */
 static inline int32_t
 count_row(const gj_grid *g, const gj_points *p, const nbhd *h, int64_t i,
-		  int32_t cap, const uint8_t *compact)
+		  int32_t cap, const uint8_t *compact, const gj_lattice *lat, const int32_t *lat_of)
 {
 	const double *xi = p->x + i * p->dims;
 	int32_t		n = 0;
@@ -241,6 +244,12 @@ count_row(const gj_grid *g, const gj_points *p, const nbhd *h, int64_t i,
 
 		if (h->nbr[k] == own)
 			continue;
+		if (lat_of != NULL && lat_of[h->nbr[k]] >= 0)
+		{
+			/* no cap here: the lattice's count, equal to the loop's */
+			n += (int32_t) gj_lattice_count(lat, lat_of[h->nbr[k]], xi, g->eps2, NULL);
+			continue;
+		}
 		for (int64_t r = g->cell_start[h->nbr[k]]; r < r1; r++)
 			if (gj_sqdist(xi, p->x + r * p->dims, p->dims) <= g->eps2 && ++n >= cap)
 				return n;
@@ -262,7 +271,7 @@ count_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
 		nbhd_at(c->g, &h, i);
-		c->counts[k] = count_row(c->g, c->p, &h, i, c->cap, c->compact);
+		c->counts[k] = count_row(c->g, c->p, &h, i, c->cap, c->compact, c->lat, c->lat_of);
 	}
 }
 
@@ -273,6 +282,65 @@ gj_cpu_count_within(const gj_grid *g, const gj_points *p, int32_t cap,
 	return gj_cpu_count_rows(g, p, NULL, p->n, cap, nthreads, counts);
 }
 
+/*
+ * Lattices for g's cells of gj_lattice_min_rows rows or more (uncapped
+ * counts): *lat_of per cell, NULL when no cell is cut.  Without memory
+ * for them the counts go row by row, as exact.
+ */
+static gj_status
+dense_lattices(const gj_grid *g, const gj_points *p, int nthreads, gj_lattice *lat,
+			   int32_t **lat_of)
+{
+	int64_t		nbig = 0;
+	int64_t    *range;
+	int32_t    *cut;
+	gj_status	st;
+
+	memset(lat, 0, sizeof(*lat));
+	*lat_of = NULL;
+	if (p->dims > GJ_LATTICE_MAX_DIMS)
+		return GJ_OK;
+	for (int64_t c = 0; c < g->ncells; c++)
+		nbig += g->cell_start[c + 1] - g->cell_start[c] >= gj_lattice_min_rows;
+	if (nbig == 0)
+		return GJ_OK;
+	range = malloc(sizeof(int64_t) * 2 * nbig);
+	cut = malloc(sizeof(int32_t) * nbig);
+	*lat_of = malloc(sizeof(int32_t) * (g->ncells + 1));
+	if (range == NULL || cut == NULL || *lat_of == NULL)
+	{
+		free(range);
+		free(cut);
+		free(*lat_of);
+		*lat_of = NULL;
+		return GJ_OK;
+	}
+	nbig = 0;
+	for (int64_t c = 0; c < g->ncells; c++)
+		if (g->cell_start[c + 1] - g->cell_start[c] >= gj_lattice_min_rows)
+		{
+			range[2 * nbig] = g->cell_start[c];
+			range[2 * nbig + 1] = g->cell_start[c + 1];
+			nbig++;
+		}
+	st = gj_lattice_build(lat, p->x, p->dims, range, nbig, cut, nthreads);
+	if (st == GJ_OK && lat->ncut > 0)
+	{
+		nbig = 0;
+		for (int64_t c = 0; c < g->ncells; c++)
+			(*lat_of)[c] = g->cell_start[c + 1] - g->cell_start[c] >= gj_lattice_min_rows ?
+				cut[nbig++] : -1;
+	}
+	else
+	{
+		free(*lat_of);
+		*lat_of = NULL;
+	}
+	free(range);
+	free(cut);
+	return st == GJ_ERR_CANCELED ? st : GJ_OK;
+}
+
 gj_status
 gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 				  int64_t nrows, int32_t cap, int nthreads, int32_t *counts)
@@ -280,6 +348,8 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	count_ctx	c;
 	gj_status	st;
 	uint8_t    *compact;
+	gj_lattice	lat;
+	int32_t    *lat_of = NULL;
 
 	if (p->n == 0 || nrows == 0)
 		return GJ_OK;
@@ -289,14 +359,22 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 		free(compact);
 		return st;
 	}
+	memset(&lat, 0, sizeof(lat));
+	if (cap <= 0)
+		st = dense_lattices(g, p, nthreads, &lat, &lat_of);
 	c.g = g;
 	c.p = p;
 	c.cap = cap > 0 ? cap : INT32_MAX;
 	c.counts = counts;
 	c.compact = compact;
 	c.rows = rows;
-	st = gj_par_for(count_block, &c, nrows, nthreads);
+	c.lat = &lat;
+	c.lat_of = lat_of;
+	if (st == GJ_OK)
+		st = gj_par_for(count_block, &c, nrows, nthreads);
 	free(compact);
+	free(lat_of);
+	gj_lattice_free(&lat);
 	return st;
 }
 
@@ -310,6 +388,8 @@ typedef struct count_q_ctx
 	const gj_points *p;
 	const gj_points *qs;
 	int32_t    *counts;
+	const gj_lattice *lat;		/* count_queries: p's dense cells' lattices */
+	const int32_t *lat_of;		/* per cell: its lattice, or -1 (NULL: none) */
 } count_q_ctx;
 
 static void
@@ -331,6 +411,11 @@ count_q_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 		{
 			int64_t		r1c = c->g->cell_start[nbr[k] + 1];
 
+			if (c->lat_of != NULL && c->lat_of[nbr[k]] >= 0)
+			{
+				n += (int32_t) gj_lattice_count(c->lat, c->lat_of[nbr[k]], xq, c->g->eps2, NULL);
+				continue;
+			}
 			for (int64_t r = c->g->cell_start[nbr[k]]; r < r1c; r++)
 				n += gj_sqdist(xq, p->x + r * p->dims, p->dims) <= c->g->eps2;
 		}
@@ -343,6 +428,9 @@ gj_cpu_count_queries(const gj_grid *g, const gj_points *p, const gj_points *qs,
 					 int nthreads, int32_t *counts)
 {
 	count_q_ctx c;
+	gj_lattice	lat;
+	int32_t    *lat_of = NULL;
+	gj_status	st;
 
 	if (qs->n == 0)
 		return GJ_OK;
@@ -357,7 +445,14 @@ gj_cpu_count_queries(const gj_grid *g, const gj_points *p, const gj_points *qs,
 	c.p = p;
 	c.qs = qs;
 	c.counts = counts;
-	return gj_par_for(count_q_block, &c, qs->n, nthreads);
+	st = dense_lattices(g, p, nthreads, &lat, &lat_of);
+	c.lat = &lat;
+	c.lat_of = lat_of;
+	if (st == GJ_OK)
+		st = gj_par_for(count_q_block, &c, qs->n, nthreads);
+	free(lat_of);
+	gj_lattice_free(&lat);
+	return st;
 }
 
 /*
@@ -537,7 +632,7 @@ count_row_boxes(const dbscan_ctx *c, const nbhd *h, int64_t i, int32_t cap)
 	int32_t		n = 0;
 
 	if (own < 0 || !bx->compact[own])
-		return count_row(g, p, h, i, cap, c->compact);
+		return count_row(g, p, h, i, cap, c->compact, NULL, NULL);
 	n = bx->box_end[own] - bx->box_start[own] < cap ?
 		(int32_t) (bx->box_end[own] - bx->box_start[own]) : cap;
 	if (n >= cap)
@@ -593,7 +688,7 @@ core_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 			continue;			/* given */
 		nbhd_at(c->g, &h, i);
 		c->core[i] = (c->bx.nbox > 0 ? count_row_boxes(c, &h, i, c->minpts) :
-					  count_row(c->g, c->p, &h, i, c->minpts, c->compact)) >= c->minpts;
+					  count_row(c->g, c->p, &h, i, c->minpts, c->compact, NULL, NULL)) >= c->minpts;
 	}
 }
 
