@@ -53,7 +53,7 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
 	--fmad=false $(CUDA_ARCH)
 OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o \
 	kernels/density.o kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o \
-	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o
+	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o kernels/lattice.o
 SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 OBJS += kernels/nocuda.o
@@ -128,20 +128,20 @@ regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(C
 # GPU check and GPU benchmark (need nvcc to build, a GPU to run).
 KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o kernels/density.o \
 	kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o kernels/tiles.o kernels/knn_tiles.o kernels/ceilings.o \
-	kernels/order.o kernels/lists.o
+	kernels/order.o kernels/lists.o kernels/lattice.o
 GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
-regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
+regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
-regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
 
-regress/gpu_density: regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+regress/gpu_density: regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
 
-regress/gpu_tiles: regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS)
+regress/gpu_tiles: regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
 
@@ -152,12 +152,12 @@ regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/d
 regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
-regress/gpu_knn: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+regress/gpu_knn: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
 
 # The same with the kNN tile kernel's cycle counters (KT_PROFILE): where its time goes.
-regress/gpu_knn_prof: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS)
+regress/gpu_knn_prof: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
 	$(NVCC) $(NVCC_FLAGS) -DKT_PROFILE -c kernels/knn_tiles.cu -o kernels/knn_tiles_prof.o
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -DKT_PROFILE -o $@ \
 		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) \

@@ -76,13 +76,13 @@ template <int DIMS>
 __global__ static void
 count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
 			 uint8_t *core, int32_t *parent, const uint8_t *compact, gj_dev_boxes B,
-			 const int *stop)
+			 gj_lattice L, const int32_t *lat_of, const uint32_t *order, const int *stop)
 {
 	uint64_t	t = blockIdx.x * (uint64_t) blockDim.x + threadIdx.x;
 
 	if (t >= (uint64_t) G.n)
 		return;
-	uint32_t	i = (uint32_t) t;
+	uint32_t	i = order != NULL ? order[t] : (uint32_t) t;
 	point_reg<DIMS> xi(G, P.dims, i);
 	int32_t		n = 0;
 	uint32_t	seen = 0;
@@ -107,6 +107,20 @@ count_kernel(gj_dev_grid G, gj_grid_params P, int32_t cap, int32_t *count,
 		for_each_neighbour(G, P, own, [&](int64_t k) {
 		if (k == (int64_t) own && compact[own])
 			return true;		/* counted whole */
+		if constexpr (DIMS >= 1 && DIMS <= GJ_LATTICE_MAX_DIMS)
+		{
+			if (lat_of != NULL && lat_of[k] >= 0)
+			{
+				/* uncapped (no cap to stop at): the lattice's count, the loop's below */
+				int64_t		c = gj_lattice_count(&L, lat_of[k], xi.p, P.eps2,
+												 (const volatile int *) stop);
+
+				if (c < 0)
+					return false;
+				n += (int32_t) c;
+				return true;
+			}
+		}
 		if (B.nbox > 0 && gj_dev_cell_cut(G, compact, k))
 		{
 			/* box by box: the own compact box is counted, far boxes skipped */
@@ -517,6 +531,7 @@ run_free(density_run *r)
 	cudaFree(r->d_compact);
 	cudaFree(r->d_first_core);
 	gj_gpu_boxes_free(&r->B);
+	run_lattices_free(r);
 	cudaFree(r->d_val_out);
 	cudaFree(r->d_core_out);
 	if (r->stream)
@@ -635,7 +650,8 @@ run_launch_counts(density_run *r, int dims, int32_t cap)
 	launch_compact(r);
 	LAUNCH_DIMS(count_kernel, dims, grid, r->stream, r->G, r->P, cap, r->d_val,
 				(uint8_t *) NULL, (int32_t *) NULL, (const uint8_t *) r->d_compact, r->B,
-				r->d_stop);
+				r->L, (const int32_t *) (cap == INT32_MAX ? r->d_lat_of : NULL),
+				(const uint32_t *) (cap == INT32_MAX ? r->d_order : NULL), r->d_stop);
 }
 
 /* The entry points' common checks; info and err cleared. */
@@ -684,6 +700,14 @@ gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,
 	if (st != GJ_OK || n == 0)
 		return st;
 	st = run_prepare(&r, p, eps2, opt, 0, 0, info, err, errlen);
+	if (st == GJ_OK && cap <= 0)
+	{
+		double		t0 = gj_now_ms();
+
+		st = run_lattices(&r, p->dims, err, errlen);
+		info->index_ms += gj_now_ms() - t0;
+		info->lattice_cells = r.L.ncut;
+	}
 	if (st == GJ_OK)
 	{
 		unsigned	grid = (unsigned) ((n + GJ_DENSITY_BLOCK - 1) / GJ_DENSITY_BLOCK);
@@ -716,7 +740,7 @@ launch_dbscan(density_run *r, int64_t n, int dims, int32_t minpts, const int64_t
 	if (minpts > 0)				/* else the core flags and roots are set */
 		LAUNCH_DIMS(count_kernel, dims, grid, r->stream, r->G, r->P, minpts,
 					(int32_t *) NULL, r->d_core, r->d_parent, (const uint8_t *) r->d_compact,
-					r->B, r->d_stop);
+					r->B, r->L, (const int32_t *) NULL, (const uint32_t *) NULL, r->d_stop);
 	first_core_kernel<<<cgrid, GJ_DENSITY_BLOCK, 0, r->stream>>>(r->G, r->d_core, r->d_compact,
 																  r->d_first_core);
 	join_compact_kernel<<<grid, GJ_DENSITY_BLOCK, 0, r->stream>>>(n, r->G.pcell, r->d_core,
@@ -874,6 +898,7 @@ add_info(gj_gpu_density_info *sum, const gj_gpu_density_info *one)
 	sum->kernel_ms += one->kernel_ms;
 	sum->download_ms += one->download_ms;
 	sum->launches += one->launches;
+	sum->lattice_cells += one->lattice_cells;
 }
 
 static gj_status

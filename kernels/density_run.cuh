@@ -9,6 +9,7 @@
 #define GJ_DENSITY_RUN_CUH
 
 #include "density_boxes.cuh"
+#include "../src/core/lattice.h"
 
 #define GJ_DENSITY_BLOCK 256
 
@@ -122,6 +123,9 @@ typedef struct density_run
 	uint8_t    *d_compact;		/* per cell */
 	int32_t    *d_first_core;	/* per cell */
 	gj_dev_boxes B;				/* DBSCAN: the dense wide cells' boxes */
+	gj_lattice	L;				/* uncapped counts: the dense cells' lattices (device arrays) */
+	int32_t    *d_lat_of;		/* per cell: its lattice or -1; NULL: none */
+	uint32_t   *d_order;		/* with the lattices: the rows in the order to count them */
 	size_t		room;			/* device bytes the budget leaves beyond the above */
 	int32_t    *d_val_out;
 	uint8_t    *d_core_out;
@@ -136,6 +140,14 @@ extern gj_status run_prepare(density_run *r, const gj_points *p, double eps2,
 							 const gj_gpu_options *opt, int dbscan, size_t extra_per_row,
 							 gj_gpu_density_info *info, char *err, size_t errlen);
 extern void run_free(density_run *r);
+
+/*
+ * Lattices for the dense cells (dims <= 3), which run_launch_counts then
+ * counts through when uncapped; left out (the counts go row by row) when
+ * the budget has no room for them.  Synchronous, on r->stream.
+ */
+extern gj_status run_lattices(density_run *r, int dims, char *err, size_t errlen);
+extern void run_lattices_free(density_run *r);
 
 /*
  * Every row's count within eps, itself included, up to cap, into r->d_val

@@ -192,6 +192,7 @@ typedef struct gj_gpu_density_info
 	double		kernel_ms;		/* counting, linking, border kernels */
 	double		download_ms;	/* results back */
 	int64_t		launches;
+	int64_t		lattice_cells;	/* dense cells counted through lattices */
 } gj_gpu_density_info;
 
 extern gj_status gj_gpu_count_within(const gj_points *p, double eps2, int32_t cap,

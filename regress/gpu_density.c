@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../kernels/gj_cuda.h"
+#include "../src/core/lattice.h"
 #include "datagen.h"
 
 static int	passed = 0;
@@ -54,7 +55,7 @@ typedef struct cpu_answers
 	int64_t		nclusters;
 } cpu_answers;
 
-static int	cpu_no_counts = 0;	/* run_dense: the clump's counts are quadratic */
+static int64_t gpu_lattice_cells = 0;	/* dense cells the GPU counts cut */
 
 static gj_status
 cpu_run(const gj_points *p, double eps, int32_t minpts, int threads, cpu_answers *a)
@@ -78,7 +79,7 @@ cpu_run(const gj_points *p, double eps, int32_t minpts, int threads, cpu_answers
 	t0 = gj_now_ms();
 	st = gj_grid_build(&g, &s, eps * eps);
 	a->index_ms = gj_now_ms() - t0;
-	if (st == GJ_OK && !cpu_no_counts)
+	if (st == GJ_OK)
 	{
 		t0 = gj_now_ms();
 		st = gj_cpu_count_within(&g, &s, 0, threads, c);
@@ -150,7 +151,7 @@ check_slabs(const char *name, const gj_points *p, double eps, int32_t minpts,
 
 	gj_points_copy(&q, p, n);
 	st = gj_slab_counts(&q, NULL, eps * eps, max_rows, &e, v, &info);
-	for (int64_t i = 0; i < n && st == GJ_OK && !cpu_no_counts; i++)
+	for (int64_t i = 0; i < n && st == GJ_OK; i++)
 		if (v[i] != a->counts[row[q.ids[i]]] && bad++ == 0)
 			snprintf(detail, sizeof(detail), "id %lld: GPU slabs count %d, CPU %d",
 					 (long long) q.ids[i], v[i], a->counts[row[q.ids[i]]]);
@@ -596,6 +597,7 @@ check_case(const char *name, const gj_points *p, double eps, int32_t minpts,
 
 	bad = 0;
 	st = gj_gpu_count_within(p, eps * eps, 0, NULL, gc, &info, err, sizeof(err));
+	gpu_lattice_cells += info.lattice_cells;
 	for (int64_t i = 0; i < n && st == GJ_OK; i++)
 		if (gc[i] != a.counts[i] && bad++ == 0)
 			snprintf(detail, sizeof(detail), "row %lld: GPU count %d, CPU %d", (long long) i,
@@ -717,33 +719,44 @@ check_cancel(uint64_t seed)
 				detail[128];
 	double		t0;
 	gj_status	st;
+	int64_t		min_rows = gj_lattice_min_rows;
 
 	/*
 	 * 1M rows in one cell wider than eps (not compact: a compact cell
-	 * counts and links without distances): 1e12 distances to count; for
+	 * counts and links without distances): 1e12 distances to count row by
+	 * row (no lattice: as when the device has no room for one); for
 	 * DBSCAN, whose boxes link such a cell at once, minpts past the rows,
-	 * so that every row counts its reachable boxes' rows to the end
+	 * so that every row counts its reachable boxes' rows to the end; then
+	 * 4M rows in one 3-D cell through its lattice (63^2 rows of boxes a
+	 * row: seconds)
 	 */
-	gj_gen_points(&p, GJ_GEN_UNIFORM, 1000000, 2, seed);
-	v = malloc(sizeof(int32_t) * p.n);
-	k = malloc(p.n);
-	for (int what = 0; what < 2; what++)
+	for (int what = 0; what < 3; what++)
 	{
+		static const char *const names[] = {"cancel counts", "cancel dbscan", "cancel lattice counts"};
+
+		gj_gen_points(&p, GJ_GEN_UNIFORM, what < 2 ? 1000000 : 4000000, what < 2 ? 2 : 3, seed);
+		v = malloc(sizeof(int32_t) * p.n);
+		k = malloc(p.n);
+		gj_lattice_min_rows = what == 0 ? INT64_MAX : min_rows;
+		memset(&info, 0, sizeof(info));
 		t0 = gj_now_ms();
-		hook_at = t0 + 100;
+		hook_at = t0 + (what < 2 ? 100 : 1500);	/* 4M: past the upload and the lattice's build */
 		gj_set_interrupt_hook(hook);
-		st = what == 0 ? gj_gpu_count_within(&p, 110.0 * 110.0, 0, NULL, v, &info, err, sizeof(err)) :
+		st = what != 1 ? gj_gpu_count_within(&p, 110.0 * 110.0, 0, NULL, v, &info, err, sizeof(err)) :
 			gj_gpu_dbscan(&p, 110.0 * 110.0, 2000000, NULL, v, k, &info, err, sizeof(err));
 		gj_set_interrupt_hook(NULL);
-		snprintf(detail, sizeof(detail), "%s after %.0f ms", gj_status_name(st),
-				 gj_now_ms() - t0);
-		printf("cancel %s: %s\n", what == 0 ? "counts" : "dbscan", detail);
-		result(st == GJ_ERR_CANCELED && gj_now_ms() - t0 < 1100, what == 0 ? "cancel counts" : "cancel dbscan",
-			   "one-wide-cell-1m", seed, detail);
+		gj_lattice_min_rows = min_rows;
+		snprintf(detail, sizeof(detail), "%s after %.0f ms (cancel at %.0f ms, %lld lattice cells)",
+				 gj_status_name(st), gj_now_ms() - t0, hook_at - t0,
+				 (long long) info.lattice_cells);
+		printf("%s: %s\n", names[what], detail);
+		result(st == GJ_ERR_CANCELED && gj_now_ms() - hook_at < 1000 &&
+			   (what < 2 || info.lattice_cells > 0), names[what],
+			   what < 2 ? "one-wide-cell-1m" : "one-wide-cell-3d-4m", seed, detail);
+		free(v);
+		free(k);
+		gj_points_free(&p);
 	}
-	free(v);
-	free(k);
-	gj_points_free(&p);
 }
 
 static int
@@ -765,6 +778,10 @@ run_check(uint64_t seed)
 	static const int32_t minpts_list[] = {1, 2, 5, 20};
 	/* GJ_GPU_CHECK_QUICK: every 4th case, nothing large (compute-sanitizer) */
 	int			quick = getenv("GJ_GPU_CHECK_QUICK") != NULL;
+	int64_t		min_rows = gj_lattice_min_rows;
+
+	/* uncapped counts cut cells of 256 rows or more into lattices, not 2048 */
+	gj_lattice_min_rows = 256;
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
 		for (size_t d = 0; d < sizeof(dim_list) / sizeof(dim_list[0]); d++)
@@ -826,13 +843,20 @@ run_check(uint64_t seed)
 				check_case(name, &p, GJ_GEN_CLUMP_EPS, (int32_t[]) {1, 4, 40, 400}[m], seed, m == 1);
 			gj_points_free(&p);
 		}
+	{
+		char		detail[64];
+
+		snprintf(detail, sizeof(detail), "%lld cells cut", (long long) gpu_lattice_cells);
+		printf("gpu counts through lattices: %s\n", detail);
+		result(gpu_lattice_cells > (quick ? 20 : 100), "gpu counts through lattices", "all", seed, detail);
+	}
 	check_room(seed++);
 	check_order(seed++);
 	{
 		char		detail[64];
 
 		snprintf(detail, sizeof(detail), "%lld cases", (long long) lists_windowed);
-		result(lists_windowed >= 20, "lists ran in several windows", "all", seed, detail);
+		result(lists_windowed >= (quick ? 5 : 20), "lists ran in several windows", "all", seed, detail);
 	}
 	if (quick)
 	{
@@ -876,9 +900,49 @@ run_check(uint64_t seed)
 		check_case("one-cell-20k", &p, 1.0, 5, seed, 0);
 		gj_points_free(&p);
 	}
+	gj_lattice_min_rows = min_rows;
 	check_cancel(++seed);
 	printf("gpu_density: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
+}
+
+/* Rows of p (2-D) reordered by strips of width w in x, then by y. */
+static const gj_points *sort_p;
+static double sort_w;
+
+static int
+cmp_strip(const void *a, const void *b)
+{
+	const double *x = sort_p->x + 2 * *(const int64_t *) a,
+			   *y = sort_p->x + 2 * *(const int64_t *) b;
+	double		sa = floor(x[0] / sort_w),
+				sb = floor(y[0] / sort_w);
+
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static void
+sort_rows_spatially(gj_points *p, double w)
+{
+	int64_t    *o = malloc(sizeof(int64_t) * p->n);
+	gj_points	q;
+
+	for (int64_t i = 0; i < p->n; i++)
+		o[i] = i;
+	sort_p = p;
+	sort_w = w;
+	qsort(o, p->n, sizeof(int64_t), cmp_strip);
+	gj_points_copy(&q, p, p->n);
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		p->ids[i] = q.ids[o[i]];
+		p->x[2 * i] = q.x[2 * o[i]];
+		p->x[2 * i + 1] = q.x[2 * o[i] + 1];
+	}
+	gj_points_free(&q);
+	free(o);
 }
 
 /* Best of two: GPU and CPU engine, counts and DBSCAN (minpts 5). */
@@ -955,19 +1019,22 @@ run_dense(void)
 	gj_gpu_density_info info;
 	char		err[256];
 
-	printf("| data | eps | clusters | GPU dbscan ms | CPU dbscan ms (index) | GPU counts ms |\n");
-	printf("|---|---:|---:|---:|---:|---:|\n");
-	for (int dense = 0; dense < 2; dense++)
+	printf("| data | eps | clusters | GPU dbscan ms | CPU dbscan ms (index) | GPU counts ms (lattice cells) | CPU counts ms | counts equal |\n");
+	printf("|---|---:|---:|---:|---:|---:|---:|---|\n");
+	for (int dense = 0; dense < 3; dense++)
 	{
 		double		eps = dense ? 50.0 : gj_gen_typical_eps(GJ_GEN_UNIFORM, n, 2, 30.0);
 		double		gdb = 1e30,
-					gcount = -1,
+					gcount = 1e30,
 					t0;
-		int64_t		ncl = -1;
+		int64_t		ncl = -1,
+					differ = 0;
 		cpu_answers a;
 
-		gj_gen_points(&p, GJ_GEN_UNIFORM, n, 2, 20261124 + dense);	/* [0, 100)^2 */
+		gj_gen_points(&p, GJ_GEN_UNIFORM, n, 2, 20261124 + (dense > 0));	/* [0, 100)^2 */
 		gj_scramble_ids(&p, 7);
+		if (dense == 2)
+			sort_rows_spatially(&p, 0.2);
 		for (int rep = 0; rep < 2; rep++)
 		{
 			t0 = gj_now_ms();
@@ -976,20 +1043,24 @@ run_dense(void)
 				printf("GPU dbscan failed: %s\n", err);
 			gdb = fmin(gdb, gj_now_ms() - t0);
 		}
-		if (!dense || getenv("GJ_DENSE_COUNTS") != NULL)
+		for (int rep = 0; rep < 2; rep++)
 		{
 			t0 = gj_now_ms();
 			if (gj_gpu_count_within(&p, eps * eps, 0, NULL, v, &info, err, sizeof(err)) != GJ_OK)
 				printf("GPU counts failed: %s\n", err);
-			gcount = gj_now_ms() - t0;
+			gcount = fmin(gcount, gj_now_ms() - t0);
 		}
-		cpu_no_counts = dense;
 		cpu_run(&p, eps, 5, 0, &a);
-		cpu_no_counts = 0;
-		printf("| %s | %.4g | %lld (CPU %lld) | %.1f | %.1f (%.1f) | %.1f |\n",
+		for (int64_t i = 0; i < n; i++)
+			differ += v[i] != a.counts[i];
+		printf("| %s | %.4g | %lld (CPU %lld) | %.1f | %.1f (%.1f) | %.1f (%lld) | %.1f | %s |\n",
+			   dense == 2 ? "the same, rows in strips of 0.2 by y" :
 			   dense ? "1M in a square 2 eps across" : "1M uniform, ~30 neighbours", eps,
 			   (long long) ncl, (long long) a.nclusters, gdb, a.dbscan_ms + a.index_ms,
-			   a.index_ms, gcount);
+			   a.index_ms, gcount, (long long) info.lattice_cells, a.count_ms,
+			   differ == 0 ? "yes" : "NO");
+		if (differ != 0)
+			printf("FAIL dense counts: %lld rows differ between GPU and CPU\n", (long long) differ);
 		cpu_free(&a);
 		gj_points_free(&p);
 	}

@@ -81,6 +81,11 @@ SELECT dn('1M 2-D clump 2 eps across', 'dbscan gpu', 'gpu', 2, $q$SELECT max(clu
 SELECT dn('1M 2-D clump 2 eps across', 'dbscan cpu', 'cpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('clump_1m', '{x,y}', 1.0, 5)$q$);
 SELECT dn('1M 2-D uniform ~30', 'dbscan gpu', 'gpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('u2_1m', '{x,y}', 0.309, 5)$q$);
 SELECT dn('1M 2-D uniform ~30', 'dbscan cpu', 'cpu', 2, $q$SELECT max(cluster) + 1 FROM dbscan('u2_1m', '{x,y}', 0.309, 5)$q$);
+-- counts in the dense wide cell (lattices) against uniform rows, both engines
+SELECT dn('1M 2-D clump 2 eps across', 'counts gpu', 'gpu', 2, $q$SELECT sum(n) FROM eps_neighbor_counts('clump_1m', '{x,y}', 1.0)$q$);
+SELECT dn('1M 2-D clump 2 eps across', 'counts cpu', 'cpu', 2, $q$SELECT sum(n) FROM eps_neighbor_counts('clump_1m', '{x,y}', 1.0)$q$);
+SELECT dn('1M 2-D uniform ~30', 'counts gpu', 'gpu', 2, $q$SELECT sum(n) FROM eps_neighbor_counts('u2_1m', '{x,y}', 0.309)$q$);
+SELECT dn('1M 2-D uniform ~30', 'counts cpu', 'cpu', 2, $q$SELECT sum(n) FROM eps_neighbor_counts('u2_1m', '{x,y}', 0.309)$q$);
 -- the form users write today (issue 10: 53.6 s at 2M, eps 0.3)
 SELECT dn('2M 2-D uniform ~30', 'GROUP BY gpu', 'gpu', 1,
           $q$SELECT count(*) FROM (SELECT a, count(*) FROM eps_selfjoin('u2_2m', '{x,y}', 0.2185, "symmetric" => true) GROUP BY a) g$q$);

@@ -129,7 +129,7 @@ if has densitycheck; then
 fi
 if has densitysanitize; then
 	# every 4th case, nothing large: memcheck is slow
-	timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+	timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 \
 		env GJ_GPU_CHECK_QUICK=1 ./regress/gpu_density check > "$OUT/density_sanitizer.log" 2>&1
 	rc=$?
 	summary+=("compute-sanitizer gpu_density: exit $rc; $(grep 'ERROR SUMMARY' "$OUT/density_sanitizer.log" | tail -1)")
@@ -139,7 +139,7 @@ if has densitybench; then
 	cat "$OUT/density_bench.md"
 fi
 if has densitydense; then
-	# issue 18's bar: DBSCAN of 1M rows 2 eps across against 1M uniform rows
+	# issue 18's bar: DBSCAN and counts of 1M rows 2 eps across against 1M uniform rows
 	timeout 300 ./regress/gpu_density dense > "$OUT/density_dense.md" 2>&1
 	cat "$OUT/density_dense.md"
 fi

@@ -216,6 +216,7 @@ typedef struct count_ctx
 	const uint32_t *rows;		/* NULL: every row */
 	const gj_lattice *lat;		/* uncapped counts: the dense cells' lattices */
 	const int32_t *lat_of;		/* per cell: its lattice, or -1 (NULL: none) */
+	const uint32_t *order;		/* rows NULL: the rows in this order (NULL: 0, 1, ...) */
 } count_ctx;
 
 /*
@@ -266,12 +267,13 @@ count_block(void *arg, int64_t r0, int64_t r1, const int *stop)
 	h.cell = -1;
 	for (int64_t k = r0; k < r1; k++)
 	{
-		int64_t		i = c->rows != NULL ? c->rows[k] : k;
+		int64_t		i = c->rows != NULL ? c->rows[k] : c->order != NULL ? c->order[k] : k;
 
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED))
 			return;
 		nbhd_at(c->g, &h, i);
-		c->counts[k] = count_row(c->g, c->p, &h, i, c->cap, c->compact, c->lat, c->lat_of);
+		c->counts[c->rows != NULL ? k : i] = count_row(c->g, c->p, &h, i, c->cap, c->compact,
+													  c->lat, c->lat_of);
 	}
 }
 
@@ -284,12 +286,13 @@ gj_cpu_count_within(const gj_grid *g, const gj_points *p, int32_t cap,
 
 /*
  * Lattices for g's cells of gj_lattice_min_rows rows or more (uncapped
- * counts): *lat_of per cell, NULL when no cell is cut.  Without memory
- * for them the counts go row by row, as exact.
+ * counts): *lat_of per cell, NULL when no cell is cut; with order, p's
+ * rows in the order to count them (the cut cells' box by box; NULL: as
+ * they are).  Without memory for them the counts go row by row, as exact.
  */
 static gj_status
 dense_lattices(const gj_grid *g, const gj_points *p, int nthreads, gj_lattice *lat,
-			   int32_t **lat_of)
+			   int32_t **lat_of, uint32_t **order)
 {
 	int64_t		nbig = 0;
 	int64_t    *range;
@@ -298,6 +301,8 @@ dense_lattices(const gj_grid *g, const gj_points *p, int nthreads, gj_lattice *l
 
 	memset(lat, 0, sizeof(*lat));
 	*lat_of = NULL;
+	if (order != NULL)
+		*order = NULL;
 	if (p->dims > GJ_LATTICE_MAX_DIMS)
 		return GJ_OK;
 	for (int64_t c = 0; c < g->ncells; c++)
@@ -326,6 +331,12 @@ dense_lattices(const gj_grid *g, const gj_points *p, int nthreads, gj_lattice *l
 	st = gj_lattice_build(lat, p->x, p->dims, range, nbig, cut, nthreads);
 	if (st == GJ_OK && lat->ncut > 0)
 	{
+		if (order != NULL && (*order = malloc(sizeof(uint32_t) * (p->n + 1))) != NULL)
+		{
+			for (int64_t i = 0; i < p->n; i++)
+				(*order)[i] = (uint32_t) i;
+			gj_lattice_order(lat, range, cut, nbig, NULL, *order);
+		}
 		nbig = 0;
 		for (int64_t c = 0; c < g->ncells; c++)
 			(*lat_of)[c] = g->cell_start[c + 1] - g->cell_start[c] >= gj_lattice_min_rows ?
@@ -350,6 +361,7 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	uint8_t    *compact;
 	gj_lattice	lat;
 	int32_t    *lat_of = NULL;
+	uint32_t   *order = NULL;
 
 	if (p->n == 0 || nrows == 0)
 		return GJ_OK;
@@ -361,7 +373,7 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	}
 	memset(&lat, 0, sizeof(lat));
 	if (cap <= 0)
-		st = dense_lattices(g, p, nthreads, &lat, &lat_of);
+		st = dense_lattices(g, p, nthreads, &lat, &lat_of, rows == NULL ? &order : NULL);
 	c.g = g;
 	c.p = p;
 	c.cap = cap > 0 ? cap : INT32_MAX;
@@ -370,10 +382,12 @@ gj_cpu_count_rows(const gj_grid *g, const gj_points *p, const uint32_t *rows,
 	c.rows = rows;
 	c.lat = &lat;
 	c.lat_of = lat_of;
+	c.order = order;
 	if (st == GJ_OK)
 		st = gj_par_for(count_block, &c, nrows, nthreads);
 	free(compact);
 	free(lat_of);
+	free(order);
 	gj_lattice_free(&lat);
 	return st;
 }
@@ -445,7 +459,7 @@ gj_cpu_count_queries(const gj_grid *g, const gj_points *p, const gj_points *qs,
 	c.p = p;
 	c.qs = qs;
 	c.counts = counts;
-	st = dense_lattices(g, p, nthreads, &lat, &lat_of);
+	st = dense_lattices(g, p, nthreads, &lat, &lat_of, NULL);
 	c.lat = &lat;
 	c.lat_of = lat_of;
 	if (st == GJ_OK)

@@ -165,7 +165,10 @@ fill_cells(void *arg, int64_t k0, int64_t k1, const int *stop)
 		for (int64_t b = 0; b < nbox; b++)
 			start[b + 1] += start[b];
 		for (int64_t r = r0; r < r1; r++)
+		{
+			L->src[start[box[r - r0]]] = r;
 			memcpy(L->xs + (start[box[r - r0]]++) * dims, c->x + r * dims, sizeof(double) * dims);
+		}
 		/* the scatter advanced each start to its box's end: shift back */
 		memmove(start + 1, start, sizeof(int64_t) * nbox);
 		start[0] = out;
@@ -287,7 +290,8 @@ gj_lattice_build(gj_lattice *L, const double *x, int dims, const int64_t *range,
 	L->lo = malloc(sizeof(double) * nslices);
 	L->hi = malloc(sizeof(double) * nslices);
 	L->xs = malloc(sizeof(double) * dims * (nrows + 1));
-	if (L->start == NULL || L->lo == NULL || L->hi == NULL || L->xs == NULL)
+	L->src = malloc(sizeof(int64_t) * (nrows + 1));
+	if (L->start == NULL || L->lo == NULL || L->hi == NULL || L->xs == NULL || L->src == NULL)
 	{
 		st = GJ_ERR_NOMEM;
 		goto done;
@@ -332,5 +336,25 @@ gj_lattice_free(gj_lattice *L)
 	free(L->lo);
 	free(L->hi);
 	free(L->xs);
+	free(L->src);
 	memset(L, 0, sizeof(*L));
+}
+
+void
+gj_lattice_order(const gj_lattice *L, const int64_t *range, const int32_t *cut,
+				 int64_t ncells, const int64_t *first, uint32_t *order)
+{
+	for (int64_t c = 0; c < ncells; c++)
+	{
+		int64_t		k = cut[c],
+					r0 = range[2 * c],
+					f = first != NULL ? first[c] : r0,
+					x0;
+
+		if (k < 0)
+			continue;
+		x0 = L->start[L->box0[k]];
+		for (int64_t t = 0; t < range[2 * c + 1] - r0; t++)
+			order[f + t] = (uint32_t) (f + L->src[x0 + t] - r0);
+	}
 }

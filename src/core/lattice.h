@@ -71,6 +71,7 @@ typedef struct gj_lattice
 	double	   *lo;				/* per slice: least coordinate of its rows (empty: a neighbour's bound) */
 	double	   *hi;				/* per slice: greatest */
 	double	   *xs;				/* the cut cells' rows, box by box, dims wide */
+	int64_t    *src;			/* host only: per row of xs, its row of the caller's x */
 } gj_lattice;
 
 /*
@@ -83,6 +84,17 @@ extern gj_status gj_lattice_build(gj_lattice *L, const double *x, int dims,
 								  const int64_t *range, int64_t ncells, int32_t *cut,
 								  int nthreads);
 extern void gj_lattice_free(gj_lattice *L);
+
+/*
+ * The cut cells' rows in their lattice's order, for the counts' workers:
+ * queries taken box by box share their rows of boxes and runs, so a warp
+ * (or a core's cache) works on one neighbourhood.  For each cut cell k of
+ * the build's list, order[first[k] + t] = first[k] + (its t-th row of xs
+ * as an offset in its range), first NULL meaning the range's start; other
+ * entries of order are left alone.
+ */
+extern void gj_lattice_order(const gj_lattice *L, const int64_t *range, const int32_t *cut,
+							 int64_t ncells, const int64_t *first, uint32_t *order);
 
 #ifdef __CUDACC__
 #define GJ_LAT_HD static __host__ __device__ __forceinline__
