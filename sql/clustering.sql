@@ -137,3 +137,20 @@ FROM dbscan_sql($$SELECT i, (i % 997) * 0.002, (i / 997) * 0.01 FROM generate_se
                  UNION ALL SELECT 300000 + j, 1 + 4 * cos(j * pi() / 20), 1 + 4 * sin(j * pi() / 20)
                  FROM generate_series(1, 40) j$$, 1.0, 5);
 RESET statement_timeout;
+
+-- counts in a dense cell: 4,500 rows on a grid of 1/64 in a square 1.4 eps
+-- across, so one cell holds over 2,048 rows and is counted through its
+-- lattice (lattice.h), with duplicates and pairs exactly eps apart; every
+-- 15th row's count (others within eps) against brute force in SQL (same
+-- sum, same order)
+CREATE TEMP TABLE c_dense AS
+SELECT i AS id, ((i * 7919) % 90) / 64.0::float8 AS x, ((i * 104729) % 89) / 64.0::float8 AS y
+FROM generate_series(1, 4500) i;
+ALTER TABLE c_dense ADD PRIMARY KEY (id);
+SELECT count(*) AS rows_checked, sum(c.n) AS total,
+       count(*) FILTER (WHERE c.n <> b.n) AS differ
+FROM eps_neighbor_counts('c_dense', '{x,y}', 1.0) c
+JOIN (SELECT a.id, count(*) AS n
+      FROM c_dense a JOIN c_dense o
+        ON o.id <> a.id AND (a.x - o.x) * (a.x - o.x) + (a.y - o.y) * (a.y - o.y) <= 1.0
+      WHERE a.id % 15 = 0 GROUP BY a.id) b USING (id);
