@@ -23,11 +23,16 @@ int64_t		gj_lattice_min_rows = 2048;
 int64_t		gj_lattice_cells_cut = 0;
 
 /*
- * Rows a box should hold on average: with rows of boxes costing a few
- * corner terms each and straddling boxes their rows, about 4 balances the
- * two in 1 and 2 dimensions; in 3, rows of boxes are m^2 and 16 balances.
+ * Rows a box should hold on average, and how much thinner than the others
+ * the last dimension's slices are.  A query pays a galloping search per
+ * row of boxes its sphere spans and the rows of the boxes its surface
+ * crosses: in 1-D there is one row of boxes and small boxes win; in 2-D
+ * fewer, wider rows of thin boxes (16 rows a box, 2x thinner along the
+ * last dimension) took 0.53-0.66 of the time of square boxes of 4 rows on
+ * 100K-400K rows 2 eps across (one core); in 3-D, 16 and square.
  */
-#define GJ_LATTICE_FILL(dims) ((dims) == 3 ? 16.0 : 4.0)
+#define GJ_LATTICE_FILL(dims) ((dims) == 1 ? 4.0 : 16.0)
+#define GJ_LATTICE_STRETCH(dims) ((dims) == 2 ? 2.0 : 1.0)
 
 typedef struct lat_ctx
 {
@@ -75,7 +80,8 @@ choose_slices(const double *x, int dims, int64_t r0, int64_t r1, int32_t *m)
 	side = active > 0 ? exp((logvol - log(n / GJ_LATTICE_FILL(dims))) / active) : 0.0;
 	for (int d = 0; d < dims; d++)
 	{
-		double		k = hi[d] > lo[d] && side > 0.0 ? ceil((hi[d] - lo[d]) / side) : 1.0;
+		double		sd = d == dims - 1 ? side / GJ_LATTICE_STRETCH(dims) : side * GJ_LATTICE_STRETCH(dims),
+					k = hi[d] > lo[d] && sd > 0.0 ? ceil((hi[d] - lo[d]) / sd) : 1.0;
 
 		m[d] = (int32_t) (k < 1.0 ? 1.0 : k > GJ_LATTICE_MAX_SLICES ? GJ_LATTICE_MAX_SLICES : k);
 	}
