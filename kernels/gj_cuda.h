@@ -227,6 +227,7 @@ typedef struct gj_gpu_lists_info
 	int64_t		chunks;
 	int64_t		windows;
 	int64_t		entries;		/* list entries so far */
+	int64_t		device_bytes;	/* the lists' own buffers beside the window's index */
 } gj_gpu_lists_info;
 
 extern gj_status gj_gpu_lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
@@ -237,6 +238,11 @@ extern gj_status gj_gpu_lists_start_windows(const gj_points *p, double eps2,
 											const gj_slab_window *win, int64_t nwin,
 											gj_gpu_lists **out, char *err, size_t errlen);
 extern void gj_gpu_lists_stats(const gj_gpu_lists *j, gj_gpu_lists_info *info);
+/*
+ * Device bytes the lists' own buffers take at the start beside a window's
+ * index, under a memory limit (0: none): about an eighth of it at most.
+ */
+extern size_t gj_gpu_lists_device_bytes(size_t memory_limit);
 extern const char *gj_gpu_lists_error(const gj_gpu_lists *j);
 
 /*

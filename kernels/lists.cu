@@ -61,6 +61,7 @@ struct gj_gpu_lists
 	int		   *d_bad;			/* a list that did not come out at its count's length */
 	void	   *d_tmp;
 	size_t		tmp_bytes;
+	size_t		fixed_bytes;	/* device bytes of d_off, d_beg, d_a, d_bad */
 	gj_chunk	pool[GJ_LISTS_CHUNKS];
 	pthread_t	thread;
 	int			started;
@@ -212,6 +213,9 @@ lists_chunk(gj_gpu_lists *j, int64_t r0, gj_chunk *ch)
 static gj_status lists_buffers(gj_gpu_lists *j, char *err, size_t errlen);
 static gj_status lists_chunks(gj_gpu_lists *j, char *err, size_t errlen);
 static void lists_device_free(gj_gpu_lists *j);
+static size_t lists_device_bytes(const gj_gpu_lists *j);
+static gj_status lists_buffer_bytes(gj_gpu_lists *j, int64_t ncap, size_t *bytes, char *err,
+									size_t errlen);
 
 /*
  * Index window w and count its rows; the own rows' sorted positions and
@@ -241,7 +245,15 @@ window_open(gj_gpu_lists *j, int64_t w, int in_thread, char *err, size_t errlen)
 	j->nown = 0;
 	gj_points_view(&view, j->p, win->w0, win->w1);
 	memset(&di, 0, sizeof(di));
-	st = run_prepare(r, &view, j->eps2, &j->opt, 0, 0, &di, err, errlen);
+	/* gpujoin.gpu_memory_limit covers the lists' own buffers too */
+	{
+		gj_gpu_options o = j->opt;
+		size_t		own_bytes = lists_device_bytes(j);
+
+		if (o.memory_limit > 0)
+			o.memory_limit = o.memory_limit > own_bytes ? o.memory_limit - own_bytes : 1;
+		st = run_prepare(r, &view, j->eps2, &o, 0, 0, &di, err, errlen);
+	}
 	j->info.index_ms += di.index_ms;
 	if (st != GJ_OK)
 		return st;
@@ -324,6 +336,20 @@ window_open(gj_gpu_lists *j, int64_t w, int in_thread, char *err, size_t errlen)
 					break;
 		if (j->eng.q != NULL && got < GJ_LISTS_CHUNKS)
 			st = GJ_ERR_CANCELED;
+		if (st == GJ_OK)
+		{
+			/* the larger buffers must fit what the window's budget leaves */
+			size_t		now = lists_device_bytes(j) - j->fixed_bytes,
+						want = 0;
+
+			st = lists_buffer_bytes(j, GJ_LIST_GAP + longest - 1, &want, err, errlen);
+			if (st == GJ_OK && want > now && want - now > r->room)
+			{
+				snprintf(err, errlen, "a neighbour list of %lld entries needs %zu MB more GPU memory, %zu MB are left",
+						 (long long) longest - 1, (want - now) >> 20, r->room >> 20);
+				st = GJ_ERR_DEVICE_OOM;
+			}
+		}
 		if (st == GJ_OK)
 		{
 			j->ncap = GJ_LIST_GAP + longest - 1;
@@ -465,7 +491,82 @@ lists_fixed(gj_gpu_lists *j, char *err, size_t errlen)
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_a, sizeof(int64_t) * rows));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_bad, sizeof(int)));
 	GJ_CUDA_CHECK(err, errlen, cudaMemset(j->d_bad, 0, sizeof(int)));
+	j->fixed_bytes = sizeof(int64_t) * (3 * rows + 1) + sizeof(int);
 	return GJ_OK;
+}
+
+/* Device bytes the lists hold beside the window's run (its budget must leave them). */
+static size_t
+lists_device_bytes(const gj_gpu_lists *j)
+{
+	return j->fixed_bytes + (j->d_nb[0] != NULL ? 2 * 16 * (size_t) j->ncap + j->tmp_bytes : 0);
+}
+
+/* CUB's temporary bytes for both sorts of up to ncap entries (size queries: no pointer is read). */
+static cudaError_t
+sort_tmp_bytes(int64_t ncap, const int64_t *beg, const int64_t *end, cudaStream_t stream,
+			   size_t *bytes)
+{
+	size_t		b1 = 0,
+				b2 = 0;
+	cudaError_t e;
+
+	e = cub::DeviceSegmentedSort::StableSortPairs((void *) NULL, b1, (int64_t *) NULL,
+												  (int64_t *) NULL, (double *) NULL,
+												  (double *) NULL, ncap, GJ_CHUNK_PAIRS, beg, end,
+												  stream);
+	if (e == cudaSuccess)
+		e = cub::DeviceSegmentedSort::StableSortPairs((void *) NULL, b2, (double *) NULL,
+													  (double *) NULL, (int64_t *) NULL,
+													  (int64_t *) NULL, ncap, GJ_CHUNK_PAIRS, beg,
+													  end, stream);
+	*bytes = b1 > b2 ? b1 : b2;
+	return e;
+}
+
+/* The bytes lists_buffers would take for lists of up to ncap entries. */
+static gj_status
+lists_buffer_bytes(gj_gpu_lists *j, int64_t ncap, size_t *bytes, char *err, size_t errlen)
+{
+	size_t		tmp = 0;
+
+	GJ_CUDA_CHECK(err, errlen, sort_tmp_bytes(ncap, j->d_beg, j->d_off + 1, j->r.stream, &tmp));
+	*bytes = 2 * 16 * (size_t) ncap + tmp;
+	return GJ_OK;
+}
+
+/*
+ * Entries the buffers start with under a memory limit (0: none): 1M, or
+ * fewer, to keep the buffers within an eighth of the limit (a longer list
+ * grows them, if the window's budget leaves the room); *bytes what they
+ * take with the fixed arrays.
+ */
+static int64_t
+start_entries(size_t memory_limit, size_t *bytes)
+{
+	int64_t		ncap = GJ_LISTS_ENTRIES;
+
+	for (;;)
+	{
+		size_t		tmp = 0;
+
+		if (sort_tmp_bytes(ncap, NULL, NULL, 0, &tmp) != cudaSuccess)
+			cudaGetLastError();
+		*bytes = sizeof(int64_t) * (3 * GJ_CHUNK_PAIRS + 1) + sizeof(int) +
+			2 * 16 * (size_t) ncap + tmp;
+		if (memory_limit == 0 || *bytes <= memory_limit / 8 || ncap <= (1 << 16))
+			return ncap;
+		ncap /= 2;
+	}
+}
+
+extern "C" size_t
+gj_gpu_lists_device_bytes(size_t memory_limit)
+{
+	size_t		bytes;
+
+	(void) start_entries(memory_limit, &bytes);
+	return bytes;
 }
 
 /* Device list buffers and the sorts' room for lists of up to j->ncap entries. */
@@ -558,7 +659,11 @@ lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 	j->eps2 = eps2;
 	if (opt != NULL)
 		j->opt = *opt;
-	j->ncap = GJ_LISTS_ENTRIES;
+	{
+		size_t		bytes;
+
+		j->ncap = start_entries(j->opt.memory_limit, &bytes);
+	}
 	j->nwin = p->n == 0 ? 0 : win != NULL ? nwin : 1;
 	j->win = (gj_slab_window *) malloc(sizeof(gj_slab_window) * (j->nwin + 1));
 	if (j->win == NULL)
@@ -622,6 +727,7 @@ extern "C" void
 gj_gpu_lists_stats(const gj_gpu_lists *j, gj_gpu_lists_info *info)
 {
 	*info = j->info;
+	info->device_bytes = (int64_t) lists_device_bytes(j);
 }
 
 extern "C" const char *

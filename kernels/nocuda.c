@@ -284,6 +284,13 @@ gj_gpu_lists_start_windows(const gj_points *p, double eps2, const gj_gpu_options
 	return gj_gpu_lists_start(p, eps2, opt, out, err, errlen);
 }
 
+size_t
+gj_gpu_lists_device_bytes(size_t memory_limit)
+{
+	(void) memory_limit;
+	return 0;
+}
+
 /* Never reached: start never succeeds in this build. */
 void
 gj_gpu_lists_stats(const gj_gpu_lists *j, gj_gpu_lists_info *info)

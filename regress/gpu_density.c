@@ -651,6 +651,72 @@ out:
 }
 
 /*
+ * The GPU lists under gpujoin.gpu_memory_limit: their own buffers (tens of
+ * MB) count against it.  A limit just above the index's need must not
+ * start the lists whole (the engine then runs windows, or the CPU); one
+ * that also leaves the buffers' bytes lists every row.
+ */
+static int64_t drain(gj_engine *e);
+
+static void
+check_lists_budget(uint64_t seed)
+{
+	gj_points	p;
+	int64_t		n = 60000;
+	size_t		need = (size_t) n * (16 * 2 + 112) + ((size_t) 64 << 20) +
+		(size_t) n * 27;	/* density.cu's own estimate, as check_room */
+	gj_gpu_lists *gl = NULL;
+	gj_gpu_lists_info li;
+	char		err[256],
+				detail[512];
+	gj_status	st;
+	int64_t		entries = -1;
+	double		eps;
+
+	gj_gen_points(&p, GJ_GEN_UNIFORM, n, 2, seed);
+	eps = gj_gen_typical_eps(GJ_GEN_UNIFORM, n, 2, 30.0);
+	gj_scramble_ids(&p, seed);
+	memset(&li, 0, sizeof(li));
+	st = gj_gpu_lists_start(&p, eps * eps, NULL, &gl, err, sizeof(err));
+	if (st == GJ_OK)
+	{
+		gj_gpu_lists_stats(gl, &li);
+		entries = li.entries;
+		drain(GJ_ENGINE(gl));
+		gj_engine_free(GJ_ENGINE(gl));
+	}
+	for (int room = 0; room < 2 && st == GJ_OK; room++)
+	{
+		gj_gpu_options opt;
+		gj_gpu_lists_info l2;
+		int64_t		rows = -1;
+
+		memset(&opt, 0, sizeof(opt));
+		memset(&l2, 0, sizeof(l2));
+		opt.memory_limit = need + (room ? (size_t) li.device_bytes + ((size_t) 8 << 20) : (size_t) 1 << 20);
+		st = gj_gpu_lists_start(&p, eps * eps, &opt, &gl, err, sizeof(err));
+		if (st == GJ_OK)
+		{
+			gj_gpu_lists_stats(gl, &l2);
+			rows = drain(GJ_ENGINE(gl));
+			gj_engine_free(GJ_ENGINE(gl));
+		}
+		snprintf(detail, sizeof(detail), "%s %s; buffers %lld MB, %lld rows, %lld entries (%lld without a limit)",
+				 gj_status_name(st), err, (long long) (li.device_bytes >> 20), (long long) rows,
+				 (long long) l2.entries, (long long) entries);
+		if (getenv("GJ_VERBOSE"))
+			printf("lists budget %d: %s\n", room, detail);
+		result(room ? st == GJ_OK && rows == n && l2.entries == entries : st == GJ_ERR_DEVICE_OOM,
+			   room ? "lists within the limit" : "lists' buffers count in the limit", "uniform-60k",
+			   seed, detail);
+		st = GJ_OK;
+	}
+	if (st != GJ_OK)
+		result(0, "lists without a limit", "uniform-60k", seed, err);
+	gj_points_free(&p);
+}
+
+/*
  * DBSCAN's boxes under gpujoin.gpu_memory_limit: a 60,000-row clump 2 eps
  * across with the share just above the run's own need (no room for the
  * boxes: pair by pair) and 5 MB above it (boxes); both equal the CPU
@@ -851,6 +917,7 @@ run_check(uint64_t seed)
 		result(gpu_lattice_cells > (quick ? 20 : 100), "gpu counts through lattices", "all", seed, detail);
 	}
 	check_room(seed++);
+	check_lists_budget(seed++);
 	check_order(seed++);
 	{
 		char		detail[64];

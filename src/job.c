@@ -1326,8 +1326,19 @@ StartGpuLists(GjJob *job)
 	st = gj_gpu_lists_start(&res->points, job->spec.eps2, &opt, &lj, err, sizeof(err));
 	if (st == GJ_ERR_DEVICE_OOM)
 	{
-		/* beyond the device: windows along one dimension (the rows move) */
-		int64		max_rows = SlabRows(res->points.dims, 0, 1);
+		/*
+		 * beyond the device: windows along one dimension (the rows move),
+		 * each one index and its per-row arrays beside the lists' buffers,
+		 * a quarter kept back (the window with the longest lists may need
+		 * larger buffers)
+		 */
+		int			dims = res->points.dims;
+		size_t		budget = GpuBudget(),
+					own = gj_gpu_lists_device_bytes(opt.memory_limit),
+					fixed = own + gj_gpu_grid_bytes(0, dims) + Max(budget / 4, (size_t) 16 << 20),
+					per_row = gj_gpu_grid_bytes(1, dims) - gj_gpu_grid_bytes(0, dims) +
+			GJ_GPU_DENSITY_ROW_BYTES;
+		int64		max_rows = budget > fixed ? (int64) ((budget - fixed) / per_row) : 0;
 		gj_gpu_slab_ctx ctx;
 		gj_slab_engine e;
 		gj_slab_window *win = NULL;
