@@ -128,9 +128,7 @@ run_lattices(density_run *r, int dims, char *err, size_t errlen)
 	nbig = 0;
 	for (int64_t c = 0; c < nc; c++)
 		lat_of[c] = cs[c + 1] - cs[c] >= gj_lattice_min_rows ? cut[nbig++] : -1;
-	for (int64_t i = 0; i < r->G.n; i++)
-		order[i] = (uint32_t) i;
-	gj_lattice_order(&H, range, cut, nbig, first, order);
+	gj_lattice_order(&H, range, cut, nbig, first, order, r->G.n);
 	r->L = H;					/* sizes; the arrays become device copies */
 	r->L.m = NULL;
 	r->L.slice0 = r->L.box0 = r->L.start = NULL;

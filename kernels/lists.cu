@@ -37,6 +37,9 @@
 
 #define GJ_LISTS_ENTRIES ((int64_t) 1 << 20)	/* device and chunk entries, by default */
 #define GJ_LISTS_CHUNKS 3			/* pinned chunks: one filling, the others emitted */
+/* device bytes: d_off, d_beg, d_a and d_bad; an entry's in d_nb and d_nd (two each) */
+#define GJ_LISTS_FIXED_BYTES (sizeof(int64_t) * (3 * (size_t) GJ_CHUNK_PAIRS + 1) + sizeof(int))
+#define GJ_LISTS_ENTRY_BYTES (2 * (sizeof(int64_t) + sizeof(double)))
 
 struct gj_gpu_lists
 {
@@ -61,7 +64,6 @@ struct gj_gpu_lists
 	int		   *d_bad;			/* a list that did not come out at its count's length */
 	void	   *d_tmp;
 	size_t		tmp_bytes;
-	size_t		fixed_bytes;	/* device bytes of d_off, d_beg, d_a, d_bad */
 	gj_chunk	pool[GJ_LISTS_CHUNKS];
 	pthread_t	thread;
 	int			started;
@@ -339,7 +341,7 @@ window_open(gj_gpu_lists *j, int64_t w, int in_thread, char *err, size_t errlen)
 		if (st == GJ_OK)
 		{
 			/* the larger buffers must fit what the window's budget leaves */
-			size_t		now = lists_device_bytes(j) - j->fixed_bytes,
+			size_t		now = lists_device_bytes(j) - GJ_LISTS_FIXED_BYTES,
 						want = 0;
 
 			st = lists_buffer_bytes(j, GJ_LIST_GAP + longest - 1, &want, err, errlen);
@@ -491,7 +493,6 @@ lists_fixed(gj_gpu_lists *j, char *err, size_t errlen)
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_a, sizeof(int64_t) * rows));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_bad, sizeof(int)));
 	GJ_CUDA_CHECK(err, errlen, cudaMemset(j->d_bad, 0, sizeof(int)));
-	j->fixed_bytes = sizeof(int64_t) * (3 * rows + 1) + sizeof(int);
 	return GJ_OK;
 }
 
@@ -499,7 +500,8 @@ lists_fixed(gj_gpu_lists *j, char *err, size_t errlen)
 static size_t
 lists_device_bytes(const gj_gpu_lists *j)
 {
-	return j->fixed_bytes + (j->d_nb[0] != NULL ? 2 * 16 * (size_t) j->ncap + j->tmp_bytes : 0);
+	return (j->d_off != NULL ? GJ_LISTS_FIXED_BYTES : 0) +
+		(j->d_nb[0] != NULL ? GJ_LISTS_ENTRY_BYTES * (size_t) j->ncap + j->tmp_bytes : 0);
 }
 
 /* CUB's temporary bytes for both sorts of up to ncap entries (size queries: no pointer is read). */
@@ -531,7 +533,7 @@ lists_buffer_bytes(gj_gpu_lists *j, int64_t ncap, size_t *bytes, char *err, size
 	size_t		tmp = 0;
 
 	GJ_CUDA_CHECK(err, errlen, sort_tmp_bytes(ncap, j->d_beg, j->d_off + 1, j->r.stream, &tmp));
-	*bytes = 2 * 16 * (size_t) ncap + tmp;
+	*bytes = GJ_LISTS_ENTRY_BYTES * (size_t) ncap + tmp;
 	return GJ_OK;
 }
 
@@ -552,8 +554,7 @@ start_entries(size_t memory_limit, size_t *bytes)
 
 		if (sort_tmp_bytes(ncap, NULL, NULL, 0, &tmp) != cudaSuccess)
 			cudaGetLastError();
-		*bytes = sizeof(int64_t) * (3 * GJ_CHUNK_PAIRS + 1) + sizeof(int) +
-			2 * 16 * (size_t) ncap + tmp;
+		*bytes = GJ_LISTS_FIXED_BYTES + GJ_LISTS_ENTRY_BYTES * (size_t) ncap + tmp;
 		if (memory_limit == 0 || *bytes <= memory_limit / 8 || ncap <= (1 << 16))
 			return ncap;
 		ncap /= 2;
@@ -573,28 +574,13 @@ gj_gpu_lists_device_bytes(size_t memory_limit)
 static gj_status
 lists_buffers(gj_gpu_lists *j, char *err, size_t errlen)
 {
-	int64_t		rows = GJ_CHUNK_PAIRS;
-	size_t		b2 = 0;
-
-	j->tmp_bytes = 0;
 	for (int b = 0; b < 2; b++)
 	{
 		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_nb[b], sizeof(int64_t) * j->ncap));
 		GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_nd[b], sizeof(double) * j->ncap));
 	}
-	GJ_CUDA_CHECK(err, errlen,
-				  cub::DeviceSegmentedSort::StableSortPairs((void *) NULL, j->tmp_bytes,
-															j->d_nb[0], j->d_nb[1], j->d_nd[0],
-															j->d_nd[1], j->ncap, rows, j->d_beg,
-															j->d_off + 1, j->r.stream));
-	GJ_CUDA_CHECK(err, errlen,
-				  cub::DeviceSegmentedSort::StableSortPairs((void *) NULL, b2,
-															j->d_nd[1], j->d_nd[0],
-															j->d_nb[1], j->d_nb[0], j->ncap,
-															rows, j->d_beg, j->d_off + 1,
-															j->r.stream));
-	if (b2 > j->tmp_bytes)
-		j->tmp_bytes = b2;
+	GJ_CUDA_CHECK(err, errlen, sort_tmp_bytes(j->ncap, j->d_beg, j->d_off + 1, j->r.stream,
+											  &j->tmp_bytes));
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&j->d_tmp, j->tmp_bytes));
 	return GJ_OK;
 }

@@ -332,11 +332,7 @@ dense_lattices(const gj_grid *g, const gj_points *p, int nthreads, gj_lattice *l
 	if (st == GJ_OK && lat->ncut > 0)
 	{
 		if (order != NULL && (*order = malloc(sizeof(uint32_t) * (p->n + 1))) != NULL)
-		{
-			for (int64_t i = 0; i < p->n; i++)
-				(*order)[i] = (uint32_t) i;
-			gj_lattice_order(lat, range, cut, nbig, NULL, *order);
-		}
+			gj_lattice_order(lat, range, cut, nbig, NULL, *order, p->n);
 		nbig = 0;
 		for (int64_t c = 0; c < g->ncells; c++)
 			(*lat_of)[c] = g->cell_start[c + 1] - g->cell_start[c] >= gj_lattice_min_rows ?

@@ -348,8 +348,10 @@ gj_lattice_free(gj_lattice *L)
 
 void
 gj_lattice_order(const gj_lattice *L, const int64_t *range, const int32_t *cut,
-				 int64_t ncells, const int64_t *first, uint32_t *order)
+				 int64_t ncells, const int64_t *first, uint32_t *order, int64_t n)
 {
+	for (int64_t i = 0; i < n; i++)
+		order[i] = (uint32_t) i;
 	for (int64_t c = 0; c < ncells; c++)
 	{
 		int64_t		k = cut[c],

@@ -88,13 +88,13 @@ extern void gj_lattice_free(gj_lattice *L);
 /*
  * The cut cells' rows in their lattice's order, for the counts' workers:
  * queries taken box by box share their rows of boxes and runs, so a warp
- * (or a core's cache) works on one neighbourhood.  For each cut cell k of
- * the build's list, order[first[k] + t] = first[k] + (its t-th row of xs
- * as an offset in its range), first NULL meaning the range's start; other
- * entries of order are left alone.
+ * (or a core's cache) works on one neighbourhood.  order (n rows) is
+ * 0, 1, ... except that for each cut cell k of the build's list,
+ * order[first[k] + t] = first[k] + (its t-th row of xs as an offset in its
+ * range), first NULL meaning the range's start.
  */
 extern void gj_lattice_order(const gj_lattice *L, const int64_t *range, const int32_t *cut,
-							 int64_t ncells, const int64_t *first, uint32_t *order);
+							 int64_t ncells, const int64_t *first, uint32_t *order, int64_t n);
 
 #ifdef __CUDACC__
 #define GJ_LAT_HD static __host__ __device__ __forceinline__
