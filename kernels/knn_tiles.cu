@@ -8,7 +8,8 @@
  * references.  For each block it forms the TF32 products of the two
  * tiles, and keeps reference j for query i when the filter cannot rule out
  * S(i, j) <= tau_i, tau_i being the query's k-th squared distance so far
- * (+inf until it holds k): the constant of tile_math.cuh at that
+ * (until it holds k, the seed bound: the largest distance to k references
+ * near it, seed_bound): the constant of tile_math.cuh at that
  * threshold, from the query's own norm bound and the block's, with each
  * 32-coordinate chunk summed apart (tile_products_chunked: a tighter
  * bound).  The kept references of each query wait in a list in shared
@@ -16,7 +17,7 @@
  * (refine_lists), stopping once past tau_i, and the query's thread offers
  * those that pass to its k buffer (knn_search.h, the CPU engine's, in
  * global memory as the other GPU kNN kernels keep it), which lowers
- * tau_i.  So the first block passes everything and later ones pass about
+ * tau_i.  So even the first block passes few pairs, later ones about
  * k / rows seen of their rows (the k-th distance falls fast), and the answer is
  * exactly the CPU engine's: the (distance, id) order, ties included,
  * decided by the same rule and the same buffer.
@@ -122,6 +123,55 @@ entry_ref(const int64_t *round_rb, uint16_t e)
 }
 
 /*
+ * A first threshold for query qi before any block is swept: the largest
+ * float64-rule distance (the refine's sum, term by term in coordinate
+ * order) to k distinct references near it: its neighbours in the rows'
+ * order in a self join (sorted rows put them near), else the first k of
+ * the block the sweep starts at.  The query's k-th distance can only be
+ * smaller, so a pair beyond this bound is never in the answer, and the
+ * sweep's first blocks filter at once instead of testing all their pairs
+ * by the rule and offering each (measured: half of all exact tests of a
+ * 1M x 128 self join were the first block's).  +inf when fewer than k
+ * references can be taken, or for large k (KT_SEED_MAX_K).
+ */
+#define KT_SEED_MAX_K 256
+
+__device__ static double
+seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start)
+{
+	int64_t		self = P.self0 >= 0 ? P.self0 + qi : -1,
+				j0;
+	const double *q = P.qx + qi * P.dims;
+	double		worst = 0.0;
+	int			taken = 0;
+
+	if (P.k > KT_SEED_MAX_K || P.nref - (self >= 0 && self < P.nref) < P.k)
+		return INFINITY;
+	j0 = self >= 0 ? self - P.k / 2 : start * TILE;
+	if (j0 > P.nref - P.k - 1)
+		j0 = P.nref - P.k - 1;
+	if (j0 < 0)
+		j0 = 0;
+	for (int64_t j = j0; taken < P.k; j++)
+	{
+		const double *r = P.rx + j * P.dims;
+		double		s = 0.0;
+
+		if (j == self)
+			continue;
+		for (int d = 0; d < P.dims; d++)
+		{
+			double		t = __dsub_rn(__ldg(q + d), __ldg(r + d));
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+		worst = s > worst ? s : worst;
+		taken++;
+	}
+	return worst;
+}
+
+/*
  * Test every pair in the lists by the float64 rule, stopping once past the
  * query's k-th distance, and offer those that pass to the query's k
  * buffer, in list order (the owner thread, threadIdx.x < TILE, holds the
@@ -132,7 +182,7 @@ entry_ref(const int64_t *round_rb, uint16_t e)
 __device__ __forceinline__ void
 refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *nlist,
 			 int *pre, double *sdw, double *stage, const int64_t *round_rb, double *qtau,
-			 gj_kbuf *kb, double *tau, int mine, int *listed)
+			 gj_kbuf *kb, double *tau, double tau0, int mine, int *listed)
 {
 	__shared__ const double *pq[TTHREADS / 32][KT_PAIRS];
 	__shared__ const double *pr[TTHREADS / 32][KT_PAIRS];
@@ -251,6 +301,9 @@ refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *n
 		if (lane < KT_PAIRS && f < M)
 			sdw[f - base] = valid ? s : NAN;
 		__syncthreads();
+#ifdef KT_PROFILE
+		long long	kt_o = clock64();
+#endif
 
 		if (mine)
 		{
@@ -266,12 +319,19 @@ refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *n
 				{
 					KT_ADD(4, 1);
 					gj_kb_offer(kb, sd, P.rid[entry_ref(round_rb, list[t * KT_CAP + g - pre[t]])]);
-					*tau = gj_kb_bound(kb);
+					*tau = fmin(gj_kb_bound(kb), tau0);
 				}
 			}
 			qtau[t] = *tau;
 		}
 		__syncthreads();
+#ifdef KT_PROFILE
+		if (threadIdx.x == 0)
+		{
+			KT_ADD(6, clock64() - kt_o);
+			KT_ADD(7, 1);
+		}
+#endif
 	}
 	if (threadIdx.x < TILE)
 		nlist[threadIdx.x] = 0;
@@ -321,7 +381,8 @@ knn_tiles_kernel(knn_tiles_params P)
 	int			mine = threadIdx.x < TILE && qi < P.nq;
 	int64_t		start = 0;
 	gj_kbuf		kb;
-	double		tau = INFINITY;
+	double		tau = INFINITY,
+				tau0 = INFINITY;	/* seed_bound: a bound before any block */
 
 	if (mine)
 		gj_kb_init(&kb, P.bd + qi, P.bid + qi, P.nq, P.k, P.heap);
@@ -363,6 +424,8 @@ knn_tiles_kernel(knn_tiles_params P)
 			}
 		start = brb;
 	}
+	if (mine)
+		tau = tau0 = seed_bound(P, qi, start);
 
 	for (;;)
 	{
@@ -527,7 +590,7 @@ knn_tiles_kernel(knn_tiles_params P)
 						nlist[threadIdx.x] = KT_CAP;
 					__syncthreads();
 					refine_lists(P, q0, list, nlist, pre, sdw, (double *) sa0, round_rb, qtau,
-								 &kb, &tau, mine, &listed);
+								 &kb, &tau, tau0, mine, &listed);
 					qloaded = 0;	/* sa0 held the staged terms */
 					if (!full)
 						break;
@@ -544,7 +607,7 @@ knn_tiles_kernel(knn_tiles_params P)
 		}
 		/* the round's lists */
 		refine_lists(P, q0, list, nlist, pre, sdw, (double *) sa0, round_rb, qtau, &kb, &tau,
-					 mine, &listed);
+					 tau0, mine, &listed);
 		qloaded = 0;
 		__syncthreads();		/* round_rb and round_keep are read up to here */
 	}
@@ -572,9 +635,9 @@ gj_knn_prof_dump(const char *what)
 		cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, knn_tiles_kernel, TTHREADS, KT_SMEM);
 		printf("profile: %d CTAs an SM\n", per_sm);
 	}
-	printf("profile %s: %llu CTA-blocks; cycles a block: filter %.0f, lists %.0f, refine %.0f; "
-		   "exact tests %llu, offers %llu\n", what, h[5], h[0] / blocks, h[1] / blocks,
-		   h[2] / blocks, h[3], h[4]);
+	printf("profile %s: %llu CTA-blocks; cycles a block: filter %.0f, lists %.0f, refine %.0f "
+		   "(offers %.0f); exact tests %llu, offers %llu, waves %llu\n", what, h[5], h[0] / blocks,
+		   h[1] / blocks, h[2] / blocks, h[6] / blocks, h[3], h[4], h[7]);
 	memset(h, 0, sizeof(h));
 	cudaMemcpyToSymbol(kt_prof, h, sizeof(h));
 }
