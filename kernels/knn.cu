@@ -135,10 +135,7 @@ knn_buffer(gj_kbuf *kb, const knn_batch_buf &B, int64_t t, int64_t nb, int k,
 {
 	gj_kb_init(kb, B.d_bd + t, B.d_bid + t, nb, k, heap);
 	if (!first)
-	{
-		kb->n = B.d_bn[t];
-		kb->top = B.d_btop[t];
-	}
+		gj_kb_resume(kb, B.d_bn[t], B.d_btop[t]);
 }
 
 __device__ __forceinline__ void

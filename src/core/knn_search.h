@@ -64,6 +64,8 @@ typedef struct gj_kbuf
 	int			n;				/* entries held, <= k */
 	int			heap;			/* max-heap, else array with worst at top */
 	int			top;			/* array: index of the worst entry */
+	double		wd;				/* array: the worst entry's distance and id, */
+	int64_t		wid;			/* ... kept here so no offer reads them back */
 } gj_kbuf;
 
 /* Does (d1, id1) rank after (d2, id2)? */
@@ -133,6 +135,21 @@ gj_kb_init(gj_kbuf *b, double *d, int64_t *id, int64_t stride, int k, int heap)
 	b->n = 0;
 	b->heap = heap;
 	b->top = 0;
+	b->wd = 0.0;
+	b->wid = 0;
+}
+
+/* Resume a buffer that holds n entries, its worst at top (array). */
+GJ_HD void
+gj_kb_resume(gj_kbuf *b, int n, int top)
+{
+	b->n = n;
+	b->top = top;
+	if (!b->heap && n > 0)
+	{
+		b->wd = b->d[top * b->stride];
+		b->wid = b->id[top * b->stride];
+	}
 }
 
 /* The k-th squared distance so far, or +inf while the buffer is not full. */
@@ -141,7 +158,7 @@ gj_kb_bound(const gj_kbuf *b)
 {
 	if (b->n < b->k)
 		return INFINITY;
-	return b->d[(b->heap ? 0 : b->top) * b->stride];
+	return b->heap ? b->d[0] : b->wd;
 }
 
 /* Offer a candidate; kept if it ranks before the current k-th. */
@@ -161,8 +178,12 @@ gj_kb_offer(gj_kbuf *b, double d, int64_t id)
 				i = (i - 1) / 2;
 			}
 		}
-		else if (i > 0 && gj_kb_after_at(b, i, b->top))
+		else if (i == 0 || gj_kb_after(d, id, b->wd, b->wid))
+		{
 			b->top = i;
+			b->wd = d;
+			b->wid = id;
+		}
 		return;
 	}
 	if (b->heap)
@@ -174,14 +195,37 @@ gj_kb_offer(gj_kbuf *b, double d, int64_t id)
 	}
 	else
 	{
-		int64_t		s = b->stride;
+		/*
+		 * Replace the worst, then find the new worst.  The running worst
+		 * stays in registers, so the entries' loads do not wait on one
+		 * another (on the GPU each is a global-memory round trip: a chain
+		 * of them made offers most of the tile kernel's refine time).
+		 */
+		int64_t		s = b->stride,
+					wid;
+		double		wd;
+		int			top = 0;
 
-		if (!gj_kb_after(b->d[b->top * s], b->id[b->top * s], d, id))
+		if (!gj_kb_after(b->wd, b->wid, d, id))
 			return;
 		gj_kb_set(b, b->top, d, id);
-		for (int i = 0; i < b->n; i++)
-			if (gj_kb_after_at(b, i, b->top))
-				b->top = i;
+		wd = b->d[0];
+		wid = b->id[0];
+		for (int i = 1; i < b->n; i++)
+		{
+			double		di = b->d[i * s];
+			int64_t		idi = b->id[i * s];
+
+			if (gj_kb_after(di, idi, wd, wid))
+			{
+				top = i;
+				wd = di;
+				wid = idi;
+			}
+		}
+		b->top = top;
+		b->wd = wd;
+		b->wid = wid;
 	}
 }
 
