@@ -58,6 +58,9 @@ typedef struct gj_gpu_options
 	int			nstreams;		/* 0: 3 */
 	int			no_filter;		/* kNN: no tensor-core filter (tests) */
 	int64_t		slice_rows;		/* tiles: slices of at most this many rows (tests) */
+	const uint32_t *row_order;	/* kNN self join: the references' rows in this
+								 * order (gj_points_block_perm), gathered on the
+								 * device where there is room, else on the host */
 } gj_gpu_options;
 
 typedef struct gj_gpu_stats
@@ -130,6 +133,7 @@ typedef struct gj_gpu_knn_stats
 	int			heap;			/* max-heap k buffers, else arrays */
 	int			device_order;	/* queries were sorted on the device */
 	int			filter;			/* brute force with the tensor-core filter */
+	int			row_gather;		/* row_order applied on the device (else by the host) */
 	double		done_ms;		/* gj_now_ms() when the last list was handed over */
 } gj_gpu_knn_info;
 

@@ -366,6 +366,9 @@ extern gj_status gj_gpu_grid_build(const double *dx, const int64_t *dids,
 								   char *err, size_t errlen);
 extern void gj_gpu_grid_free(gj_dev_grid *g);
 extern size_t gj_gpu_grid_bytes(int64_t n, int dims);
+extern cudaError_t gj_gpu_gather_rows(const double *x, const int64_t *ids, const uint32_t *perm,
+									  int64_t n, int dims, double *xs, int64_t *ids_sorted,
+									  cudaStream_t s);
 extern void gj_grid_params_fill(gj_grid_params *P, const gj_grid *plan);
 
 #endif

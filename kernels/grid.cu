@@ -159,6 +159,22 @@ gather_ids_kernel(const int64_t *ids, const uint32_t *perm, int64_t n,
 		ids_sorted[k] = ids[perm[k]];
 }
 
+/*
+ * xs = the rows of x (n x dims) in the order perm, and ids_sorted the same
+ * of ids, on stream s (all on the device): the kNN engine's block order.
+ */
+cudaError_t
+gj_gpu_gather_rows(const double *x, const int64_t *ids, const uint32_t *perm, int64_t n,
+				   int dims, double *xs, int64_t *ids_sorted, cudaStream_t s)
+{
+	int64_t		total = n * dims;
+
+	if (n <= 0)
+		return cudaSuccess;
+	gather_kernel<<<(unsigned) ((total + 255) / 256), 256, 0, s>>>(x, perm, total, dims, xs);
+	gather_ids_kernel<<<(unsigned) ((n + 255) / 256), 256, 0, s>>>(ids, perm, n, ids_sorted);
+	return cudaGetLastError();
+}
 
 /*
  * Peak device bytes of gj_gpu_grid_build for n points of dims, ids

@@ -27,6 +27,8 @@ static int	passed = 0;
 static int	failed = 0;
 static int	no_filter = 0;		/* runs without the tensor-core filter */
 static int	sort_blocks = 0;	/* check(): rows sorted into blocks first (the index's order) */
+static int	order_on_gpu = 0;	/* check(): a self join's block order given to the engine */
+static const uint32_t *row_order = NULL;	/* run_gpu: gj_gpu_options.row_order */
 
 static double
 now(void)
@@ -45,7 +47,7 @@ static gj_status
 run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 		size_t mem_limit, gj_knnset *out, gj_gpu_knn_info *info, double *secs)
 {
-	gj_gpu_options gopt = {mem_limit, 0, 0, no_filter};
+	gj_gpu_options gopt = {mem_limit, 0, 0, no_filter, 0, row_order};
 	gj_gpu_knn *j;
 	gj_status	st;
 	char		err[256];
@@ -98,6 +100,7 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	gj_status	st;
 	const char *why = NULL;
 	double		secs;
+	uint32_t   *perm = NULL;
 
 	gj_gen_points(&refs, kind, n, dims, seed);
 	gj_gen_points(&qs, kind == GJ_GEN_CLUSTERS ? GJ_GEN_UNIFORM : kind, nq, dims, seed + 7);
@@ -120,11 +123,16 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	}
 	if (st != GJ_DONE)
 		why = "cpu engine failed";
-	else if ((st = run_gpu(&r2, self ? NULL : &qs, &opt, mem, &got, &info, &secs)) != GJ_DONE)
+	else if (order_on_gpu && self && gj_points_block_perm(&r2, &perm) != GJ_OK)
+		why = "block order failed";
+	else if ((row_order = perm,
+			  st = run_gpu(&r2, self ? NULL : &qs, &opt, mem, &got, &info, &secs)) != GJ_DONE)
 		why = gj_status_name(st);
 	else
 		why = gj_knnset_diff(&want, &got);
 	last_info = info;
+	row_order = NULL;
+	free(perm);
 	if (why == NULL)
 		passed++;
 	else
@@ -251,6 +259,24 @@ do_check(void)
 				check(hn[t], hk[t], n, 0, hdims[d], hks[(t + d + 1) % 3], 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
 			}
 		sort_blocks = 0;
+		/*
+		 * a self join's block order applied by the engine (job.c's path):
+		 * gathered on the device, or under a limit with no room for the
+		 * rows twice by the host (20,000 x 64 under 40 MB: 10.4 MB of rows
+		 * and 27.2 MB of k buffers leave 4.3 MB)
+		 */
+		order_on_gpu = 1;
+		for (int t = 0; t < 8; t++)
+			for (int d = 0; d < 5; d += 2, seed++)
+			{
+				check(hn[t], hk[t], hdims[d] <= 64 ? 4000 : 1500, 0, hdims[d], hks[(t + d) % 3], 1,
+					  GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
+				expect("the rows gathered into block order on the device", last_info.row_gather == 1);
+			}
+		check("order-host", GJ_GEN_CLUSTERS, 20000, 0, 64, 10, 1, GJ_KNN_BLOCKS, 0, 40 << 20, 1.0, seed++);
+		expect("order-host: the rows ordered by the host", last_info.row_gather == 0 &&
+			   last_info.partitions == 1);
+		order_on_gpu = 0;
 		/* k past a list's capacity (128): every block passes all until k are held */
 		check("hd-k300", GJ_GEN_CLUSTERS, 3000, 600, 64, 300, 0, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
 		check("hd-k150-self", GJ_GEN_EXPONENTIAL, 2000, 0, 200, 150, 1, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
@@ -479,6 +505,31 @@ do_bench_hd(void)
 			run_gpu(&sorted, NULL, &ob, 0, &d, NULL, &tb);
 			PROF_DUMP("blocks");
 			tb += ts;
+			{
+				/* the same with only the order found on the host, the rows gathered on the device */
+				gj_points	rows;
+				gj_knnset	e = {0};
+				gj_gpu_knn_info gi = {0};
+				uint32_t   *perm = NULL;
+				double		tp,
+							tg;
+
+				gj_points_copy(&rows, &refs, refs.n);
+				tp = now();
+				gj_points_block_perm(&rows, &perm);
+				tp = now() - tp;
+				row_order = perm;
+				run_gpu(&rows, NULL, &ob, 0, &e, &gi, &tg);
+				row_order = NULL;
+				PROF_DUMP("blocks, gathered on the device");
+				printf("%s: blocks with the rows gathered on the device: %.3f s (host order %.3f s, "
+					   "gathered on the device %d), %s; with the host's gather %.3f s (sort %.3f s)\n",
+					   cases[c].name, tg + tp, tp, gi.row_gather,
+					   gj_knnset_diff(&d, &e) == NULL ? "same" : "DIFFERENT", tb, ts);
+				free(perm);
+				gj_knnset_free(&e);
+				gj_points_free(&rows);
+			}
 			{
 				/* auto's sampled choice (knn_contrast.c), timed: it runs in every auto query */
 				gj_knn_options oa = opt;

@@ -1082,7 +1082,7 @@ StartCpuKnn(GjJob *job)
 
 /* The GPU kNN join; false (after a NOTICE) when the CPU must run it. */
 static bool
-StartGpuKnn(GjJob *job)
+StartGpuKnn(GjJob *job, const uint32_t *row_order)
 {
 	GjResources *res = job->res;
 	gj_gpu_options gopt;
@@ -1093,6 +1093,7 @@ StartGpuKnn(GjJob *job)
 
 	memset(&gopt, 0, sizeof(gopt));
 	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
+	gopt.row_order = row_order;
 	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &kj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
@@ -1536,7 +1537,9 @@ StartEngine(GjJob *job, bool allow_gpu)
 		int64		nq = job->kopt.exclude_self && job->spec.filter_column == 0 ?
 			job->spec.nfilter : job->qs->n;
 		bool		self_subset = job->kopt.exclude_self && job->spec.filter_column == 0;
-		bool		gpu = false;
+		bool		gpu = false,
+					blocks;
+		uint32_t   *row_order = NULL;
 
 		if (job->kopt.method == GJ_KNN_AUTO && res->points.dims > GJ_KNN_GRID_MAX_DIMS)
 		{
@@ -1555,15 +1558,7 @@ StartEngine(GjJob *job, bool allow_gpu)
 				job->stats.knn_method = job->kopt.method == GJ_KNN_BLOCKS ? "blocks" : "brute";
 			}
 		}
-		if (gj_knn_pick_method(&job->kopt, res->points.dims) == GJ_KNN_BLOCKS &&
-			!res->block_ordered)
-		{
-			/* the blocks' index: references and queries sorted into small blocks */
-			OrderPoints(job, &res->points);
-			if (job->qs != &res->points)
-				OrderPoints(job, &res->queries);
-			res->block_ordered = true;
-		}
+		blocks = gj_knn_pick_method(&job->kopt, res->points.dims) == GJ_KNN_BLOCKS;
 		if (allow_gpu && !self_subset)
 		{
 			GjEngine	e = GjChooseEngine(Max(res->points.n, job->qs->n));
@@ -1571,8 +1566,48 @@ StartEngine(GjJob *job, bool allow_gpu)
 			gpu = e == GJ_ENGINE_GPU &&
 				(gj_device_guc == GJ_DEVICE_GPU || nq >= GJ_AUTO_GPU_MIN_QUERIES);
 		}
-		if (gpu && StartGpuKnn(job))
-			return;
+		if (blocks && !res->block_ordered && gpu && job->qs == &res->points)
+		{
+			/*
+			 * a self join on the GPU: the host only finds the blocks' order,
+			 * and the engine gathers the rows into it on the device
+			 */
+			double		t0 = gj_now_ms();
+
+			CheckStatus(gj_points_block_perm(&res->points, &row_order),
+						"sorting the rows into blocks");
+			job->stats.index_ms += gj_now_ms() - t0;
+		}
+		else if (blocks && !res->block_ordered)
+		{
+			/* the blocks' index: references and queries sorted into small blocks */
+			OrderPoints(job, &res->points);
+			if (job->qs != &res->points)
+				OrderPoints(job, &res->queries);
+			res->block_ordered = true;
+		}
+		if (gpu)
+		{
+			volatile bool started = false;
+
+			PG_TRY();
+			{
+				started = StartGpuKnn(job, row_order);
+			}
+			PG_FINALLY();
+			{
+				free(row_order);
+			}
+			PG_END_TRY();
+			if (started)
+				return;
+			if (blocks && !res->block_ordered)
+			{
+				/* the CPU engine's index (the GPU may have ordered the rows: harmless) */
+				OrderPoints(job, &res->points);
+				res->block_ordered = true;
+			}
+		}
 		/* few queries on the CPU: scanning beats building an index */
 		if (job->kopt.method == GJ_KNN_AUTO &&
 			(double) nq * (double) res->points.n <= GJ_KNN_BRUTE_MAX)

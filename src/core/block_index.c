@@ -164,18 +164,19 @@ plan_order(order_plan *o, int64_t s, int64_t step)
 }
 
 /*
- * Sort p's rows (and ids) into the block order, in place.  Without memory
- * for the keys the rows keep their order: the index is then looser, never
- * wrong.
+ * The block order of p's rows: *perm (malloc'd, n entries) lists them in
+ * that order, or is NULL when they keep the order they have (too few rows,
+ * or no memory for the keys: the index is then looser, never wrong).
  */
 gj_status
-gj_points_block_order(gj_points *p)
+gj_points_block_perm(const gj_points *p, uint32_t **perm)
 {
 	order_plan	o;
 	int64_t		s,
 				step;
 	gj_status	st;
 
+	*perm = NULL;
 	if (p->n < 2 * GJ_BLOCK_ROWS || p->dims < 1)
 		return GJ_OK;
 	if (p->n > GJ_MAX_ROWS)
@@ -196,11 +197,25 @@ gj_points_block_order(gj_points *p)
 		st = gj_run_rows(key_rows, &o, 0, p->n, gj_slices_for(p->n, ORDER_MIN_ROWS / 8));
 	if (st == GJ_OK)
 		st = gj_sort_by_key(o.keys, o.perm, p->n, (int64_t) 1 << (o.m * o.bits));
-	if (st == GJ_OK)
-		st = gj_points_apply_order(p, o.perm);
 	free(o.cut);
 	free(o.keys);
-	free(o.perm);
+	if (st == GJ_OK)
+		*perm = o.perm;
+	else
+		free(o.perm);
+	return st == GJ_ERR_NOMEM ? GJ_OK : st;
+}
+
+/* Sort p's rows (and ids) into the block order, in place. */
+gj_status
+gj_points_block_order(gj_points *p)
+{
+	uint32_t   *perm;
+	gj_status	st = gj_points_block_perm(p, &perm);
+
+	if (st == GJ_OK && perm != NULL)
+		st = gj_points_apply_order(p, perm);
+	free(perm);
 	return st == GJ_ERR_NOMEM ? GJ_OK : st;
 }
 

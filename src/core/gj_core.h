@@ -536,6 +536,7 @@ typedef struct gj_block_bounds
 	double	   *r;
 } gj_block_bounds;
 
+extern gj_status gj_points_block_perm(const gj_points *p, uint32_t **perm);
 extern gj_status gj_points_block_order(gj_points *p);
 extern gj_status gj_block_bounds_build(gj_block_bounds *bb, const double *x, int64_t n,
 									   int dims, int block);
