@@ -8,8 +8,8 @@
  * references.  For each block it forms the TF32 products of the two
  * tiles, and keeps reference j for query i when the filter cannot rule out
  * S(i, j) <= tau_i, tau_i being the query's k-th squared distance so far
- * (until it holds k, the seed bound: the largest distance to k references
- * near it, seed_bound): the constant of tile_math.cuh at that
+ * (until it holds k, the seed bound: the k-th distance to 4k + 64
+ * references near it, seed_bound): the constant of tile_math.cuh at that
  * threshold, from the query's own norm bound and the block's, with each
  * 32-coordinate chunk summed apart (tile_products_chunked: a tighter
  * bound).  The kept references of each query wait in a list in shared
@@ -123,36 +123,41 @@ entry_ref(const int64_t *round_rb, uint16_t e)
 }
 
 /*
- * A first threshold for query qi before any block is swept: the largest
- * float64-rule distance (the refine's sum, term by term in coordinate
- * order) to k distinct references near it: its neighbours in the rows'
- * order in a self join (sorted rows put them near), else the first k of
- * the block the sweep starts at.  The query's k-th distance can only be
- * smaller, so a pair beyond this bound is never in the answer, and the
- * sweep's first blocks filter at once instead of testing all their pairs
- * by the rule and offering each (measured: half of all exact tests of a
- * 1M x 128 self join were the first block's).  +inf when fewer than k
- * references can be taken, or for large k (KT_SEED_MAX_K).
+ * A first threshold for query qi before any block is swept: the k-th
+ * smallest float64-rule distance (the refine's sum, term by term in
+ * coordinate order) to m = 4k + 64 distinct references near it: its
+ * neighbours in the rows' order in a self join (sorted rows put them
+ * near), else the rows the sweep starts at.  The query's k-th distance
+ * over all references can only be smaller, so a pair beyond this bound is
+ * never in the answer, and the sweep's first blocks filter at once instead
+ * of testing all their pairs by the rule and offering each (measured: half
+ * of all exact tests of a 1M x 128 self join were the first block's).  The
+ * seeds pass through the query's own k buffer, which is then emptied: the
+ * sweep meets them again.  +inf when fewer than k references can be taken,
+ * or for large k (KT_SEED_MAX_K).
  */
 #define KT_SEED_MAX_K 256
 
 __device__ static double
-seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start)
+seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start, gj_kbuf *kb)
 {
 	int64_t		self = P.self0 >= 0 ? P.self0 + qi : -1,
+				avail = P.nref - (self >= 0 && self < P.nref),
+				m = 4 * (int64_t) P.k + 64,
 				j0;
 	const double *q = P.qx + qi * P.dims;
-	double		worst = 0.0;
-	int			taken = 0;
+	double		bound;
+	int64_t		taken = 0;
 
-	if (P.k > KT_SEED_MAX_K || P.nref - (self >= 0 && self < P.nref) < P.k)
+	if (P.k > KT_SEED_MAX_K || avail < P.k)
 		return INFINITY;
-	j0 = self >= 0 ? self - P.k / 2 : start * TILE;
-	if (j0 > P.nref - P.k - 1)
-		j0 = P.nref - P.k - 1;
+	m = m < avail ? m : avail;
+	j0 = self >= 0 ? self - m / 2 : start * TILE;
+	if (j0 > P.nref - m - (self >= 0))
+		j0 = P.nref - m - (self >= 0);
 	if (j0 < 0)
 		j0 = 0;
-	for (int64_t j = j0; taken < P.k; j++)
+	for (int64_t j = j0; taken < m; j++)
 	{
 		const double *r = P.rx + j * P.dims;
 		double		s = 0.0;
@@ -165,10 +170,13 @@ seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start)
 
 			s = __dadd_rn(s, __dmul_rn(t, t));
 		}
-		worst = s > worst ? s : worst;
+		if (s <= gj_kb_bound(kb))
+			gj_kb_offer(kb, s, P.rid[j]);
 		taken++;
 	}
-	return worst;
+	bound = gj_kb_bound(kb);
+	gj_kb_init(kb, kb->d, kb->id, kb->stride, kb->k, kb->heap);
+	return bound;
 }
 
 /*
@@ -425,7 +433,7 @@ knn_tiles_kernel(knn_tiles_params P)
 		start = brb;
 	}
 	if (mine)
-		tau = tau0 = seed_bound(P, qi, start);
+		tau = tau0 = seed_bound(P, qi, start, &kb);
 
 	for (;;)
 	{
