@@ -8,7 +8,7 @@
 # then prints (the GPU host has no gdb).  Extra server environment:
 # GJ_CRASH_ENV (e.g. GJ_CUDA_TEARDOWN=1).
 # Run from the project root on the GPU host (carry .gpuhost).
-. .gpuhost/pg-up.sh >/dev/null
+. regress/gpuhost_pg_up.sh >/dev/null
 OUT=${OUT:-/tmp}
 runs=${GJ_CRASH_RUNS:-2}
 mkdir -p /tmp/cores && chmod 1777 /tmp/cores

@@ -7,7 +7,7 @@
 # Run from the project root on the GPU host (carry .gpuhost); GJ_EXIT_ROUNDS
 # rounds (default 3) of GJ_EXIT_SESSIONS sessions (default 3) per mode;
 # GJ_EXIT_MODES picks the modes (default "teardown skip").
-. .gpuhost/pg-up.sh >/dev/null
+. regress/gpuhost_pg_up.sh >/dev/null
 OUT=${OUT:-/tmp}
 rounds=${GJ_EXIT_ROUNDS:-3}
 sessions=${GJ_EXIT_SESSIONS:-3}

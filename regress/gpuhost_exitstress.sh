@@ -9,7 +9,7 @@
 # statements.
 # Run from the project root on the GPU host (carry .gpuhost):
 #   GJ_STRESS_SESSIONS (default 200) sessions, GJ_STRESS_PARALLEL (default 8) at once.
-. .gpuhost/pg-up.sh >/dev/null
+. regress/gpuhost_pg_up.sh >/dev/null
 OUT=${OUT:-/tmp}
 sessions=${GJ_STRESS_SESSIONS:-200}
 parallel=${GJ_STRESS_PARALLEL:-8}

@@ -28,7 +28,7 @@ has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
 # its last $3 lines shown (the read step runs on the benchmark's tables)
 sql_step() {
-	. .gpuhost/pg-up.sh
+	. regress/gpuhost_pg_up.sh
 	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
 	psql -X -v ON_ERROR_STOP=1 -f "$1" gj_regress > "$OUT/$2" 2>&1
 	tail -"$3" "$OUT/$2"
@@ -93,7 +93,7 @@ if has knnbenchhd; then
 	timeout ${GJ_BENCH_TIMEOUT:-300} ./regress/gpu_knn benchhd 2>&1 | tee "$OUT/knn_bench_hd.md"
 fi
 if has pg; then
-	. .gpuhost/pg-up.sh
+	. regress/gpuhost_pg_up.sh
 	psql -qc "DROP DATABASE IF EXISTS gj_regress" -c "CREATE DATABASE gj_regress" postgres
 	tests=$(awk '/^REGRESS = /{f=1} f{print; if ($0 !~ /\\$/) exit}' Makefile | sed 's/^REGRESS = //; s/\\//g' | tr -s ' \t\n' ' ')
 	# PostGIS is not staged on the GPU host: its comparison runs on CI only
