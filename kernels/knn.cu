@@ -676,61 +676,57 @@ upload_part(struct gj_gpu_knn *j, const gj_grid *g, int p, int slot)
  * A self join's references (the only partition) in the block order
  * row_order: uploaded as they are and gathered on the device, so the host
  * never copies the rows (1M x 128: the host's gather was most of the
- * order's time).  Where the device has no room for the rows twice, the
- * host applies the order and the rows upload as usual.  Then query t of
- * the self join is sorted row t: its id comes from h_sorted_ids.
+ * order's time).  *gathered is 0 when the device has no room for the rows
+ * twice: the caller then applies the order on the host and uploads as
+ * usual.  Once gathered, query t of the self join is sorted row t: its id
+ * comes from h_sorted_ids.
  */
 static gj_status
-upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, size_t room)
+upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, size_t room, int *gathered)
 {
 	int64_t		n = j->refs->n;
 	size_t		xb = sizeof(double) * j->dims * (size_t) n,
 				ib = sizeof(int64_t) * (size_t) n,
 				pb = sizeof(uint32_t) * (size_t) n;
 	char	   *tmp = NULL;
-	gj_status	st;
+	cudaError_t e;
 
-	j->h_sorted_ids = (int64_t *) malloc(sizeof(int64_t) * (n + 1));
-	if (j->h_sorted_ids == NULL)
-		return GJ_ERR_NOMEM;
-	for (int64_t i = 0; i < n; i++)
-		j->h_sorted_ids[i] = j->refs->ids[row_order[i]];
+	*gathered = 0;
 	if (xb + ib + pb > room || cudaMalloc(&tmp, xb + ib + pb) != cudaSuccess)
 	{
 		cudaGetLastError();
-		free(j->h_sorted_ids);
-		j->h_sorted_ids = NULL;
-		st = gj_points_apply_order(j->refs, row_order);
-		if (st == GJ_OK)
-			st = upload_part(j, NULL, 0, 0);
-		return st;
+		return GJ_OK;
 	}
+	j->h_sorted_ids = (int64_t *) malloc(sizeof(int64_t) * (n + 1));
+	if (j->h_sorted_ids == NULL)
 	{
-		cudaError_t e = cudaMemcpyAsync(tmp, j->refs->x, xb, cudaMemcpyHostToDevice,
-										j->copy_stream);
-
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(tmp + xb, j->refs->ids, ib, cudaMemcpyHostToDevice,
-								j->copy_stream);
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(tmp + xb + ib, row_order, pb, cudaMemcpyHostToDevice,
-								j->copy_stream);
-		if (e == cudaSuccess)
-			e = gj_gpu_gather_rows((const double *) tmp, (const int64_t *) (tmp + xb),
-								   (const uint32_t *) (tmp + xb + ib), n, j->dims, j->d_x[0],
-								   j->d_ids[0], j->copy_stream);
-		if (e == cudaSuccess)
-			e = cudaEventRecord(j->part_ready[0], j->copy_stream);
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(j->copy_stream);
 		cudaFree(tmp);
-		if (e != cudaSuccess)
-		{
-			cudaGetLastError();
-			set_error(j, gj_cuda_status(e), "reference gather", e);
-		}
+		return GJ_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < n; i++)
+		j->h_sorted_ids[i] = j->refs->ids[row_order[i]];
+	e = cudaMemcpyAsync(tmp, j->refs->x, xb, cudaMemcpyHostToDevice, j->copy_stream);
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(tmp + xb, j->refs->ids, ib, cudaMemcpyHostToDevice, j->copy_stream);
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(tmp + xb + ib, row_order, pb, cudaMemcpyHostToDevice,
+							j->copy_stream);
+	if (e == cudaSuccess)
+		e = gj_gpu_gather_rows((const double *) tmp, (const int64_t *) (tmp + xb),
+							   (const uint32_t *) (tmp + xb + ib), n, j->dims, j->d_x[0],
+							   j->d_ids[0], j->copy_stream);
+	if (e == cudaSuccess)
+		e = cudaEventRecord(j->part_ready[0], j->copy_stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(j->copy_stream);
+	cudaFree(tmp);
+	if (e != cudaSuccess)
+	{
+		cudaGetLastError();
+		set_error(j, gj_cuda_status(e), "reference gather", e);
 	}
 	j->info.row_gather = 1;
+	*gathered = 1;
 	return j->eng.error;
 }
 
@@ -1147,16 +1143,18 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	}
 	if (st == GJ_OK && gopt != NULL && gopt->row_order != NULL)
 	{
+		int			gathered = 0;
+
 		if (!j->dev_index && j->npart == 1 && queries == refs && !j->use_grid)
 		{
 			size_t		used = (size_t) refs->n * (sizeof(double) * j->dims + sizeof(int64_t)) +
 				2 * per_query_bytes(j) * (size_t) j->batch;
 
-			st = upload_ordered(j, gopt->row_order, budget > used ? budget - used : 0);
+			st = upload_ordered(j, gopt->row_order, budget > used ? budget - used : 0, &gathered);
 		}
-		else
+		if (st == GJ_OK && !gathered)
 		{
-			/* partitions (or a grid): the host orders the rows before any upload */
+			/* partitions, a grid, or no room: the host orders the rows before any upload */
 			st = gj_points_apply_order(refs, gopt->row_order);
 			if (st == GJ_OK && !j->dev_index && j->npart == 1)
 				st = upload_part(j, j->g, 0, 0);

@@ -145,9 +145,7 @@ seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start, gj_kbuf *kb)
 				avail = P.nref - (self >= 0 && self < P.nref),
 				m = 4 * (int64_t) P.k + 64,
 				j0;
-	const double *q = P.qx + qi * P.dims;
 	double		bound;
-	int64_t		taken = 0;
 
 	if (P.k > KT_SEED_MAX_K || avail < P.k)
 		return INFINITY;
@@ -157,23 +155,9 @@ seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start, gj_kbuf *kb)
 		j0 = P.nref - m - (self >= 0);
 	if (j0 < 0)
 		j0 = 0;
-	for (int64_t j = j0; taken < m; j++)
-	{
-		const double *r = P.rx + j * P.dims;
-		double		s = 0.0;
-
-		if (j == self)
-			continue;
-		for (int d = 0; d < P.dims; d++)
-		{
-			double		t = __dsub_rn(__ldg(q + d), __ldg(r + d));
-
-			s = __dadd_rn(s, __dmul_rn(t, t));
-		}
-		if (s <= gj_kb_bound(kb))
-			gj_kb_offer(kb, s, P.rid[j]);
-		taken++;
-	}
+	/* m references besides the query itself: one more when it is among them */
+	gj_knn_scan(P.rx, P.rid, P.dims, P.qx + qi * P.dims, j0,
+				j0 + m + (self >= j0 && self < j0 + m), self, kb, NULL);
 	bound = gj_kb_bound(kb);
 	gj_kb_init(kb, kb->d, kb->id, kb->stride, kb->k, kb->heap);
 	return bound;
