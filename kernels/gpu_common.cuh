@@ -188,15 +188,13 @@ typedef struct gj_knn_filter
 	int			dp;
 	int64_t		nref;
 	int64_t		qcap;
-	double	   *m;				/* the centre: the references' column means */
 	float	   *rf;
 	float	   *rh;
 	double	   *rblockr;
 	float	   *qf[2];
-	float	   *qh[2];
 	double	   *qr[2];
 	int			prune;			/* the blocks' index: skip blocks by their bounds */
-	dev_bounds	rbnd;			/* then: the references' blocks */
+	dev_bounds	rbnd;			/* the references' blocks (their centres: the filter's) */
 	dev_bounds	qbnd[2];		/* ... and each batch's query blocks */
 } gj_knn_filter;
 

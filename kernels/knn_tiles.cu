@@ -10,9 +10,9 @@
  * S(i, j) <= tau_i, tau_i being the query's k-th squared distance so far
  * (until it holds k, the seed bound: the k-th distance to 4k + 64
  * references near it, seed_bound): the constant of tile_math.cuh at that
- * threshold, from the query's own norm bound and the block's, with each
- * 32-coordinate chunk summed apart (tile_products_chunked: a tighter
- * bound).  The kept references of each query wait in a list in shared
+ * threshold, from the query's own norm bound and the block's, both about
+ * the reference block's centre (see "The filter's centres" below).  The
+ * kept references of each query wait in a list in shared
  * memory; a wave at a time the whole CTA tests them by the float64 rule
  * (refine_lists), stopping once past tau_i, and the query's thread offers
  * those that pass to its k buffer (knn_search.h, the CPU engine's, in
@@ -81,9 +81,8 @@ typedef struct knn_tiles_params
 	const double *rblockr;		/* per block of references: the largest R */
 	int64_t		nref;
 	const double *qx;			/* the batch's queries, float64 */
-	const float *qf;
-	const float *qh;
-	const double *qr;			/* per query: its R */
+	const float *qf;			/* float32, about their block's centre (QB) */
+	const double *qr;			/* per query: its R about that centre */
 	int64_t		nq;
 	int			dims;
 	int			dp;
@@ -91,7 +90,7 @@ typedef struct knn_tiles_params
 	int			heap;
 	int64_t		self0;			/* queries are references self0.. (self join), or -1 */
 	int			prune;			/* the blocks' index */
-	dev_bounds	RB;				/* then: bounds of the reference blocks */
+	dev_bounds	RB;				/* bounds of the reference blocks (their centres) */
 	dev_bounds	QB;				/* ... and of the batch's query blocks */
 	double	   *bd;				/* k buffers, entry e of query t at e * nq + t */
 	int64_t    *bid;
@@ -336,6 +335,76 @@ refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *n
 #endif
 }
 
+/*
+ * The filter's centres.  Query rows are float32 about their own block's
+ * centre c_Q, reference rows TF32 about theirs, c_R; for a pair of blocks
+ * the query fragments are shifted by c_Q - c_R (a_fragment) so both sides
+ * are about c_R, and the rows' norms in the filter's bound are those of
+ * two blocks, not of the whole set about its mean: on clustered data ten
+ * times smaller, and the TF32 roundings (TDELTA (R_Q + R_B)) with them.
+ * The shifted query row's error: the float32 roundings of x - c_Q, of
+ * c_Q - c_R and of their sum are each within 2^-24 of R_Q + |c_Q - c_R|,
+ * which bounds |x - c_R|, and TF32 adds 2^-11 of it: inside TDELTA.
+ */
+
+/* |c_Q - c_R|^2 of query block qb and reference block rb, by one warp (every lane gets it). */
+__device__ __forceinline__ double
+warp_centre_dist2(const dev_bounds &A, int64_t qb, const dev_bounds &B, int64_t rb, int dims,
+				  int lane)
+{
+	const double *c1 = A.c + qb * dims,
+			   *c2 = B.c + rb * dims;
+	double		s = 0.0;
+
+	for (int k = lane; k < dims; k += 32)
+	{
+		double		t = __dsub_rn(c1[k], c2[k]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+	return s;
+}
+
+/* A chunk's shift c_Q - c_R, coordinates k0 .. k0 + TK - 1 (zero past dims), into d. */
+__device__ __forceinline__ void
+chunk_delta(const knn_tiles_params &P, int64_t rb, int k0, float *d)
+{
+	if (threadIdx.x < TK)
+	{
+		int			k = k0 + threadIdx.x;
+
+		d[threadIdx.x] = k < P.dims ?
+			__double2float_rn(__dsub_rn(P.QB.c[blockIdx.x * P.dims + k], P.RB.c[rb * P.dims + k])) :
+			0.0f;
+	}
+}
+
+/*
+ * The shifted query rows' h, from the parts the warps with wn = 0 summed
+ * (a_fragment): the four lanes of a row add theirs, and hqc (the constant
+ * c until now) becomes h - c for the epilogue.
+ */
+__device__ __forceinline__ void
+finish_query_h(float nsq[4][2], int wm, int g, int t, float *hqc)
+{
+	for (int mi = 0; mi < 4; mi++)
+		for (int h = 0; h < 2; h++)
+		{
+			float		v = nsq[mi][h];
+
+			v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+			v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+			if (t == 0)
+			{
+				int			row = ACC_ROW(wm, mi, g, h * 2);
+
+				hqc[row] = __fsub_rn(__fmul_rn(v, 0.5f), hqc[row]);
+			}
+		}
+}
+
 __global__ static void __launch_bounds__(TTHREADS, 2)
 knn_tiles_kernel(knn_tiles_params P)
 {
@@ -355,6 +424,8 @@ knn_tiles_kernel(knn_tiles_params P)
 	__shared__ int64_t round_rb[8];	/* a round's blocks (-1: none) */
 	__shared__ int round_keep[8];
 	__shared__ double qtau[TILE];
+	__shared__ double round_dlen[8];	/* per block of the round: |c_Q - c_R|, rounded up */
+	__shared__ float sdelta[2][TK];	/* a chunk's c_Q - c_R, per buffer */
 	__shared__ double best_lb[8];
 	__shared__ int64_t best_rb[8];
 	__shared__ int64_t visited;	/* thread 0's place in the visiting order */
@@ -455,6 +526,13 @@ knn_tiles_kernel(knn_tiles_params P)
 			int64_t		rb = round_rb[warp];
 			int			keep = rb >= 0;
 
+			if (keep)
+			{
+				double		d2 = warp_centre_dist2(P.QB, blockIdx.x, P.RB, rb, P.dims, lane);
+
+				if (lane == 0)
+					round_dlen[warp] = filter_s0(d2, P.dims);
+			}
 			if (P.prune && keep)
 			{
 				double		worst = 0.0;
@@ -482,6 +560,7 @@ knn_tiles_kernel(knn_tiles_params P)
 			float		acc[4][4][4];
 			float		hcol[8],
 						hrow[8];
+			float		nsq[4][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};
 
 			if (!round_keep[w])
 				continue;		/* the same for every thread */
@@ -490,11 +569,16 @@ knn_tiles_kernel(knn_tiles_params P)
 #endif
 			if (threadIdx.x < TILE)
 			{
+				/* the query's R about c_R: its R about c_Q, and |c_Q - c_R| */
 				float		c = qi < P.nq ?
-					filter_constant(filter_s0(tau, P.dims), P.dp, P.qr[qi], P.rblockr[rb], 1) : 0.0f;
+					filter_constant(filter_s0(tau, P.dims), P.dp, __dadd_ru(P.qr[qi], round_dlen[w]),
+									P.rblockr[rb], 1) : 0.0f;
 
-				/* +inf: everything passes; no query: nothing */
-				hqc[threadIdx.x] = qi >= P.nq ? INFINITY : isinf(c) ? -INFINITY : P.qh[qi] - c;
+				/*
+				 * the constant until the products give h (then hqc = h - c):
+				 * +inf: everything passes; no query (-inf): nothing
+				 */
+				hqc[threadIdx.x] = qi >= P.nq ? -INFINITY : isinf(c) ? INFINITY : c;
 			}
 			for (int kk = 0; kk < 8; kk++)
 			{
@@ -510,6 +594,7 @@ knn_tiles_kernel(knn_tiles_params P)
 			if (!(one_chunk && qloaded))
 				load_chunk_async(P.qf, P.nq, P.dp, q0, 0, P.dp < TK ? P.dp : TK, sa0);
 			load_chunk_async(P.rf, P.nref, P.dp, r0, 0, P.dp < TK ? P.dp : TK, sb0);
+			chunk_delta(P, rb, 0, sdelta[0]);
 			cp_async_commit();
 			for (int c = 0; c < nch; c++)
 			{
@@ -523,13 +608,17 @@ knn_tiles_kernel(knn_tiles_params P)
 
 					load_chunk_async(P.qf, P.nq, P.dp, q0, k1, w1, c & 1 ? sa0 : sa1);
 					load_chunk_async(P.rf, P.nref, P.dp, r0, k1, w1, c & 1 ? sb0 : sb1);
+					chunk_delta(P, rb, k1, sdelta[(c + 1) & 1]);
 					cp_async_commit();
 					cp_async_wait<1>();
 				}
 				else
 					cp_async_wait<0>();
 				__syncthreads();
-				tile_products_chunked(c & 1 ? sa1 : sa0, c & 1 ? sb1 : sb0, wd, wm, wn, g, t, acc);
+				tile_products_by<true>(c & 1 ? sa1 : sa0, c & 1 ? sb1 : sb0, wd, wm, wn, g, t,
+									   acc, sdelta[c & 1], wn == 0, nsq);
+				if (c == nch - 1 && wn == 0)
+					finish_query_h(nsq, wm, g, t, hqc);
 				__syncthreads();
 			}
 			qloaded = 1;
@@ -658,11 +747,7 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	kf->nref = nref;
 	kf->qcap = batch;
 	kf->prune = prune && nref > TILE;
-	e = cudaMalloc(&kf->m, sizeof(double) * dims);
-	if (e == cudaSuccess)
-		e = cudaMemsetAsync(kf->m, 0, sizeof(double) * dims, s);
-	if (e == cudaSuccess)
-		e = cudaMalloc(&kf->rf, sizeof(float) * (size_t) (nref + 1) * kf->dp);
+	e = cudaMalloc(&kf->rf, sizeof(float) * (size_t) (nref + 1) * kf->dp);
 	if (e == cudaSuccess)
 		e = cudaMalloc(&kf->rh, sizeof(float) * (nref + 1));
 	if (e == cudaSuccess)
@@ -673,26 +758,21 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	{
 		e = cudaMalloc(&kf->qf[b], sizeof(float) * (size_t) (batch + 1) * kf->dp);
 		if (e == cudaSuccess)
-			e = cudaMalloc(&kf->qh[b], sizeof(float) * (batch + 1));
-		if (e == cudaSuccess)
 			e = cudaMalloc(&kf->qr[b], sizeof(double) * (batch + 1));
 	}
-	if (e == cudaSuccess && kf->prune)
+	/* every block's bounds: their centres are the filter's, their boxes the index's */
+	if (e == cudaSuccess)
 		e = dev_bounds_alloc(&kf->rbnd, nrb, dims);
-	for (int b = 0; b < 2 && e == cudaSuccess && kf->prune; b++)
+	for (int b = 0; b < 2 && e == cudaSuccess; b++)
 		e = dev_bounds_alloc(&kf->qbnd[b], (batch + TILE - 1) / TILE, dims);
-	if (e == cudaSuccess && kf->prune)
+	if (e == cudaSuccess && nref > 0)
 	{
 		bounds_kernel<<<(unsigned) nrb, 256, 0, s>>>(rx, nref, dims, kf->rbnd);
 		e = cudaGetLastError();
 	}
-	if (e == cudaSuccess && nref > 0)
-	{
-		column_sum_kernel<<<(unsigned) ((nref + 255) / 256), 128, 0, s>>>(rx, nref, dims, kf->m);
-		e = cudaGetLastError();
-	}
 	if (e == cudaSuccess)
-		e = filter_rows(rx, kf->m, nref, dims, kf->dp, kf->rf, kf->rh, r, kf->rblockr, s, &maxr);
+		e = filter_rows(rx, kf->rbnd.c, dims, nref, dims, kf->dp, kf->rf, kf->rh, r, kf->rblockr,
+						s, &maxr);
 	if (e == cudaSuccess)
 		e = cudaFuncSetAttribute(knn_tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 								 (int) KT_SMEM);
@@ -725,12 +805,12 @@ gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx, const 
 
 	if (nq <= 0)
 		return cudaSuccess;
-	prep_kernel<<<(unsigned) ((nq + 255) / 256), 256, 0, s>>>(qx, kf->m, nq, kf->dims, kf->dp,
-															  kf->qf[slot], kf->qh[slot],
-															  kf->qr[slot]);
-	if (kf->prune)
-		bounds_kernel<<<(unsigned) ((nq + TILE - 1) / TILE), 256, 0, s>>>(qx, nq, kf->dims,
-																		kf->qbnd[slot]);
+	/* the query blocks' bounds, then the rows in float32 about their block's centre */
+	bounds_kernel<<<(unsigned) ((nq + TILE - 1) / TILE), 256, 0, s>>>(qx, nq, kf->dims,
+																	kf->qbnd[slot]);
+	prep_kernel<<<(unsigned) ((nq + 255) / 256), 256, 0, s>>>(qx, kf->qbnd[slot].c, kf->dims, nq,
+															  kf->dims, kf->dp, 0, kf->qf[slot],
+															  NULL, kf->qr[slot]);
 	P.prune = kf->prune;
 	P.RB = kf->rbnd;
 	P.QB = kf->qbnd[slot];
@@ -742,7 +822,6 @@ gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx, const 
 	P.nref = kf->nref;
 	P.qx = qx;
 	P.qf = kf->qf[slot];
-	P.qh = kf->qh[slot];
 	P.qr = kf->qr[slot];
 	P.nq = nq;
 	P.dims = kf->dims;
@@ -762,14 +841,12 @@ gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx, const 
 void
 gj_knn_filter_free(gj_knn_filter *kf)
 {
-	cudaFree(kf->m);
 	cudaFree(kf->rf);
 	cudaFree(kf->rh);
 	cudaFree(kf->rblockr);
 	for (int b = 0; b < 2; b++)
 	{
 		cudaFree(kf->qf[b]);
-		cudaFree(kf->qh[b]);
 		cudaFree(kf->qr[b]);
 		dev_bounds_free(&kf->qbnd[b]);
 	}

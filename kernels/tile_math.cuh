@@ -41,7 +41,10 @@
  * norms about the centre allow: for rows far from the centre relative to
  * the threshold (two far clusters, huge offsets with tiny differences) c
  * grows until most pairs pass, and the callers fall back to the float64
- * rule for every pair of such tiles.
+ * rule for every pair of such tiles.  The tile join centres every row on
+ * one m; the kNN join (knn_tiles.cu) centres each block of rows on its
+ * own and shifts the query fragments to the reference block's centre
+ * (a_fragment), so its norms are those of two blocks.
  */
 #ifndef GJ_TILE_MATH_CUH
 #define GJ_TILE_MATH_CUH
@@ -70,34 +73,40 @@ to_tf32(float v)
 }
 
 /*
- * Per row: f = TF32 of the centred coordinates (zero past dims), h =
- * |f|^2 / 2, r = a bound on |x - m| (the real centred norm).
+ * Per row: f = the centred coordinates (zero past dims) as TF32 (tf32) or
+ * plain float32, h = |f|^2 / 2 (when h is not NULL), r = a bound on
+ * |x - m| (the real centred norm).  The centre of row i is m + (i / TILE)
+ * mstride: mstride 0 centres every row on m, mstride dims each block of
+ * TILE rows on its own (m then holds a centre a block).
  */
 __global__ static void
-prep_kernel(const double *x, const double *m, int64_t n, int dims, int dp, float *f,
-			float *h, double *r)
+prep_kernel(const double *x, const double *m, int64_t mstride, int64_t n, int dims, int dp,
+			int tf32, float *f, float *h, double *r)
 {
 	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	double		nf = 0.0,
 				na = 0.0;
+	const double *mi;
 
 	if (i >= n)
 		return;
+	mi = m + (i / TILE) * mstride;
 	for (int k = 0; k < dp; k++)
 	{
 		float		v = 0.0f;
 
 		if (k < dims)
 		{
-			double		a = x[i * dims + k] - m[k];
+			double		a = x[i * dims + k] - mi[k];
 
-			v = to_tf32((float) a);
+			v = tf32 ? to_tf32((float) a) : (float) a;
 			na += a * a;
 		}
 		f[i * dp + k] = v;
 		nf += (double) v * (double) v;
 	}
-	h[i] = (float) (nf * 0.5);
+	if (h != NULL)
+		h[i] = (float) (nf * 0.5);
 	/* the computed norm, widened past every rounding in it and in a */
 	r[i] = sqrt(na) * (1.0 + 1e-9);
 }
@@ -117,14 +126,15 @@ block_max_kernel(const double *r, int64_t n, int64_t nblocks, double *blockr)
 }
 
 /*
- * Both joins' filter preparation for n rows x about the centre m (on the
- * device): the TF32 rows f and h (prep_kernel, r a scratch of n + 1), each
- * block's largest norm in blockr, and the largest of all on the host
- * (*maxr: the callers' test of whether float32 holds).  Waits for s.
+ * Both joins' filter preparation for n rows (on the device): the TF32 rows
+ * f and h (prep_kernel, r a scratch of n + 1) about the centre m, or with
+ * mstride dims about each block's own centre in m, each block's largest
+ * norm in blockr, and the largest of all on the host (*maxr: the callers'
+ * test of whether float32 holds).  Waits for s.
  */
 static cudaError_t
-filter_rows(const double *x, const double *m, int64_t n, int dims, int dp, float *f,
-			float *h, double *r, double *blockr, cudaStream_t s, double *maxr)
+filter_rows(const double *x, const double *m, int64_t mstride, int64_t n, int dims, int dp,
+			float *f, float *h, double *r, double *blockr, cudaStream_t s, double *maxr)
 {
 	int64_t		nb = (n + TILE - 1) / TILE;
 	double	   *hb = (double *) malloc(sizeof(double) * (nb + 1));
@@ -133,7 +143,8 @@ filter_rows(const double *x, const double *m, int64_t n, int dims, int dp, float
 	*maxr = 0.0;
 	if (e == cudaSuccess && n > 0)
 	{
-		prep_kernel<<<(unsigned) ((n + 255) / 256), 256, 0, s>>>(x, m, n, dims, dp, f, h, r);
+		prep_kernel<<<(unsigned) ((n + 255) / 256), 256, 0, s>>>(x, m, mstride, n, dims, dp, 1,
+																  f, h, r);
 		block_max_kernel<<<(unsigned) ((nb + 255) / 256), 256, 0, s>>>(r, n, nb, blockr);
 		e = cudaGetLastError();
 	}
@@ -161,24 +172,28 @@ filter_s0(double b, int dims)
 /*
  * The filter's constant c for blocks of largest norms rq and rb (float,
  * rounded up), or +inf when it cannot be used (see the file header).
+ * qsum: the query row's h was summed in float32 from its dp squared TF32
+ * coordinates (the shifted products below), not rounded once from float64.
  */
 __device__ static float
-filter_constant(double s0, int dp, double rq, double rb, int chunked)
+filter_constant(double s0, int dp, double rq, double rb, int qsum)
 {
 	double		k = (double) dp;
 	double		g1 = (1.0 + TDELTA) * (1.0 + TDELTA);
 	double		rho = s0 + TDELTA * (rq + rb) + 1e-300;
-	/*
-	 * the products' error in units of 2^-23 |f_i| |f_j|: TACC K for one
-	 * tensor-core sum over all K coordinates; chunked (tile_products_chunked),
-	 * TACC TK for each chunk's sum (Cauchy-Schwarz within and across the
-	 * chunks) and half a unit for each float32 addition of a chunk's sum
-	 */
+	/* the products' error: TACC K units of 2^-23 |f_i| |f_j| (the file header) */
 	double		nch = (double) ((dp + TK - 1) / TK);
-	double		ku = chunked ? TACC * (dp < TK ? dp : TK) + 0.5 * nch * 1.001 : TACC * k;
-	double		eg = ku * 0x1p-23 * g1 * rq * rb + (k + nch) * 0x1p-148;
+	double		eg = TACC * k * 0x1p-23 * g1 * rq * rb + (k + nch) * 0x1p-148;
 	double		c0 = rho * rho * 0.5 + eg;
 	double		c = c0 + 0x1p-21 * (g1 * (rq * rq + rb * rb) + c0);
+
+	/*
+	 * a float32 sum of dp non-negative terms (squares of TF32 values are
+	 * exact in float32), at most dp + 2 roundings deep: within
+	 * (dp + 2) 2^-24 of N <= g1 rq^2, and h is half of it
+	 */
+	if (qsum)
+		c += (k + 2.0) * 0x1p-25 * 1.01 * g1 * rq * rq;
 
 	c *= 1.0 + 1e-12;
 	if (!(c < 1e37))
@@ -261,31 +276,55 @@ mma_tf32(float *c, const uint32_t *a, const uint32_t *b)
 }
 
 /*
+ * The query fragments' shift (SHIFT): the query rows in sa are float32
+ * coordinates about their own block's centre, dsh the chunk's offsets from
+ * it to the reference block's centre; a fragment element is then the TF32
+ * of their sum, and (norms) the thread adds its squares to nsq[mi][0] (row
+ * g) and nsq[mi][1] (row g + 8), the rows' h in parts.
+ */
+template <bool SHIFT>
+__device__ __forceinline__ void
+a_fragment(const float *p, const float *dsh, int col, bool norms, float *nsq, uint32_t *a)
+{
+	float		v[4] = {p[0], p[8 * TSTRIDE], p[4], p[8 * TSTRIDE + 4]};
+
+	if (SHIFT)
+	{
+		float		d0 = dsh[col],
+					d1 = dsh[col + 4];
+
+		v[0] = to_tf32(__fadd_rn(v[0], d0));
+		v[1] = to_tf32(__fadd_rn(v[1], d0));
+		v[2] = to_tf32(__fadd_rn(v[2], d1));
+		v[3] = to_tf32(__fadd_rn(v[3], d1));
+		if (norms)
+		{
+			nsq[0] = __fadd_rn(nsq[0], __fadd_rn(__fmul_rn(v[0], v[0]), __fmul_rn(v[2], v[2])));
+			nsq[1] = __fadd_rn(nsq[1], __fadd_rn(__fmul_rn(v[1], v[1]), __fmul_rn(v[3], v[3])));
+		}
+	}
+	for (int e = 0; e < 4; e++)
+		a[e] = __float_as_uint(v[e]);
+}
+
+/*
  * One chunk of w coordinates (a multiple of 8) of the tile's products: the
  * warp's 64 x 32 of G += A B^T from the query rows in sa and the reference
  * rows in sb (row-major, TSTRIDE apart).  Fragments as mma.m16n8k8 .tf32
  * lays them out: lane (g, t) = (lane / 4, lane % 4) holds A at rows g and
  * g + 8, columns t and t + 4, B at column g, rows t and t + 4, and the
  * sums at row g (elements 0, 1) and g + 8 (2, 3), columns 2t and 2t + 1.
+ * SHIFT: see a_fragment.
  */
+template <bool SHIFT>
 __device__ __forceinline__ void
-tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
-			  float acc[4][4][4])
+tile_products_by(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
+				 float acc[4][4][4], const float *dsh, bool norms, float nsq[4][2])
 {
 	for (int kk = 0; kk < w; kk += 8)
 	{
-		uint32_t	af[4][4],
-					bf[4][2];
+		uint32_t	bf[4][2];
 
-		for (int mi = 0; mi < 4; mi++)
-		{
-			const float *s = sa + (wm * 64 + mi * 16 + g) * TSTRIDE + kk + t;
-
-			af[mi][0] = __float_as_uint(s[0]);
-			af[mi][1] = __float_as_uint(s[8 * TSTRIDE]);
-			af[mi][2] = __float_as_uint(s[4]);
-			af[mi][3] = __float_as_uint(s[8 * TSTRIDE + 4]);
-		}
 		for (int ni = 0; ni < 4; ni++)
 		{
 			const float *s = sb + (wn * 32 + ni * 8 + g) * TSTRIDE + kk + t;
@@ -293,57 +332,24 @@ tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, in
 			bf[ni][0] = __float_as_uint(s[0]);
 			bf[ni][1] = __float_as_uint(s[4]);
 		}
+		/* a row block's A fragment at a time: fewer registers live beside acc */
 		for (int mi = 0; mi < 4; mi++)
+		{
+			uint32_t	af[4];
+
+			a_fragment<SHIFT>(sa + (wm * 64 + mi * 16 + g) * TSTRIDE + kk + t, dsh, kk + t, norms,
+							  SHIFT ? nsq[mi] : NULL, af);
 			for (int ni = 0; ni < 4; ni++)
-				mma_tf32(acc[mi][ni], af[mi], bf[ni]);
+				mma_tf32(acc[mi][ni], af, bf[ni]);
+		}
 	}
 }
 
-/*
- * tile_products with the tensor core summing each (mi, ni) fragment's
- * products of this chunk alone, from zero, and the sum then added to acc
- * in float32: its own sums are at most TK products long, not dims, which
- * makes the filter's error bound (filter_constant, chunked) dims / TK
- * times tighter.  The A fragments of a row block are loaded once a chunk.
- */
 __device__ __forceinline__ void
-tile_products_chunked(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
-					  float acc[4][4][4])
+tile_products(const float *sa, const float *sb, int w, int wm, int wn, int g, int t,
+			  float acc[4][4][4])
 {
-	for (int mi = 0; mi < 4; mi++)
-	{
-		uint32_t	af[TK / 8][4];
-
-#pragma unroll
-		for (int s = 0; s < TK / 8; s++)
-			if (s * 8 < w)
-			{
-				const float *p = sa + (wm * 64 + mi * 16 + g) * TSTRIDE + s * 8 + t;
-
-				af[s][0] = __float_as_uint(p[0]);
-				af[s][1] = __float_as_uint(p[8 * TSTRIDE]);
-				af[s][2] = __float_as_uint(p[4]);
-				af[s][3] = __float_as_uint(p[8 * TSTRIDE + 4]);
-			}
-		for (int ni = 0; ni < 4; ni++)
-		{
-			float		sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-
-#pragma unroll
-			for (int s = 0; s < TK / 8; s++)
-				if (s * 8 < w)
-				{
-					const float *p = sb + (wn * 32 + ni * 8 + g) * TSTRIDE + s * 8 + t;
-					uint32_t	bf[2];
-
-					bf[0] = __float_as_uint(p[0]);
-					bf[1] = __float_as_uint(p[4]);
-					mma_tf32(sum, af[s], bf);
-				}
-			for (int e = 0; e < 4; e++)
-				acc[mi][ni][e] = __fadd_rn(acc[mi][ni][e], sum[e]);
-		}
-	}
+	tile_products_by<false>(sa, sb, w, wm, wn, g, t, acc, NULL, false, NULL);
 }
 
 /* The row and column (within the tile) of element e of acc[mi][ni]. */
@@ -416,22 +422,6 @@ exact_sqdist(const double *a, const double *b, int dims, double bound)
 			break;
 	}
 	return s;
-}
-
-/* Column means of x (n x dims) into m (zeroed first), by atomic sums. */
-__global__ static void
-column_sum_kernel(const double *x, int64_t n, int dims, double *m)
-{
-	int64_t		r0 = (int64_t) blockIdx.x * 256;
-
-	for (int d = threadIdx.x; d < dims; d += blockDim.x)
-	{
-		double		s = 0.0;
-
-		for (int64_t i = r0; i < r0 + 256 && i < n; i++)
-			s += x[i * dims + d];
-		atomicAdd(&m[d], s / (double) n);
-	}
 }
 
 /*

@@ -615,7 +615,7 @@ slot_put_slice(struct gj_gpu_tiles *j, tiles_slot *sl, int64_t c, int64_t at, do
 		e = cudaGetLastError();
 	}
 	if (e == cudaSuccess)
-		e = filter_rows(sl->x + at * dims, j->d_m, rows, dims, dp, sl->f + at * dp, sl->h + at,
+		e = filter_rows(sl->x + at * dims, j->d_m, 0, rows, dims, dp, sl->f + at * dp, sl->h + at,
 						sl->r + at, sl->blockr + b0, s, maxr);
 	return e;
 }
