@@ -212,6 +212,7 @@ extern void gj_knn_filter_free(gj_knn_filter *kf);
 extern cudaError_t gj_pinned_alloc(void **out, size_t bytes);
 extern void gj_pinned_free(void *p);
 extern void gj_pinned_release(void);
+extern cudaError_t gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s);
 
 /* Grid geometry and neighbour table, passed to kernels by value. */
 typedef struct gj_grid_params

@@ -705,7 +705,7 @@ upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, size_t room, int
 	}
 	for (int64_t i = 0; i < n; i++)
 		j->h_sorted_ids[i] = j->refs->ids[row_order[i]];
-	e = cudaMemcpyAsync(tmp, j->refs->x, xb, cudaMemcpyHostToDevice, j->copy_stream);
+	e = gj_upload_staged(tmp, j->refs->x, xb, j->copy_stream);
 	if (e == cudaSuccess)
 		e = cudaMemcpyAsync(tmp + xb, j->refs->ids, ib, cudaMemcpyHostToDevice, j->copy_stream);
 	if (e == cudaSuccess)
