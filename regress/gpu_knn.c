@@ -457,10 +457,20 @@ do_bench_hd(void)
 		gj_gen_points(&refs, cases[c].kind, cases[c].n, cases[c].dims, 3001 + c);
 		if (cases[c].cosine)
 			gj_points_normalize(&refs, &nz);
-		run_gpu(&refs, NULL, &opt, 0, NULL, NULL, &t1);	/* warm-up */
-		PROF_DUMP("warm-up");
-		run_gpu(&refs, NULL, &opt, 0, &a, &info, &t1);
-		PROF_DUMP(cases[c].name);
+		if (getenv("GJ_BENCH_NO_BRUTE"))
+		{
+			/* profiling the blocks' kernel alone (ncu): brute force not run, "same" means nothing */
+			memset(&info, 0, sizeof(info));
+			t1 = -1.0;
+			printf("%s: brute force not run (GJ_BENCH_NO_BRUTE)\n", cases[c].name);
+		}
+		else
+		{
+			run_gpu(&refs, NULL, &opt, 0, NULL, NULL, &t1);	/* warm-up */
+			PROF_DUMP("warm-up");
+			run_gpu(&refs, NULL, &opt, 0, &a, &info, &t1);
+			PROF_DUMP(cases[c].name);
+		}
 		no_filter = 1;
 		if (cases[c].n <= 200000 && !quick)
 		{

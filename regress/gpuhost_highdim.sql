@@ -73,21 +73,6 @@ EXPLAIN (ANALYZE, COSTS OFF)
 SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10);
 RESET gpujoin.knn_method;
 RESET client_min_messages;
--- 1M rows in 128 dimensions, 20 Gaussian clusters (sd 2, centres uniform in
--- [0,100]^128), as vector(128): knn_selfjoin k = 10 (the issue's kNN case)
-CREATE TEMP TABLE centres AS
-    SELECT c, ARRAY(SELECT random() * 100 FROM generate_series(1, 128) WHERE c >= 0) AS x
-    FROM generate_series(0, 19) c;
-DROP TABLE IF EXISTS c128;
-CREATE TABLE c128 (id int PRIMARY KEY, v vector(128));
-INSERT INTO c128 SELECT i, (SELECT array_agg(ce.x[d] + 2 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
-                            FROM generate_series(1, 128) d)::vector
-FROM generate_series(1, 1000000) i JOIN centres ce ON ce.c = i % 20;
-VACUUM ANALYZE c128;
-SELECT pg_temp.timed('c128 1M x 128 clusters knn_selfjoin k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10)$$);
-SET client_min_messages = debug1;
-EXPLAIN (ANALYZE, COSTS OFF)
-SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10);
-RESET client_min_messages;
+-- the 1M x 128 kNN case: regress/gpuhost_knnsql.sql (step knnsql)
 SELECT what, min(seconds)::numeric(8, 3) AS best_s, max(seconds)::numeric(8, 3) AS worst_s, max(result) AS result
 FROM hd_results GROUP BY what ORDER BY min(run), what;

@@ -11,7 +11,8 @@
 #      (regress/gpuhost_cancel.sql); the spread of the cells nearest a bar
 #      within one run (regress/gpuhost_spread.sql); the backend's rate by
 #      result-buffer size (regress/gpuhost_emit.sql)
-#      many dimensions in SQL (regress/gpuhost_highdim.sql); eps_neighbors
+#      many dimensions in SQL (regress/gpuhost_highdim.sql, and the 1M x 128
+#      kNN join: regress/gpuhost_knnsql.sql); eps_neighbors
 #      against its arrays read from a table (regress/gpuhost_lists.sql);
 #      joins between two tables (regress/gpuhost_join.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
@@ -22,7 +23,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,highdimsql,cancel,exit,exitstress}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,highdimsql,knnsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -151,6 +152,7 @@ has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 has lists && sql_step regress/gpuhost_lists.sql lists.txt 8
 has join && sql_step regress/gpuhost_join.sql join.txt 18
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
+has knnsql && sql_step regress/gpuhost_knnsql.sql knn_sql.txt 30
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 20
 	# the phases each cancel waited on: engine start and stop, the error, in time order
