@@ -21,16 +21,7 @@ INSERT INTO syn16 SELECT i, -ln(1 - random()) / 40, -ln(1 - random()) / 40, -ln(
 FROM generate_series(1, 2000000) i;
 VACUUM ANALYZE syn16;
 
-CREATE TEMP TABLE hd_results (what text, run int, seconds float8, result bigint);
-CREATE FUNCTION pg_temp.timed(what text, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; r bigint;
-BEGIN
-    FOR run IN 1 .. 2 LOOP
-        t0 := clock_timestamp();
-        EXECUTE q INTO r;
-        INSERT INTO hd_results VALUES (what, run, extract(epoch FROM clock_timestamp() - t0), r);
-    END LOOP;
-END $$;
+\i regress/gpuhost_timed.sql
 SET gpujoin.device = gpu;
 SELECT pg_temp.timed('Syn16D2M counts eps 0.03', $$SELECT sum(n) FROM eps_neighbor_counts('syn16', '{x1,x2,x3,x4,x5,x6,x7,x8,x9,x10,x11,x12,x13,x14,x15,x16}', 0.03)$$);
 SELECT pg_temp.timed('Syn16D2M count(*) eps 0.03', $$SELECT count(*) FROM eps_selfjoin('syn16', '{x1,x2,x3,x4,x5,x6,x7,x8,x9,x10,x11,x12,x13,x14,x15,x16}', 0.03)$$);
@@ -74,5 +65,4 @@ SELECT count(*) FROM knn_selfjoin('emb', '{v}', 10);
 RESET gpujoin.knn_method;
 RESET client_min_messages;
 -- the 1M x 128 kNN case: regress/gpuhost_knnsql.sql (step knnsql)
-SELECT what, min(seconds)::numeric(8, 3) AS best_s, max(seconds)::numeric(8, 3) AS worst_s, max(result) AS result
-FROM hd_results GROUP BY what ORDER BY min(run), what;
+SELECT * FROM pg_temp.timings_table();

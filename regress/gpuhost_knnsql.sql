@@ -19,21 +19,11 @@ INSERT INTO c128 SELECT i, (SELECT array_agg(ce.x[d] + 2 * sqrt(-2 * ln(1 - rand
 FROM generate_series(1, 1000000) i JOIN centres ce ON ce.c = i % 20;
 VACUUM ANALYZE c128;
 
-CREATE TEMP TABLE knn_results (what text, run int, seconds float8, result bigint);
-CREATE FUNCTION pg_temp.timed(what text, q text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; r bigint;
-BEGIN
-    FOR run IN 1 .. 3 LOOP
-        t0 := clock_timestamp();
-        EXECUTE q INTO r;
-        INSERT INTO knn_results VALUES (what, run, extract(epoch FROM clock_timestamp() - t0), r);
-    END LOOP;
-END $$;
+\i regress/gpuhost_timed.sql
 SET gpujoin.device = gpu;
-SELECT pg_temp.timed('c128 1M x 128 clusters knn_selfjoin k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10)$$);
+SELECT pg_temp.timed('c128 1M x 128 clusters knn_selfjoin k=10 count(*)', $$SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10)$$, 3);
 SET client_min_messages = debug1;
 EXPLAIN (ANALYZE, COSTS OFF)
 SELECT count(*) FROM knn_selfjoin('c128', '{v}', 10);
 RESET client_min_messages;
-SELECT what, min(seconds)::numeric(8, 3) AS best_s, max(seconds)::numeric(8, 3) AS worst_s, max(result) AS result
-FROM knn_results GROUP BY what ORDER BY what;
+SELECT * FROM pg_temp.timings_table();
