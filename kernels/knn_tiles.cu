@@ -347,26 +347,6 @@ refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *n
  * which bounds |x - c_R|, and TF32 adds 2^-11 of it: inside TDELTA.
  */
 
-/* |c_Q - c_R|^2 of query block qb and reference block rb, by one warp (every lane gets it). */
-__device__ __forceinline__ double
-warp_centre_dist2(const dev_bounds &A, int64_t qb, const dev_bounds &B, int64_t rb, int dims,
-				  int lane)
-{
-	const double *c1 = A.c + qb * dims,
-			   *c2 = B.c + rb * dims;
-	double		s = 0.0;
-
-	for (int k = lane; k < dims; k += 32)
-	{
-		double		t = __dsub_rn(c1[k], c2[k]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-	}
-	for (int o = 16; o > 0; o >>= 1)
-		s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
-	return s;
-}
-
 /* A chunk's shift c_Q - c_R, coordinates k0 .. k0 + TK - 1 (zero past dims), into d. */
 __device__ __forceinline__ void
 chunk_delta(const knn_tiles_params &P, int64_t rb, int k0, float *d)
@@ -526,12 +506,15 @@ knn_tiles_kernel(knn_tiles_params P)
 			int64_t		rb = round_rb[warp];
 			int			keep = rb >= 0;
 
+			double		gap2 = 0.0,
+						cen2 = 0.0;
+
 			if (keep)
 			{
-				double		d2 = warp_centre_dist2(P.QB, blockIdx.x, P.RB, rb, P.dims, lane);
-
+				/* the shift between the centres, and (index) the bound, from one pass */
+				warp_block_sums(P.QB, blockIdx.x, P.RB, rb, P.dims, lane, &gap2, &cen2);
 				if (lane == 0)
-					round_dlen[warp] = filter_s0(d2, P.dims);
+					round_dlen[warp] = filter_s0(cen2, P.dims);
 			}
 			if (P.prune && keep)
 			{
@@ -545,7 +528,7 @@ knn_tiles_kernel(knn_tiles_params P)
 
 					worst = v > worst ? v : worst;
 				}
-				keep = !gj_block_far(warp_block_lb2(P.QB, blockIdx.x, P.RB, rb, P.dims, lane),
+				keep = !gj_block_far(gj_block_lb2(gap2, cen2, P.QB.r[blockIdx.x], P.RB.r[rb], P.dims),
 									 gj_rule_s0(worst, P.dims));
 			}
 			if (lane == 0)

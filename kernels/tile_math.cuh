@@ -489,13 +489,15 @@ bounds_kernel(const double *x, int64_t n, int dims, dev_bounds B)
 	}
 }
 
-/* gj_block_lb2 of block i of A and block j of B, by one warp (every lane gets it). */
-__device__ __forceinline__ double
-warp_block_lb2(const dev_bounds &A, int64_t i, const dev_bounds &B, int64_t j, int dims,
-			   int lane)
+/*
+ * The sums of gj_block_terms over every dimension for block i of A and
+ * block j of B, by one warp (every lane gets them): gap2, and cen2 =
+ * |c_i - c_j|^2 (the kNN filter's shift between the blocks' centres).
+ */
+__device__ __forceinline__ void
+warp_block_sums(const dev_bounds &A, int64_t i, const dev_bounds &B, int64_t j, int dims,
+				int lane, double *gap2, double *cen2)
 {
-	double		gap2 = 0.0,
-				cen2 = 0.0;
 	const double *lo1 = A.lo + i * dims,
 			   *hi1 = A.hi + i * dims,
 			   *c1 = A.c + i * dims,
@@ -503,13 +505,26 @@ warp_block_lb2(const dev_bounds &A, int64_t i, const dev_bounds &B, int64_t j, i
 			   *hi2 = B.hi + j * dims,
 			   *c2 = B.c + j * dims;
 
+	*gap2 = 0.0;
+	*cen2 = 0.0;
 	for (int k = lane; k < dims; k += 32)
-		gj_block_terms(lo1[k], hi1[k], c1[k], lo2[k], hi2[k], c2[k], &gap2, &cen2);
+		gj_block_terms(lo1[k], hi1[k], c1[k], lo2[k], hi2[k], c2[k], gap2, cen2);
 	for (int o = 16; o > 0; o >>= 1)
 	{
-		gap2 += __shfl_xor_sync(0xffffffffu, gap2, o);
-		cen2 += __shfl_xor_sync(0xffffffffu, cen2, o);
+		*gap2 += __shfl_xor_sync(0xffffffffu, *gap2, o);
+		*cen2 += __shfl_xor_sync(0xffffffffu, *cen2, o);
 	}
+}
+
+/* gj_block_lb2 of block i of A and block j of B, by one warp (every lane gets it). */
+__device__ __forceinline__ double
+warp_block_lb2(const dev_bounds &A, int64_t i, const dev_bounds &B, int64_t j, int dims,
+			   int lane)
+{
+	double		gap2,
+				cen2;
+
+	warp_block_sums(A, i, B, j, dims, lane, &gap2, &cen2);
 	return gj_block_lb2(gap2, cen2, A.r[i], B.r[j], dims);
 }
 
