@@ -1099,6 +1099,14 @@ StartGpuKnn(GjJob *job, const uint32_t *row_order)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(kj);
 	job->stats.index_ms += gj_now_ms() - t0;
+	if (row_order != NULL)
+	{
+		gj_gpu_knn_info ki;
+
+		/* the engine applied the order on the host: a rerun need not find it again */
+		gj_gpu_knn_stats(kj, &ki);
+		res->block_ordered = !ki.row_gather;
+	}
 	if (message_level_is_interesting(DEBUG1))
 	{
 		gj_gpu_knn_info ki;
