@@ -46,7 +46,7 @@
  * the CTAs, for placing the kernel's time (gj_knn_prof_dump()).
  */
 #ifdef KT_PROFILE
-__device__ unsigned long long kt_prof[8];
+__device__ unsigned long long kt_prof[20];
 #define KT_ADD(i, v) atomicAdd(&kt_prof[i], (unsigned long long) (v))
 #else
 #define KT_ADD(i, v) ((void) 0)
@@ -102,16 +102,152 @@ typedef struct knn_tiles_params
 /*
  * The order a CTA visits reference blocks in: from the block whose bounds
  * are nearest its queries' (start), outward in the blocks' order (sorted
- * rows make neighbouring blocks near), so the k-th distances fall early;
- * visit s is start, start + 1, start - 1, start + 2, ..., -1 past either end.
+ * rows make neighbouring blocks near), so the k-th distances fall early:
+ * visit s is start, start + 1, start - 1, start + 2, ..., and once one
+ * side is used up, the rest of the other; visits 0 .. nrb - 1 are every
+ * block once.
  */
 __device__ __forceinline__ int64_t
 visit_block(int64_t start, int64_t nrb, int64_t s)
 {
-	int64_t		off = (s + 1) / 2,
-				rb = s % 2 == 1 ? start + off : start - off;
+	int64_t		below = start,
+				above = nrb - 1 - start,
+				m = below < above ? below : above;
 
-	return rb >= 0 && rb < nrb ? rb : -1;
+	if (s <= 2 * m)
+	{
+		int64_t		off = (s + 1) / 2;
+
+		return s % 2 == 1 ? start + off : start - off;
+	}
+	return above > below ? start + (s - m) : start - (s - m);
+}
+
+/*
+ * The blocks' queue (with the index).  A CTA of 128 queries in many
+ * dimensions keeps a few hundred of thousands of blocks (1M x 128 in 20
+ * clusters: 394 of 7,813), and a round of 8 visits that held none still
+ * paid its bounds, barriers and an empty refine: 92% of the rounds, a
+ * quarter of the kernel (KT_PROFILE).  So the bounds are taken apart from
+ * the rounds: while the queue holds fewer than a round, the 8 warps bound
+ * the next KT_SCAN visits, KT_SCAN_U blocks a warp with their loads in
+ * flight together, and the kept blocks join the ring in visiting order;
+ * a round takes the next 8.  Every kept block's bound is checked again
+ * against the k-th distances when its round starts (they only fall).
+ */
+#define KT_SCAN_U 4
+#define KT_SCAN (8 * KT_SCAN_U)
+#define KT_QUEUE 64				/* a power of two over 7 + KT_SCAN */
+
+/*
+ * block_bounds.h's sums for reference blocks rb[0 .. KT_SCAN_U - 1] (-1:
+ * none) against the CTA's query block, by one warp, their loads in flight
+ * together (a block at a time waited on L2 at every one: measured, the
+ * start's scan over 7,813 blocks took a third of a 1M x 128 CTA's time);
+ * summed lane by lane as warp_block_sums does, every lane gets them.
+ */
+__device__ __forceinline__ void
+warp_sums_u(const knn_tiles_params &P, const int64_t *rb, double *gap2, double *cen2, int lane)
+{
+	const double *lo1 = P.QB.lo + blockIdx.x * P.dims,
+			   *hi1 = P.QB.hi + blockIdx.x * P.dims,
+			   *c1 = P.QB.c + blockIdx.x * P.dims;
+
+#pragma unroll
+	for (int u = 0; u < KT_SCAN_U; u++)
+	{
+		gap2[u] = 0.0;
+		cen2[u] = 0.0;
+	}
+	for (int k = lane; k < P.dims; k += 32)
+	{
+		double		lo = lo1[k],
+					hi = hi1[k],
+					c = c1[k];
+
+#pragma unroll
+		for (int u = 0; u < KT_SCAN_U; u++)
+			if (rb[u] >= 0)
+			{
+				int64_t		o = rb[u] * P.dims + k;
+
+				gj_block_terms(lo, hi, c, P.RB.lo[o], P.RB.hi[o], P.RB.c[o], &gap2[u], &cen2[u]);
+			}
+	}
+#pragma unroll
+	for (int u = 0; u < KT_SCAN_U; u++)
+		for (int o = 16; o > 0; o >>= 1)
+		{
+			gap2[u] += __shfl_xor_sync(0xffffffffu, gap2[u], o);
+			cen2[u] += __shfl_xor_sync(0xffffffffu, cen2[u], o);
+		}
+}
+
+/*
+ * Warp warp's part of a pass of the queue: visits s0 + warp KT_SCAN_U + u
+ * bounded against s0b (gj_rule_s0 of the CTA's largest k-th distance) and
+ * written, uncompacted, at slot0 + warp KT_SCAN_U + u of the ring: the
+ * block, or -1 past the last visit or when no pair can pass; its lower
+ * bound rounded down to float and |c_Q - c_R| (filter_s0) rounded up, so
+ * both stay bounds.
+ */
+__device__ __forceinline__ void
+scan_visits(const knn_tiles_params &P, int64_t start, int64_t nrb, int64_t s0, double s0b,
+			int slot0, int *kq_rb, float *kq_lb2, float *kq_dlen, int warp, int lane)
+{
+	int64_t		rb[KT_SCAN_U];
+	double		gap2[KT_SCAN_U],
+				cen2[KT_SCAN_U];
+
+#pragma unroll
+	for (int u = 0; u < KT_SCAN_U; u++)
+	{
+		int64_t		s = s0 + warp * KT_SCAN_U + u;
+
+		rb[u] = s < nrb ? visit_block(start, nrb, s) : -1;
+	}
+	warp_sums_u(P, rb, gap2, cen2, lane);
+	if (lane == 0)
+#pragma unroll
+		for (int u = 0; u < KT_SCAN_U; u++)
+		{
+			int			slot = (slot0 + warp * KT_SCAN_U + u) & (KT_QUEUE - 1);
+			double		lb2 = rb[u] >= 0 ?
+				gj_block_lb2(gap2[u], cen2[u], P.QB.r[blockIdx.x], P.RB.r[rb[u]], P.dims) : 0.0;
+			int			keep = rb[u] >= 0 && !gj_block_far(lb2, s0b);
+
+			kq_rb[slot] = keep ? (int) rb[u] : -1;
+			kq_lb2[slot] = __double2float_rd(lb2);
+			kq_dlen[slot] = __double2float_ru(filter_s0(cen2[u], P.dims));
+#ifdef KT_PROFILE
+			if (rb[u] >= 0 && !keep)
+				KT_ADD(9, 1);
+#endif
+		}
+}
+
+/* Warp 0 packs a pass's kept blocks at the ring's tail, in visiting order. */
+__device__ __forceinline__ void
+compact_visits(int *kq_rb, float *kq_lb2, float *kq_dlen, int *kq_tail, int lane)
+{
+	int			tail = *kq_tail,
+				slot = (tail + lane) & (KT_QUEUE - 1),
+				rb = kq_rb[slot];
+	float		lb2 = kq_lb2[slot],
+				dlen = kq_dlen[slot];
+	unsigned	kept = __ballot_sync(0xffffffffu, rb >= 0);
+
+	__syncwarp();				/* every lane has read its slot */
+	if (rb >= 0)
+	{
+		int			to = (tail + __popc(kept & ((1u << lane) - 1))) & (KT_QUEUE - 1);
+
+		kq_rb[to] = rb;
+		kq_lb2[to] = lb2;
+		kq_dlen[to] = dlen;
+	}
+	if (lane == 0)
+		*kq_tail = tail + __popc(kept);
 }
 
 /* The reference row of list entry e (a block of the round, a column). */
@@ -122,44 +258,131 @@ entry_ref(const int64_t *round_rb, uint16_t e)
 }
 
 /*
- * A first threshold for query qi before any block is swept: the k-th
- * smallest float64-rule distance (the refine's sum, term by term in
- * coordinate order) to m = 4k + 64 distinct references near it: its
- * neighbours in the rows' order in a self join (sorted rows put them
- * near), else the rows the sweep starts at.  The query's k-th distance
- * over all references can only be smaller, so a pair beyond this bound is
- * never in the answer, and the sweep's first blocks filter at once instead
- * of testing all their pairs by the rule and offering each (measured: half
- * of all exact tests of a 1M x 128 self join were the first block's).  The
- * seeds pass through the query's own k buffer, which is then emptied: the
- * sweep meets them again.  +inf when fewer than k references can be taken,
- * or for large k (KT_SEED_MAX_K).
+ * First thresholds for the CTA's queries before any block is swept (the
+ * seed bounds): for query qi, a bound on the k-th smallest float64-rule
+ * distance to m = 4k + 64 distinct references near it: its neighbours in
+ * the rows' order in a self join (sorted rows put them near), else the
+ * rows the sweep starts at.  The query's k-th distance over all
+ * references can only be smaller, so a pair beyond this bound is never in
+ * the answer, and the sweep's first blocks filter at once instead of
+ * testing all their pairs by the rule and offering each (measured: half
+ * of all exact tests of a 1M x 128 self join were the first block's).
+ * +inf when fewer than k references can be taken, or for large k
+ * (KT_SEED_MAX_K).
+ *
+ * One warp a query, KT_SCAN_U references at a time: the lanes take
+ * coordinates lane, lane + 32, ... (coalesced) and the sums meet by
+ * shuffles.  That order is not the rule's, so each sum is within a
+ * factor (1 + u)^(d - 1) / (1 - u)^(d - 1) < 1 + (d + 1) 2^-51 of the
+ * rule's (u = 2^-53; nonnegative terms, the same terms), and the k-th
+ * smallest of them, found by a radix select on its 32 high bits (the low
+ * 32 set: not below it), times that factor rounded up, is not below the
+ * rule's k-th.  (A query's thread summing in the rule's order waited on
+ * memory at every coordinate: a quarter of the CTA's time, KT_PROFILE.)
+ * The m sums of a warp wait in v (KT_SEED_MAX_M doubles a warp).
  */
 #define KT_SEED_MAX_K 256
+#define KT_SEED_MAX_M (4 * KT_SEED_MAX_K + 64)
+static_assert(TTHREADS / 32 * KT_SEED_MAX_M * sizeof(double) <= 4 * TILE * TSTRIDE * sizeof(float),
+			  "the seeds' sums fit in the filter's tiles");
 
-__device__ static double
-seed_bound(const knn_tiles_params &P, int64_t qi, int64_t start, gj_kbuf *kb)
+__device__ static void
+seed_bounds(const knn_tiles_params &P, int64_t q0, int64_t start, double *v, double *qseed,
+			int warp, int lane)
 {
-	int64_t		self = P.self0 >= 0 ? P.self0 + qi : -1,
-				avail = P.nref - (self >= 0 && self < P.nref),
-				m = 4 * (int64_t) P.k + 64,
-				j0;
-	double		bound;
+	v += warp * KT_SEED_MAX_M;
+	for (int r = warp; r < TILE; r += TTHREADS / 32)
+	{
+		int64_t		qi = q0 + r,
+					self = P.self0 >= 0 ? P.self0 + qi : -1,
+					avail = P.nref - (self >= 0 && self < P.nref),
+					m = 4 * (int64_t) P.k + 64,
+					j0,
+					j1;
+		const double *q = P.qx + qi * P.dims;
+		int			n = 0;
+		uint64_t	prefix = 0;
+		int64_t		kk = P.k;
 
-	if (P.k > KT_SEED_MAX_K || avail < P.k)
-		return INFINITY;
-	m = m < avail ? m : avail;
-	j0 = self >= 0 ? self - m / 2 : start * TILE;
-	if (j0 > P.nref - m - (self >= 0))
-		j0 = P.nref - m - (self >= 0);
-	if (j0 < 0)
-		j0 = 0;
-	/* m references besides the query itself: one more when it is among them */
-	gj_knn_scan(P.rx, P.rid, P.dims, P.qx + qi * P.dims, j0,
-				j0 + m + (self >= j0 && self < j0 + m), self, kb, NULL);
-	bound = gj_kb_bound(kb);
-	gj_kb_init(kb, kb->d, kb->id, kb->stride, kb->k, kb->heap);
-	return bound;
+		if (qi >= P.nq || P.k > KT_SEED_MAX_K || avail < P.k)
+		{
+			if (lane == 0)
+				qseed[r] = INFINITY;
+			continue;			/* the same for the whole warp */
+		}
+		m = m < avail ? m : avail;
+		j0 = self >= 0 ? self - m / 2 : start * TILE;
+		if (j0 > P.nref - m - (self >= 0))
+			j0 = P.nref - m - (self >= 0);
+		if (j0 < 0)
+			j0 = 0;
+		/* m references besides the query itself: one more when it is among them */
+		j1 = j0 + m + (self >= j0 && self < j0 + m);
+		for (int64_t j = j0; j < j1; j += KT_SCAN_U)
+		{
+			int64_t		jj[KT_SCAN_U];
+			double		sum[KT_SCAN_U];
+
+#pragma unroll
+			for (int u = 0; u < KT_SCAN_U; u++)
+			{
+				jj[u] = j + u < j1 && j + u != self ? j + u : -1;
+				sum[u] = 0.0;
+			}
+			for (int d = lane; d < P.dims; d += 32)
+			{
+				double		x = q[d];
+
+#pragma unroll
+				for (int u = 0; u < KT_SCAN_U; u++)
+					if (jj[u] >= 0)
+					{
+						double		t = __dsub_rn(x, P.rx[jj[u] * P.dims + d]);
+
+						sum[u] = __dadd_rn(sum[u], __dmul_rn(t, t));
+					}
+			}
+#pragma unroll
+			for (int u = 0; u < KT_SCAN_U; u++)
+			{
+				for (int o = 16; o > 0; o >>= 1)
+					sum[u] = __dadd_rn(sum[u], __shfl_xor_sync(0xffffffffu, sum[u], o));
+				if (jj[u] >= 0)
+				{
+					if (lane == 0)
+						v[n] = sum[u];
+					n++;
+				}
+			}
+		}
+		__syncwarp();
+		/* the k-th smallest's 32 high bits (NaN counts as +inf) */
+		for (int bit = 63; bit >= 32; bit--)
+		{
+			uint64_t	above = bit == 63 ? 0 : ~0ULL << (bit + 1);
+			int			c = 0;
+
+			for (int i = lane; i < n; i += 32)
+			{
+				double		x = v[i];
+				uint64_t	key = isnan(x) ? 0x7FF0000000000000ULL : (uint64_t) __double_as_longlong(x);
+
+				c += (key & above) == prefix && !((key >> bit) & 1);
+			}
+			for (int o = 16; o > 0; o >>= 1)
+				c += __shfl_xor_sync(0xffffffffu, c, o);
+			if (kk > c)
+			{
+				prefix |= 1ULL << bit;
+				kk -= c;
+			}
+		}
+		__syncwarp();			/* v is read before the next query writes it */
+		if (lane == 0)
+			qseed[r] = prefix >= 0x7FF0000000000000ULL ? INFINITY :
+				__dmul_ru(__longlong_as_double((long long) (prefix | 0xFFFFFFFFULL)),
+						  1.0 + (P.dims + 1) * 0x1p-51);
+	}
 }
 
 /*
@@ -217,10 +440,16 @@ refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *n
 	__syncthreads();
 	M = pre[TILE];
 	if (threadIdx.x == 0)
+	{
 		KT_ADD(3, M);
+		KT_ADD(M > 0 ? 10 : 11, 1);
+	}
 
 	for (int base = 0; base < M; base += KT_WAVE)
 	{
+#ifdef KT_PROFILE
+		long long	kt_w = clock64();
+#endif
 		int			f = base + warp * KT_PAIRS + lane;
 		int			valid = 0,
 					act;
@@ -288,6 +517,10 @@ refine_lists(const knn_tiles_params &P, int64_t q0, const uint16_t *list, int *n
 			am = __ballot_sync(0xffffffffu, act);
 			__syncwarp();
 		}
+#ifdef KT_PROFILE
+		if (threadIdx.x == 0)
+			KT_ADD(13, clock64() - kt_w);
+#endif
 		/* a stopped sum is past bound, so past tau: never offered */
 		if (lane < KT_PAIRS && f < M)
 			sdw[f - base] = valid ? s : NAN;
@@ -408,7 +641,15 @@ knn_tiles_kernel(knn_tiles_params P)
 	__shared__ float sdelta[2][TK];	/* a chunk's c_Q - c_R, per buffer */
 	__shared__ double best_lb[8];
 	__shared__ int64_t best_rb[8];
-	__shared__ int64_t visited;	/* thread 0's place in the visiting order */
+	__shared__ int64_t visited;	/* the next visit to bound (or, no index, to take) */
+	__shared__ int kq_rb[KT_QUEUE];	/* the blocks' queue, a ring: head .. tail - 1 */
+	__shared__ float kq_lb2[KT_QUEUE];
+	__shared__ float kq_dlen[KT_QUEUE];
+	__shared__ int kq_head,
+				kq_tail;
+#ifdef KT_PROFILE
+	long long	kt_c0 = clock64();
+#endif
 	int64_t		q0 = (int64_t) blockIdx.x * TILE;
 	int			warp = threadIdx.x >> 5,
 				lane = threadIdx.x & 31;
@@ -425,7 +666,7 @@ knn_tiles_kernel(knn_tiles_params P)
 	int64_t		start = 0;
 	gj_kbuf		kb;
 	double		tau = INFINITY,
-				tau0 = INFINITY;	/* seed_bound: a bound before any block */
+				tau0 = INFINITY;	/* seed_bounds: a bound before any block */
 
 	if (mine)
 		gj_kb_init(&kb, P.bd + qi, P.bid + qi, P.nq, P.k, P.heap);
@@ -435,23 +676,45 @@ knn_tiles_kernel(knn_tiles_params P)
 	{
 		visited = 0;
 		listed = 0;
+		kq_head = 0;
+		kq_tail = 0;
 	}
 
-	if (P.prune)
+	if (P.prune && P.self0 >= 0)
 	{
-		/* the start: the reference block of least bound, a warp a block */
+		/* a self join starts at the block holding its queries (bound 0) */
+		start = (P.self0 + q0) / TILE;
+		start = start < nrb ? start : nrb - 1;
+	}
+	else if (P.prune)
+	{
+		/* the start: the reference block of least bound (the first of equals) */
 		double		bl = INFINITY;
 		int64_t		brb = 0;
 
-		for (int64_t rb = warp; rb < nrb; rb += 8)
+		for (int64_t r0 = warp * KT_SCAN_U; r0 < nrb; r0 += 8 * KT_SCAN_U)
 		{
-			double		lb = warp_block_lb2(P.QB, blockIdx.x, P.RB, rb, P.dims, lane);
+			int64_t		rb[KT_SCAN_U];
+			double		gap2[KT_SCAN_U],
+						cen2[KT_SCAN_U];
 
-			if (lb < bl)
-			{
-				bl = lb;
-				brb = rb;
-			}
+#pragma unroll
+			for (int u = 0; u < KT_SCAN_U; u++)
+				rb[u] = r0 + u < nrb ? r0 + u : -1;
+			warp_sums_u(P, rb, gap2, cen2, lane);
+#pragma unroll
+			for (int u = 0; u < KT_SCAN_U; u++)
+				if (rb[u] >= 0)
+				{
+					double		lb = gj_block_lb2(gap2[u], cen2[u], P.QB.r[blockIdx.x],
+												  P.RB.r[rb[u]], P.dims);
+
+					if (lb < bl)
+					{
+						bl = lb;
+						brb = rb[u];
+					}
+				}
 		}
 		if (lane == 0)
 		{
@@ -467,74 +730,107 @@ knn_tiles_kernel(knn_tiles_params P)
 			}
 		start = brb;
 	}
+	/* the seeds, in the filter's tiles (free until the first block) */
+	seed_bounds(P, q0, start, (double *) sa0, qtau, warp, lane);
+	__syncthreads();
 	if (mine)
-		tau = tau0 = seed_bound(P, qi, start, &kb);
+		tau = tau0 = qtau[threadIdx.x];
+#ifdef KT_PROFILE
+	__syncthreads();
+	if (threadIdx.x == 0)
+		KT_ADD(15, clock64() - kt_c0);
+#endif
 
 	for (;;)
 	{
+#ifdef KT_PROFILE
+		long long	kt_r0 = clock64();
+#endif
 		/*
-		 * A round: the next 8 blocks of the visiting order, and which of
-		 * them the bounds allow against the largest k-th distance of the
-		 * CTA's queries (with the index; else every block, in order)
+		 * A round: the next 8 blocks, with the index from the queue (the
+		 * bounds checked again against the largest k-th distance of the
+		 * CTA's queries), else every block in order
 		 */
 		if (threadIdx.x == 0)
-		{
-			int64_t		s = visited;
-
 			stopped = gj_dev_stopped(P.stop);
-			for (int w = 0; w < 8; w++)
-			{
-				int64_t		rb = -1;
-
-				if (P.prune)
-					while (rb < 0 && s < 2 * nrb)
-						rb = visit_block(start, nrb, s++);
-				else if (s < nrb)
-					rb = s++;
-				round_rb[w] = rb;
-			}
-			visited = s;
-		}
 		if (threadIdx.x < TILE)
 			qtau[threadIdx.x] = mine ? tau : 0.0;
 		__syncthreads();
 		if (stopped)
 			return;				/* the batch is discarded */
-		if (round_rb[0] < 0)
-			break;				/* every block visited */
+		if (P.prune)
 		{
-			int64_t		rb = round_rb[warp];
-			int			keep = rb >= 0;
+			double		worst = 0.0,
+						s0b;
+			int			at = kq_head + warp;
+			int64_t		rb;
 
-			double		gap2 = 0.0,
-						cen2 = 0.0;
-
-			if (keep)
+			for (int i = lane; i < TILE; i += 32)
+				worst = qtau[i] > worst ? qtau[i] : worst;
+			for (int o = 16; o > 0; o >>= 1)
 			{
-				/* the shift between the centres, and (index) the bound, from one pass */
-				warp_block_sums(P.QB, blockIdx.x, P.RB, rb, P.dims, lane, &gap2, &cen2);
-				if (lane == 0)
-					round_dlen[warp] = filter_s0(cen2, P.dims);
+				double		v = __shfl_xor_sync(0xffffffffu, worst, o);
+
+				worst = v > worst ? v : worst;
 			}
-			if (P.prune && keep)
+			s0b = gj_rule_s0(worst, P.dims);
+			while (kq_tail - kq_head < 8 && visited < nrb)
 			{
-				double		worst = 0.0;
-
-				for (int i = lane; i < TILE; i += 32)
-					worst = qtau[i] > worst ? qtau[i] : worst;
-				for (int o = 16; o > 0; o >>= 1)
+				scan_visits(P, start, nrb, visited, s0b, kq_tail, kq_rb, kq_lb2, kq_dlen, warp,
+							lane);
+				__syncthreads();
+				if (warp == 0)
 				{
-					double		v = __shfl_xor_sync(0xffffffffu, worst, o);
-
-					worst = v > worst ? v : worst;
+					compact_visits(kq_rb, kq_lb2, kq_dlen, &kq_tail, lane);
+					if (lane == 0)
+						visited += KT_SCAN;
 				}
-				keep = !gj_block_far(gj_block_lb2(gap2, cen2, P.QB.r[blockIdx.x], P.RB.r[rb], P.dims),
-									 gj_rule_s0(worst, P.dims));
+				__syncthreads();
 			}
+			if (kq_tail == kq_head)
+				break;			/* every block visited */
+			rb = at < kq_tail ? kq_rb[at & (KT_QUEUE - 1)] : -1;
 			if (lane == 0)
-				round_keep[warp] = keep;
+			{
+				round_rb[warp] = rb;
+				round_dlen[warp] = kq_dlen[at & (KT_QUEUE - 1)];
+				round_keep[warp] = rb >= 0 && !gj_block_far(kq_lb2[at & (KT_QUEUE - 1)], s0b);
+#ifdef KT_PROFILE
+				if (rb >= 0 && !round_keep[warp])
+					KT_ADD(9, 1);
+#endif
+			}
+			__syncthreads();
+			if (threadIdx.x == 0)
+				kq_head += kq_tail - kq_head < 8 ? kq_tail - kq_head : 8;
 		}
-		__syncthreads();
+		else
+		{
+			int64_t		rb = visited + warp < nrb ? visited + warp : -1;
+			double		gap2,
+						cen2;
+
+			if (visited >= nrb)
+				break;			/* every block visited */
+			if (rb >= 0)
+				warp_block_sums(P.QB, blockIdx.x, P.RB, rb, P.dims, lane, &gap2, &cen2);
+			if (lane == 0)
+			{
+				round_rb[warp] = rb;
+				round_dlen[warp] = rb >= 0 ? filter_s0(cen2, P.dims) : 0.0;
+				round_keep[warp] = rb >= 0;
+			}
+			__syncthreads();
+			if (threadIdx.x == 0)
+				visited += 8;
+		}
+#ifdef KT_PROFILE
+		if (threadIdx.x == 0)
+		{
+			KT_ADD(8, 1);
+			KT_ADD(12, clock64() - kt_r0);
+		}
+#endif
 
 		for (int w = 0; w < 8; w++)
 		{
@@ -675,6 +971,13 @@ knn_tiles_kernel(knn_tiles_params P)
 		qloaded = 0;
 		__syncthreads();		/* round_rb and round_keep are read up to here */
 	}
+#ifdef KT_PROFILE
+	if (threadIdx.x == 0)
+	{
+		KT_ADD(14, clock64() - kt_c0);
+		KT_ADD(16, 1);
+	}
+#endif
 	if (mine && gj_kb_finish(&kb, P.stop))
 	{
 		P.bn[qi] = kb.n;
@@ -687,12 +990,14 @@ knn_tiles_kernel(knn_tiles_params P)
 extern "C" void
 gj_knn_prof_dump(const char *what)
 {
-	unsigned long long h[8];
-	double		blocks;
+	unsigned long long h[20];
+	double		blocks,
+				ctas;
 
 	cudaDeviceSynchronize();
 	cudaMemcpyFromSymbol(h, kt_prof, sizeof(h));
 	blocks = h[5] ? (double) h[5] : 1.0;
+	ctas = h[16] ? (double) h[16] : 1.0;
 	{
 		int			per_sm = 0;
 
@@ -702,6 +1007,11 @@ gj_knn_prof_dump(const char *what)
 	printf("profile %s: %llu CTA-blocks; cycles a block: filter %.0f, lists %.0f, refine %.0f "
 		   "(offers %.0f); exact tests %llu, offers %llu, waves %llu\n", what, h[5], h[0] / blocks,
 		   h[1] / blocks, h[2] / blocks, h[6] / blocks, h[3], h[4], h[7]);
+	printf("profile %s: rounds %llu, blocks skipped %llu, refines %llu (+%llu empty); cycles a "
+		   "round's setup %.0f, a wave's tests %.0f a block\n", what, h[8], h[9],
+		   h[10], h[11], h[8] ? (double) h[12] / h[8] : 0.0, h[13] / blocks);
+	printf("profile %s: %llu CTAs; cycles a CTA: %.0f, before the first round %.0f\n", what,
+		   h[16], h[14] / ctas, h[15] / ctas);
 	memset(h, 0, sizeof(h));
 	cudaMemcpyToSymbol(kt_prof, h, sizeof(h));
 }

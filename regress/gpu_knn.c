@@ -258,6 +258,13 @@ do_check(void)
 				check(hn[t], hk[t], n, n / 5, hdims[d], hks[(t + d) % 3], 0, GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
 				check(hn[t], hk[t], n, 0, hdims[d], hks[(t + d + 1) % 3], 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
 			}
+		/* ~94 blocks: the blocks' queue fills over several passes, most blocks far */
+		check("blocks-queue-far", GJ_GEN_FAR_CLUSTERS, 12000, 3000, 24, 10, 0, GJ_KNN_BLOCKS, 0, 0, 1.0,
+			  seed++);
+		check("blocks-queue-far-self", GJ_GEN_FAR_CLUSTERS, 12000, 0, 24, 7, 1, GJ_KNN_BLOCKS, 0, 0, 1.0,
+			  seed++);
+		check("blocks-queue-clusters-self", GJ_GEN_CLUSTERS, 12000, 0, 48, 10, 1, GJ_KNN_BLOCKS, 0, 0,
+			  1.0, seed++);
 		sort_blocks = 0;
 		/*
 		 * a self join's block order applied by the engine (job.c's path):
