@@ -125,7 +125,7 @@ visit_block(int64_t start, int64_t nrb, int64_t s)
 
 /*
  * The blocks' queue (with the index).  A CTA of 128 queries in many
- * dimensions keeps a few hundred of thousands of blocks (1M x 128 in 20
+ * dimensions keeps a few hundred blocks of thousands (1M x 128 in 20
  * clusters: 394 of 7,813), and a round of 8 visits that held none still
  * paid its bounds, barriers and an empty refine: 92% of the rounds, a
  * quarter of the kernel (KT_PROFILE).  So the bounds are taken apart from
