@@ -12,7 +12,9 @@
 #      within one run (regress/gpuhost_spread.sql); the backend's rate by
 #      result-buffer size (regress/gpuhost_emit.sql)
 #      many dimensions in SQL (regress/gpuhost_highdim.sql, and the 1M x 128
-#      kNN join: regress/gpuhost_knnsql.sql); eps_neighbors
+#      kNN join: regress/gpuhost_knnsql.sql, then with and without the
+#      read's segment in the main shared memory: regress/gpuhost_dsm.sh);
+#      eps_neighbors
 #      against its arrays read from a table (regress/gpuhost_lists.sql);
 #      joins between two tables (regress/gpuhost_join.sql)
 #   5. exit: backends leaving with and without the CUDA teardown
@@ -152,7 +154,13 @@ has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 has lists && sql_step regress/gpuhost_lists.sql lists.txt 8
 has join && sql_step regress/gpuhost_join.sql join.txt 18
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
-has knnsql && sql_step regress/gpuhost_knnsql.sql knn_sql.txt 30
+if has knnsql; then
+	sql_step regress/gpuhost_knnsql.sql knn_sql.txt 30
+	# the same query with the read's segment from the main shared memory, side by side
+	timeout 300 bash regress/gpuhost_dsm.sh gj_regress > "$OUT/knn_dsm.txt" 2>&1
+	tail -4 "$OUT/knn_dsm.txt"
+	summary+=("kNN 1M x 128 in SQL: $(tail -2 "$OUT/knn_dsm.txt" | tr '\n' ';')")
+fi
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 20
 	# the phases each cancel waited on: engine start and stop, the error, in time order
