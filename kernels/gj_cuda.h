@@ -61,6 +61,9 @@ typedef struct gj_gpu_options
 	const uint32_t *row_order;	/* kNN self join: the references' rows in this
 								 * order (gj_points_block_perm), gathered on the
 								 * device where there is room, else on the host */
+	const gj_block_plan *block_plan;	/* ... or (row_order NULL) in this plan's
+										 * order, found and applied on the device
+										 * where there is room, else on the host */
 } gj_gpu_options;
 
 typedef struct gj_gpu_stats
@@ -255,6 +258,14 @@ extern const char *gj_gpu_lists_error(const gj_gpu_lists *j);
  * bytes a row do not fit: the caller sorts on the host.
  */
 extern gj_status gj_gpu_order_along(const gj_points *p, int dim, const gj_gpu_options *opt,
+									uint32_t *perm, char *err, size_t errlen);
+
+/*
+ * perm: p's rows in plan's block order found on the device, the order
+ * gj_block_plan_perm finds on the host (regress/gpu_knn checks the two
+ * agree; the kNN self join finds it beside its rows, gj_gpu_options).
+ */
+extern gj_status gj_gpu_block_order(const gj_points *p, const gj_block_plan *plan,
 									uint32_t *perm, char *err, size_t errlen);
 
 /*

@@ -365,6 +365,16 @@ extern gj_status gj_gpu_grid_build(const double *dx, const int64_t *dids,
 								   char *err, size_t errlen);
 extern void gj_gpu_grid_free(gj_dev_grid *g);
 extern size_t gj_gpu_grid_bytes(int64_t n, int dims);
+/*
+ * order.cu: the block order of n rows x (dims wide, on the device) by
+ * plan into perm (device, n entries), the order gj_block_plan_perm finds
+ * on the host; needs gj_gpu_block_perm_bytes of device scratch at tmp.
+ * Asynchronous on stream.
+ */
+extern size_t gj_gpu_block_perm_bytes(int64_t n);
+extern cudaError_t gj_gpu_block_perm(const double *x, int64_t n, int dims,
+									 const gj_block_plan *plan, uint32_t *perm, void *tmp,
+									 cudaStream_t stream);
 extern cudaError_t gj_gpu_gather_rows(const double *x, const int64_t *ids, const uint32_t *perm,
 									  int64_t n, int dims, double *xs, int64_t *ids_sorted,
 									  cudaStream_t s);

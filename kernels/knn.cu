@@ -673,48 +673,60 @@ upload_part(struct gj_gpu_knn *j, const gj_grid *g, int p, int slot)
 }
 
 /*
- * A self join's references (the only partition) in the block order
- * row_order: uploaded as they are and gathered on the device, so the host
- * never copies the rows (1M x 128: the host's gather was most of the
- * order's time).  *gathered is 0 when the device has no room for the rows
- * twice: the caller then applies the order on the host and uploads as
- * usual.  Once gathered, query t of the self join is sorted row t: its id
- * comes from h_sorted_ids.
+ * A self join's references (the only partition) in the block order:
+ * row_order, or (row_order NULL) the order plan gives, found on the
+ * device (gj_gpu_block_perm: the host's keys and sort were most of the
+ * order's time).  The rows are uploaded as they are and gathered on the
+ * device, so the host never copies them (1M x 128: the host's gather was
+ * most of the order's time before that).  *gathered is 0 when the device
+ * has no room for the rows twice: the caller then applies the order on
+ * the host and uploads as usual.  Once gathered, query t of the self join
+ * is sorted row t: its id comes from h_sorted_ids.
  */
 static gj_status
-upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, size_t room, int *gathered)
+upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, const gj_block_plan *plan,
+			   size_t room, int *gathered)
 {
 	int64_t		n = j->refs->n;
 	size_t		xb = sizeof(double) * j->dims * (size_t) n,
 				ib = sizeof(int64_t) * (size_t) n,
-				pb = sizeof(uint32_t) * (size_t) n;
+				pb = sizeof(uint32_t) * (size_t) n,
+				sb = row_order == NULL ? gj_gpu_block_perm_bytes(n) : 0,
+				sat = (xb + ib + pb + 255) & ~(size_t) 255;	/* the sort's scratch, aligned */
 	char	   *tmp = NULL;
+	uint32_t   *dperm;
 	cudaError_t e;
 
 	*gathered = 0;
-	if (xb + ib + pb > room || cudaMalloc(&tmp, xb + ib + pb) != cudaSuccess)
+	if (sb == (size_t) -1 || sat + sb > room || cudaMalloc(&tmp, sat + sb) != cudaSuccess)
 	{
 		cudaGetLastError();
 		return GJ_OK;
 	}
+	dperm = (uint32_t *) (tmp + xb + ib);
 	j->h_sorted_ids = (int64_t *) malloc(sizeof(int64_t) * (n + 1));
 	if (j->h_sorted_ids == NULL)
 	{
 		cudaFree(tmp);
 		return GJ_ERR_NOMEM;
 	}
-	for (int64_t i = 0; i < n; i++)
-		j->h_sorted_ids[i] = j->refs->ids[row_order[i]];
+	if (row_order != NULL)
+		for (int64_t i = 0; i < n; i++)
+			j->h_sorted_ids[i] = j->refs->ids[row_order[i]];
 	e = gj_upload_staged(tmp, j->refs->x, xb, j->copy_stream);
 	if (e == cudaSuccess)
 		e = cudaMemcpyAsync(tmp + xb, j->refs->ids, ib, cudaMemcpyHostToDevice, j->copy_stream);
 	if (e == cudaSuccess)
-		e = cudaMemcpyAsync(tmp + xb + ib, row_order, pb, cudaMemcpyHostToDevice,
-							j->copy_stream);
+		e = row_order != NULL ?
+			cudaMemcpyAsync(dperm, row_order, pb, cudaMemcpyHostToDevice, j->copy_stream) :
+			gj_gpu_block_perm((const double *) tmp, n, j->dims, plan, dperm, tmp + sat,
+							  j->copy_stream);
 	if (e == cudaSuccess)
-		e = gj_gpu_gather_rows((const double *) tmp, (const int64_t *) (tmp + xb),
-							   (const uint32_t *) (tmp + xb + ib), n, j->dims, j->d_x[0],
-							   j->d_ids[0], j->copy_stream);
+		e = gj_gpu_gather_rows((const double *) tmp, (const int64_t *) (tmp + xb), dperm, n,
+							   j->dims, j->d_x[0], j->d_ids[0], j->copy_stream);
+	if (e == cudaSuccess && row_order == NULL)
+		e = cudaMemcpyAsync(j->h_sorted_ids, j->d_ids[0], ib, cudaMemcpyDeviceToHost,
+							j->copy_stream);
 	if (e == cudaSuccess)
 		e = cudaEventRecord(j->part_ready[0], j->copy_stream);
 	if (e == cudaSuccess)
@@ -1141,7 +1153,8 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		st = alloc_batches(j);
 		j->info.alloc_ms = gj_now_ms() - t1;
 	}
-	if (st == GJ_OK && gopt != NULL && gopt->row_order != NULL)
+	if (st == GJ_OK && gopt != NULL &&
+		(gopt->row_order != NULL || (gopt->block_plan != NULL && gopt->block_plan->m > 0)))
 	{
 		int			gathered = 0;
 
@@ -1150,12 +1163,26 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 			size_t		used = (size_t) refs->n * (sizeof(double) * j->dims + sizeof(int64_t)) +
 				2 * per_query_bytes(j) * (size_t) j->batch;
 
-			st = upload_ordered(j, gopt->row_order, budget > used ? budget - used : 0, &gathered);
+			st = upload_ordered(j, gopt->row_order, gopt->block_plan,
+								budget > used ? budget - used : 0, &gathered);
 		}
 		if (st == GJ_OK && !gathered)
 		{
-			/* partitions, a grid, or no room: the host orders the rows before any upload */
-			st = gj_points_apply_order(refs, gopt->row_order);
+			/*
+			 * partitions, a grid, or no room: the host orders the rows before
+			 * any upload (finding the order from the plan first)
+			 */
+			const uint32_t *order = gopt->row_order;
+			uint32_t   *perm = NULL;
+
+			if (order == NULL)
+			{
+				st = gj_block_plan_perm(refs, gopt->block_plan, &perm);
+				order = perm;
+			}
+			if (st == GJ_OK && order != NULL)
+				st = gj_points_apply_order(refs, order);
+			free(perm);
 			if (st == GJ_OK && !j->dev_index && j->npart == 1)
 				st = upload_part(j, j->g, 0, 0);
 		}

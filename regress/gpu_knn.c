@@ -29,6 +29,7 @@ static int	no_filter = 0;		/* runs without the tensor-core filter */
 static int	sort_blocks = 0;	/* check(): rows sorted into blocks first (the index's order) */
 static int	order_on_gpu = 0;	/* check(): a self join's block order given to the engine */
 static const uint32_t *row_order = NULL;	/* run_gpu: gj_gpu_options.row_order */
+static const gj_block_plan *block_plan = NULL;	/* ... and .block_plan */
 
 static double
 now(void)
@@ -47,7 +48,7 @@ static gj_status
 run_gpu(gj_points *refs, const gj_points *queries, const gj_knn_options *opt,
 		size_t mem_limit, gj_knnset *out, gj_gpu_knn_info *info, double *secs)
 {
-	gj_gpu_options gopt = {mem_limit, 0, 0, no_filter, 0, row_order};
+	gj_gpu_options gopt = {mem_limit, 0, 0, no_filter, 0, row_order, block_plan};
 	gj_gpu_knn *j;
 	gj_status	st;
 	char		err[256];
@@ -101,6 +102,7 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	const char *why = NULL;
 	double		secs;
 	uint32_t   *perm = NULL;
+	gj_block_plan plan = {0};
 
 	gj_gen_points(&refs, kind, n, dims, seed);
 	gj_gen_points(&qs, kind == GJ_GEN_CLUSTERS ? GJ_GEN_UNIFORM : kind, nq, dims, seed + 7);
@@ -123,16 +125,20 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	}
 	if (st != GJ_DONE)
 		why = "cpu engine failed";
-	else if (order_on_gpu && self && gj_points_block_perm(&r2, &perm) != GJ_OK)
+	else if (order_on_gpu == 1 && self && gj_points_block_perm(&r2, &perm) != GJ_OK)
 		why = "block order failed";
-	else if ((row_order = perm,
+	else if (order_on_gpu == 2 && self && gj_block_plan_make(&r2, &plan) != GJ_OK)
+		why = "block plan failed";
+	else if ((row_order = perm, block_plan = order_on_gpu == 2 && self ? &plan : NULL,
 			  st = run_gpu(&r2, self ? NULL : &qs, &opt, mem, &got, &info, &secs)) != GJ_DONE)
 		why = gj_status_name(st);
 	else
 		why = gj_knnset_diff(&want, &got);
 	last_info = info;
 	row_order = NULL;
+	block_plan = NULL;
 	free(perm);
+	gj_block_plan_free(&plan);
 	if (why == NULL)
 		passed++;
 	else
@@ -151,6 +157,45 @@ check(const char *name, gj_kind kind, int64_t n, int64_t nq, int dims, int64_t k
 	gj_points_free(&qs);
 	gj_points_free(&r1);
 	gj_points_free(&r2);
+}
+
+/* The block order found on the device is the host's, row for row. */
+static void
+check_block_order(const char *name, gj_kind kind, int64_t n, int dims, uint64_t seed)
+{
+	gj_points	p;
+	gj_block_plan plan;
+	uint32_t   *host = NULL,
+			   *dev;
+	char		err[256];
+	const char *why = NULL;
+
+	gj_gen_points(&p, kind, n, dims, seed);
+	dev = malloc(sizeof(uint32_t) * (n + 1));
+	if (dev == NULL || gj_block_plan_make(&p, &plan) != GJ_OK)
+		exit(2);
+	if (plan.m == 0)
+		why = "no plan";
+	else if (gj_block_plan_perm(&p, &plan, &host) != GJ_OK || host == NULL)
+		why = "host order failed";
+	else if (gj_gpu_block_order(&p, &plan, dev, err, sizeof(err)) != GJ_OK)
+		why = err;
+	else
+		for (int64_t i = 0; i < n && why == NULL; i++)
+			if (host[i] != dev[i])
+				why = "the device's order differs from the host's";
+	if (why == NULL)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL block order %s n=%lld dims=%d (m=%d, bits=%d): %s\n", name, (long long) n,
+			   dims, plan.m, plan.bits, why);
+	}
+	gj_block_plan_free(&plan);
+	free(host);
+	free(dev);
+	gj_points_free(&p);
 }
 
 static void
@@ -282,6 +327,29 @@ do_check(void)
 			}
 		check("order-host", GJ_GEN_CLUSTERS, 20000, 0, 64, 10, 1, GJ_KNN_BLOCKS, 0, 40 << 20, 1.0, seed++);
 		expect("order-host: the rows ordered by the host", last_info.row_gather == 0 &&
+			   last_info.partitions == 1);
+
+		/*
+		 * job.c's path now: only the plan given, the order found on the
+		 * device (the host's, checked first), or by the host without room
+		 */
+		check_block_order("uniform-3d", GJ_GEN_UNIFORM, 1001, 3, seed++);	/* 65,535 cuts of 1,001 rows */
+		check_block_order("duplicates-9d", GJ_GEN_DUPLICATES, 5000, 9, seed++);	/* equal keys */
+		check_block_order("exponential-16d", GJ_GEN_EXPONENTIAL, 20001, 16, seed++);
+		check_block_order("clusters-64d", GJ_GEN_CLUSTERS, 30000, 64, seed++);
+		check_block_order("lattice-steps-200d", GJ_GEN_LATTICE_STEPS, 3001, 200, seed++);
+		check_block_order("offset-768d", GJ_GEN_OFFSET, 2000, 768, seed++);
+		order_on_gpu = 2;
+		for (int t = 0; t < 8; t++)
+			for (int d = 0; d < 5; d += 2, seed++)
+			{
+				check(hn[t], hk[t], hdims[d] <= 64 ? 4000 : 1500, 0, hdims[d], hks[(t + d) % 3], 1,
+					  GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
+				expect("the block order found on the device", last_info.row_gather == 1);
+			}
+		check("plan-order-host", GJ_GEN_CLUSTERS, 20000, 0, 64, 10, 1, GJ_KNN_BLOCKS, 0, 40 << 20, 1.0,
+			  seed++);
+		expect("plan-order-host: the order found by the host", last_info.row_gather == 0 &&
 			   last_info.partitions == 1);
 		order_on_gpu = 0;
 		/* k past a list's capacity (128): every block passes all until k are held */
@@ -543,6 +611,29 @@ do_bench_hd(void)
 					   "gathered on the device %d), %s; with the host's gather %.3f s (sort %.3f s)\n",
 					   cases[c].name, tg + tp, tp, gi.row_gather,
 					   gj_knnset_diff(&d, &e) == NULL ? "same" : "DIFFERENT", tb, ts);
+				{
+					/* job.c's path: the host plans, the device finds the order */
+					gj_points	rows2;
+					gj_knnset	e2 = {0};
+					gj_gpu_knn_info gi2 = {0};
+					gj_block_plan plan;
+					double		tpl,
+								tg2;
+
+					gj_points_copy(&rows2, &refs, refs.n);
+					tpl = now();
+					gj_block_plan_make(&rows2, &plan);
+					tpl = now() - tpl;
+					block_plan = &plan;
+					run_gpu(&rows2, NULL, &ob, 0, &e2, &gi2, &tg2);
+					block_plan = NULL;
+					printf("%s: blocks with the order found on the device: %.3f s (host plan %.3f s, "
+						   "on the device %d), %s\n", cases[c].name, tg2 + tpl, tpl, gi2.row_gather,
+						   gj_knnset_diff(&d, &e2) == NULL ? "same" : "DIFFERENT");
+					gj_block_plan_free(&plan);
+					gj_knnset_free(&e2);
+					gj_points_free(&rows2);
+				}
 				free(perm);
 				gj_knnset_free(&e);
 				gj_points_free(&rows);

@@ -1082,7 +1082,7 @@ StartCpuKnn(GjJob *job)
 
 /* The GPU kNN join; false (after a NOTICE) when the CPU must run it. */
 static bool
-StartGpuKnn(GjJob *job, const uint32_t *row_order)
+StartGpuKnn(GjJob *job, const gj_block_plan *block_plan)
 {
 	GjResources *res = job->res;
 	gj_gpu_options gopt;
@@ -1093,13 +1093,13 @@ StartGpuKnn(GjJob *job, const uint32_t *row_order)
 
 	memset(&gopt, 0, sizeof(gopt));
 	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
-	gopt.row_order = row_order;
+	gopt.block_plan = block_plan;
 	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &kj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(kj);
 	job->stats.index_ms += gj_now_ms() - t0;
-	if (row_order != NULL)
+	if (block_plan != NULL && block_plan->m > 0)
 	{
 		gj_gpu_knn_info ki;
 
@@ -1547,7 +1547,7 @@ StartEngine(GjJob *job, bool allow_gpu)
 		bool		self_subset = job->kopt.exclude_self && job->spec.filter_column == 0;
 		bool		gpu = false,
 					blocks;
-		uint32_t   *row_order = NULL;
+		gj_block_plan block_plan = {0};
 
 		if (job->kopt.method == GJ_KNN_AUTO && res->points.dims > GJ_KNN_GRID_MAX_DIMS)
 		{
@@ -1577,13 +1577,14 @@ StartEngine(GjJob *job, bool allow_gpu)
 		if (blocks && !res->block_ordered && gpu && job->qs == &res->points)
 		{
 			/*
-			 * a self join on the GPU: the host only finds the blocks' order,
-			 * and the engine gathers the rows into it on the device
+			 * a self join on the GPU: the host only plans the blocks' order
+			 * from a sample, and the engine finds it and gathers the rows
+			 * into it on the device
 			 */
 			double		t0 = gj_now_ms();
 
-			CheckStatus(gj_points_block_perm(&res->points, &row_order),
-						"sorting the rows into blocks");
+			CheckStatus(gj_block_plan_make(&res->points, &block_plan),
+						"planning the rows' blocks");
 			job->stats.index_ms += gj_now_ms() - t0;
 		}
 		else if (blocks && !res->block_ordered)
@@ -1600,11 +1601,11 @@ StartEngine(GjJob *job, bool allow_gpu)
 
 			PG_TRY();
 			{
-				started = StartGpuKnn(job, row_order);
+				started = StartGpuKnn(job, &block_plan);
 			}
 			PG_FINALLY();
 			{
-				free(row_order);
+				gj_block_plan_free(&block_plan);
 			}
 			PG_END_TRY();
 			if (started)

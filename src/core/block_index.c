@@ -11,7 +11,10 @@
  * a k-d tree with median cuts, so a block of 128 consecutive rows is a
  * small box in those dimensions wherever the data is dense or sparse
  * (quantiles, not equal widths: 2M exponential points in 16-D put most
- * rows near the origin).  The grid's sort and gather do the work.
+ * rows near the origin).  The plan (dimensions and cuts) comes from the
+ * sample on the host; the keys (block_key.h) and their stable sort run on
+ * the host's cores, or for the GPU kNN self join on the device
+ * (kernels/order.cu), which finds the same order.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -19,70 +22,33 @@
 
 #include "gj_core.h"
 #include "block_bounds.h"
+#include "block_key.h"
+
+_Static_assert(GJ_BLOCK_KEY_DIMS == sizeof(((gj_block_plan *) 0)->dim) / sizeof(int),
+			   "gj_block_plan holds every key dimension");
 
 #define ORDER_SAMPLE 16384			/* rows the quantiles come from, at most */
-#define ORDER_MAX_DIMS 16			/* dimensions in the key, at most */
 #define ORDER_MIN_ROWS 65536		/* rows a thread is worth starting for */
 
-typedef struct order_plan
+typedef struct key_arg
 {
 	const gj_points *p;
-	int			m;					/* dimensions in the key */
-	int			bits;				/* bits a dimension */
-	int			dim[ORDER_MAX_DIMS];
-	double	   *cut;				/* m x (2^bits - 1) ascending cuts */
+	const gj_block_plan *plan;
 	int64_t    *keys;
 	uint32_t   *perm;
-} order_plan;
-
-/*
- * The quantile level of v: how many of the cuts are <= v.  Few cuts (16
- * dimensions have 7) are counted without branches: a binary search over
- * them mispredicted half its steps, most of the keys' time.
- */
-static inline int64_t
-level_of(const double *cut, int ncut, double v)
-{
-	int			lo = 0,
-				hi = ncut;
-
-	if (ncut <= 15)
-	{
-		for (int t = 0; t < ncut; t++)
-			lo += cut[t] <= v;
-		return lo;
-	}
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (cut[mid] <= v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+} key_arg;
 
 static void
 key_rows(void *arg, int64_t r0, int64_t r1)
 {
-	order_plan *o = arg;
-	int			ncut = (1 << o->bits) - 1,
-				dims = o->p->dims;
+	key_arg    *k = arg;
+	const gj_block_plan *o = k->plan;
+	int			dims = k->p->dims;
 
 	for (int64_t i = r0; i < r1; i++)
 	{
-		int64_t		lev[ORDER_MAX_DIMS],
-					key = 0;
-
-		for (int j = 0; j < o->m; j++)
-			lev[j] = level_of(o->cut + (size_t) j * ncut, ncut, o->p->x[i * dims + o->dim[j]]);
-		for (int bit = o->bits - 1; bit >= 0; bit--)
-			for (int j = 0; j < o->m; j++)
-				key = key << 1 | ((lev[j] >> bit) & 1);
-		o->keys[i] = key;
-		o->perm[i] = (uint32_t) i;
+		k->keys[i] = gj_block_key(k->p->x + i * dims, o->m, o->bits, o->dim, o->cut);
+		k->perm[i] = (uint32_t) i;
 	}
 }
 
@@ -104,13 +70,12 @@ sort_cols(void *arg, int64_t r0, int64_t r1)
 
 /* The key's dimensions (largest sample variance first) and their cuts. */
 static gj_status
-plan_order(order_plan *o, int64_t s, int64_t step)
+plan_order(const gj_points *p, gj_block_plan *o, int64_t s, int64_t step)
 {
-	const gj_points *p = o->p;
 	int			dims = p->dims,
 				ncut;
 	double	   *var = calloc(dims, sizeof(double)),
-			   *col = malloc(sizeof(double) * s * ORDER_MAX_DIMS),
+			   *col = malloc(sizeof(double) * s * GJ_BLOCK_KEY_DIMS),
 			   *sum;
 
 	if (var == NULL || col == NULL)
@@ -147,7 +112,7 @@ plan_order(order_plan *o, int64_t s, int64_t step)
 			var[k] = 0.0;		/* NaN or rounding below zero */
 	}
 	free(sum);
-	o->m = dims < ORDER_MAX_DIMS ? dims : ORDER_MAX_DIMS;
+	o->m = dims < GJ_BLOCK_KEY_DIMS ? dims : GJ_BLOCK_KEY_DIMS;
 	for (int j = 0; j < o->m; j++)
 	{
 		int			best = -1;
@@ -202,46 +167,78 @@ plan_order(order_plan *o, int64_t s, int64_t step)
 }
 
 /*
- * The block order of p's rows: *perm (malloc'd, n entries) lists them in
- * that order, or is NULL when they keep the order they have (too few rows,
- * or no memory for the keys: the index is then looser, never wrong).
+ * The block order's plan for p's rows (block_key.h): m = 0 when they keep
+ * the order they have (too few rows, or no memory: the index is then
+ * looser, never wrong).
  */
 gj_status
-gj_points_block_perm(const gj_points *p, uint32_t **perm)
+gj_block_plan_make(const gj_points *p, gj_block_plan *plan)
 {
-	order_plan	o;
 	int64_t		s,
 				step;
 	gj_status	st;
 
-	*perm = NULL;
+	memset(plan, 0, sizeof(*plan));
 	if (p->n < 2 * GJ_BLOCK_ROWS || p->dims < 1)
 		return GJ_OK;
 	if (p->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
-	memset(&o, 0, sizeof(o));
-	o.p = p;
 	s = p->n < ORDER_SAMPLE ? p->n : ORDER_SAMPLE;
 	step = p->n / s;
-	st = plan_order(&o, s, step);
-	if (st == GJ_OK)
-	{
-		o.keys = malloc(sizeof(int64_t) * (p->n + 1));
-		o.perm = malloc(sizeof(uint32_t) * (p->n + 1));
-		if (o.keys == NULL || o.perm == NULL)
-			st = GJ_ERR_NOMEM;
-	}
-	if (st == GJ_OK)
-		st = gj_run_rows(key_rows, &o, 0, p->n, gj_slices_for(p->n, ORDER_MIN_ROWS / 8));
-	if (st == GJ_OK)
-		st = gj_sort_by_key(o.keys, o.perm, p->n, (int64_t) 1 << (o.m * o.bits));
-	free(o.cut);
-	free(o.keys);
-	if (st == GJ_OK)
-		*perm = o.perm;
-	else
-		free(o.perm);
+	st = plan_order(p, plan, s, step);
+	if (st != GJ_OK)
+		gj_block_plan_free(plan);
 	return st == GJ_ERR_NOMEM ? GJ_OK : st;
+}
+
+void
+gj_block_plan_free(gj_block_plan *plan)
+{
+	free(plan->cut);
+	memset(plan, 0, sizeof(*plan));
+}
+
+/*
+ * The rows of p in plan's order: *perm (malloc'd, n entries), or NULL when
+ * they keep their order (m = 0, or no memory for the keys).
+ */
+gj_status
+gj_block_plan_perm(const gj_points *p, const gj_block_plan *plan, uint32_t **perm)
+{
+	key_arg		k = {p, plan, NULL, NULL};
+	gj_status	st = GJ_OK;
+
+	*perm = NULL;
+	if (plan->m == 0)
+		return GJ_OK;
+	k.keys = malloc(sizeof(int64_t) * (p->n + 1));
+	k.perm = malloc(sizeof(uint32_t) * (p->n + 1));
+	if (k.keys == NULL || k.perm == NULL)
+		st = GJ_ERR_NOMEM;
+	if (st == GJ_OK)
+		st = gj_run_rows(key_rows, &k, 0, p->n, gj_slices_for(p->n, ORDER_MIN_ROWS / 8));
+	if (st == GJ_OK)
+		st = gj_sort_by_key(k.keys, k.perm, p->n, (int64_t) 1 << (plan->m * plan->bits));
+	free(k.keys);
+	if (st == GJ_OK)
+		*perm = k.perm;
+	else
+		free(k.perm);
+	return st == GJ_ERR_NOMEM ? GJ_OK : st;
+}
+
+/* The block order of p's rows: gj_block_plan_make, then gj_block_plan_perm. */
+gj_status
+gj_points_block_perm(const gj_points *p, uint32_t **perm)
+{
+	gj_block_plan plan;
+	gj_status	st = gj_block_plan_make(p, &plan);
+
+	*perm = NULL;
+	if (st == GJ_OK)
+		st = gj_block_plan_perm(p, &plan, perm);
+	gj_block_plan_free(&plan);
+	return st;
 }
 
 /* Sort p's rows (and ids) into the block order, in place. */

@@ -536,6 +536,25 @@ typedef struct gj_block_bounds
 	double	   *r;
 } gj_block_bounds;
 
+/*
+ * The block order (block_index.c, block_key.h): the key's dimensions,
+ * largest sample variance first, and each one's 2^bits - 1 ascending
+ * quantile cuts (m x ncut), planned on the host from a sample; rows sorted
+ * stably by key, on the host (gj_block_plan_perm) or on the device
+ * (kernels/order.cu), the same order.  m = 0: rows keep their order.
+ */
+typedef struct gj_block_plan
+{
+	int			m;
+	int			bits;
+	int			dim[16];		/* GJ_BLOCK_KEY_DIMS */
+	double	   *cut;
+} gj_block_plan;
+
+extern gj_status gj_block_plan_make(const gj_points *p, gj_block_plan *plan);
+extern gj_status gj_block_plan_perm(const gj_points *p, const gj_block_plan *plan,
+									uint32_t **perm);
+extern void gj_block_plan_free(gj_block_plan *plan);
 extern gj_status gj_points_block_perm(const gj_points *p, uint32_t **perm);
 extern gj_status gj_points_block_order(gj_points *p);
 extern gj_status gj_block_bounds_build(gj_block_bounds *bb, const double *x, int64_t n,
