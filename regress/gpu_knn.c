@@ -311,46 +311,36 @@ do_check(void)
 		check("blocks-queue-clusters-self", GJ_GEN_CLUSTERS, 12000, 0, 48, 10, 1, GJ_KNN_BLOCKS, 0, 0,
 			  1.0, seed++);
 		sort_blocks = 0;
-		/*
-		 * a self join's block order applied by the engine (job.c's path):
-		 * gathered on the device, or under a limit with no room for the
-		 * rows twice by the host (20,000 x 64 under 40 MB: 10.4 MB of rows
-		 * and 27.2 MB of k buffers leave 4.3 MB)
-		 */
-		order_on_gpu = 1;
-		for (int t = 0; t < 8; t++)
-			for (int d = 0; d < 5; d += 2, seed++)
-			{
-				check(hn[t], hk[t], hdims[d] <= 64 ? 4000 : 1500, 0, hdims[d], hks[(t + d) % 3], 1,
-					  GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
-				expect("the rows gathered into block order on the device", last_info.row_gather == 1);
-			}
-		check("order-host", GJ_GEN_CLUSTERS, 20000, 0, 64, 10, 1, GJ_KNN_BLOCKS, 0, 40 << 20, 1.0, seed++);
-		expect("order-host: the rows ordered by the host", last_info.row_gather == 0 &&
-			   last_info.partitions == 1);
-
-		/*
-		 * job.c's path now: only the plan given, the order found on the
-		 * device (the host's, checked first), or by the host without room
-		 */
+		/* the block order found on the device is the host's */
 		check_block_order("uniform-3d", GJ_GEN_UNIFORM, 1001, 3, seed++);	/* 65,535 cuts of 1,001 rows */
 		check_block_order("duplicates-9d", GJ_GEN_DUPLICATES, 5000, 9, seed++);	/* equal keys */
 		check_block_order("exponential-16d", GJ_GEN_EXPONENTIAL, 20001, 16, seed++);
 		check_block_order("clusters-64d", GJ_GEN_CLUSTERS, 30000, 64, seed++);
 		check_block_order("lattice-steps-200d", GJ_GEN_LATTICE_STEPS, 3001, 200, seed++);
 		check_block_order("offset-768d", GJ_GEN_OFFSET, 2000, 768, seed++);
-		order_on_gpu = 2;
-		for (int t = 0; t < 8; t++)
-			for (int d = 0; d < 5; d += 2, seed++)
-			{
-				check(hn[t], hk[t], hdims[d] <= 64 ? 4000 : 1500, 0, hdims[d], hks[(t + d) % 3], 1,
-					  GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
-				expect("the block order found on the device", last_info.row_gather == 1);
-			}
-		check("plan-order-host", GJ_GEN_CLUSTERS, 20000, 0, 64, 10, 1, GJ_KNN_BLOCKS, 0, 40 << 20, 1.0,
-			  seed++);
-		expect("plan-order-host: the order found by the host", last_info.row_gather == 0 &&
-			   last_info.partitions == 1);
+
+		/*
+		 * a self join's block order given to the engine: as a permutation
+		 * (1), or as job.c gives it, a plan whose order the engine finds
+		 * (2); gathered on the device, or under a limit with no room for
+		 * the rows twice by the host (20,000 x 64 under 40 MB: 10.4 MB of
+		 * rows and 27.2 MB of k buffers leave 4.3 MB)
+		 */
+		for (order_on_gpu = 1; order_on_gpu <= 2; order_on_gpu++)
+		{
+			for (int t = 0; t < 8; t++)
+				for (int d = 0; d < 5; d += 2, seed++)
+				{
+					check(hn[t], hk[t], hdims[d] <= 64 ? 4000 : 1500, 0, hdims[d], hks[(t + d) % 3], 1,
+						  GJ_KNN_BLOCKS, 0, 0, 1.0, seed);
+					expect("the rows gathered into block order on the device",
+						   last_info.row_gather == 1);
+				}
+			check(order_on_gpu == 1 ? "order-host" : "plan-order-host", GJ_GEN_CLUSTERS, 20000, 0, 64,
+				  10, 1, GJ_KNN_BLOCKS, 0, 40 << 20, 1.0, seed++);
+			expect("the rows ordered by the host without room",
+				   last_info.row_gather == 0 && last_info.partitions == 1);
+		}
 		order_on_gpu = 0;
 		/* k past a list's capacity (128): every block passes all until k are held */
 		check("hd-k300", GJ_GEN_CLUSTERS, 3000, 600, 64, 300, 0, GJ_KNN_BRUTE, 0, 0, 1.0, seed++);
@@ -590,51 +580,41 @@ do_bench_hd(void)
 			run_gpu(&sorted, NULL, &ob, 0, &d, NULL, &tb);
 			PROF_DUMP("blocks");
 			tb += ts;
+			for (int mode = 1; mode <= 2; mode++)
 			{
-				/* the same with only the order found on the host, the rows gathered on the device */
+				/*
+				 * the same with the rows gathered on the device: the order
+				 * found on the host (1), or only planned there and found on
+				 * the device (2, job.c's path)
+				 */
 				gj_points	rows;
 				gj_knnset	e = {0};
 				gj_gpu_knn_info gi = {0};
 				uint32_t   *perm = NULL;
+				gj_block_plan plan = {0};
 				double		tp,
 							tg;
 
 				gj_points_copy(&rows, &refs, refs.n);
 				tp = now();
-				gj_points_block_perm(&rows, &perm);
+				if (mode == 1)
+					gj_points_block_perm(&rows, &perm);
+				else
+					gj_block_plan_make(&rows, &plan);
 				tp = now() - tp;
 				row_order = perm;
+				block_plan = mode == 2 ? &plan : NULL;
 				run_gpu(&rows, NULL, &ob, 0, &e, &gi, &tg);
 				row_order = NULL;
-				PROF_DUMP("blocks, gathered on the device");
-				printf("%s: blocks with the rows gathered on the device: %.3f s (host order %.3f s, "
-					   "gathered on the device %d), %s; with the host's gather %.3f s (sort %.3f s)\n",
-					   cases[c].name, tg + tp, tp, gi.row_gather,
+				block_plan = NULL;
+				PROF_DUMP(mode == 1 ? "blocks, gathered on the device" : "blocks, ordered on the device");
+				printf("%s: blocks with the %s: %.3f s (host %s %.3f s, on the device %d), %s; "
+					   "with the host's gather %.3f s (sort %.3f s)\n", cases[c].name,
+					   mode == 1 ? "rows gathered on the device" : "order found on the device",
+					   tg + tp, mode == 1 ? "order" : "plan", tp, gi.row_gather,
 					   gj_knnset_diff(&d, &e) == NULL ? "same" : "DIFFERENT", tb, ts);
-				{
-					/* job.c's path: the host plans, the device finds the order */
-					gj_points	rows2;
-					gj_knnset	e2 = {0};
-					gj_gpu_knn_info gi2 = {0};
-					gj_block_plan plan;
-					double		tpl,
-								tg2;
-
-					gj_points_copy(&rows2, &refs, refs.n);
-					tpl = now();
-					gj_block_plan_make(&rows2, &plan);
-					tpl = now() - tpl;
-					block_plan = &plan;
-					run_gpu(&rows2, NULL, &ob, 0, &e2, &gi2, &tg2);
-					block_plan = NULL;
-					printf("%s: blocks with the order found on the device: %.3f s (host plan %.3f s, "
-						   "on the device %d), %s\n", cases[c].name, tg2 + tpl, tpl, gi2.row_gather,
-						   gj_knnset_diff(&d, &e2) == NULL ? "same" : "DIFFERENT");
-					gj_block_plan_free(&plan);
-					gj_knnset_free(&e2);
-					gj_points_free(&rows2);
-				}
 				free(perm);
+				gj_block_plan_free(&plan);
 				gj_knnset_free(&e);
 				gj_points_free(&rows);
 			}
