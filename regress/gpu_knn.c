@@ -230,6 +230,11 @@ do_check(void)
 		sort_blocks = 1;
 		check("small-hd-blocks", GJ_GEN_CLUSTERS, 900, 0, 33, 5, 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed++);
 		sort_blocks = 0;
+		/* the block order found on the device, alone and in the self join (an odd row count) */
+		check_block_order("small-order", GJ_GEN_CLUSTERS, 1001, 20, seed++);
+		order_on_gpu = 2;
+		check("small-plan-order", GJ_GEN_CLUSTERS, 1001, 0, 20, 5, 1, GJ_KNN_BLOCKS, 0, 0, 1.0, seed++);
+		order_on_gpu = 0;
 		gj_gpu_release_cache();	/* the pinned blocks the joins cached: not leaks */
 		printf("gpu_knn: %d passed, %d failed\n", passed, failed);
 		return failed != 0;
