@@ -24,9 +24,6 @@
 #include "block_bounds.h"
 #include "block_key.h"
 
-_Static_assert(GJ_BLOCK_KEY_DIMS == sizeof(((gj_block_plan *) 0)->dim) / sizeof(int),
-			   "gj_block_plan holds every key dimension");
-
 #define ORDER_SAMPLE 16384			/* rows the quantiles come from, at most */
 #define ORDER_MIN_ROWS 65536		/* rows a thread is worth starting for */
 

@@ -14,13 +14,13 @@
 
 #include <stdint.h>
 
+#include "gj_core.h"			/* GJ_BLOCK_KEY_DIMS */
+
 #ifdef __CUDACC__
 #define GJ_BK static __host__ __device__ __forceinline__
 #else
 #define GJ_BK static inline
 #endif
-
-#define GJ_BLOCK_KEY_DIMS 16		/* dimensions in the key, at most */
 
 /*
  * Few cuts (16 dimensions have 7) are counted without branches: a binary

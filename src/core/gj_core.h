@@ -543,11 +543,13 @@ typedef struct gj_block_bounds
  * stably by key, on the host (gj_block_plan_perm) or on the device
  * (kernels/order.cu), the same order.  m = 0: rows keep their order.
  */
+#define GJ_BLOCK_KEY_DIMS 16		/* dimensions in the key, at most */
+
 typedef struct gj_block_plan
 {
 	int			m;
 	int			bits;
-	int			dim[16];		/* GJ_BLOCK_KEY_DIMS */
+	int			dim[GJ_BLOCK_KEY_DIMS];
 	double	   *cut;
 } gj_block_plan;
 
