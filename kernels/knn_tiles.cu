@@ -140,50 +140,6 @@ visit_block(int64_t start, int64_t nrb, int64_t s)
 #define KT_QUEUE 64				/* a power of two over 7 + KT_SCAN */
 
 /*
- * block_bounds.h's sums for reference blocks rb[0 .. KT_SCAN_U - 1] (-1:
- * none) against the CTA's query block, by one warp, their loads in flight
- * together (a block at a time waited on L2 at every one: measured, the
- * start's scan over 7,813 blocks took a third of a 1M x 128 CTA's time);
- * summed lane by lane as warp_block_sums does, every lane gets them.
- */
-__device__ __forceinline__ void
-warp_sums_u(const knn_tiles_params &P, const int64_t *rb, double *gap2, double *cen2, int lane)
-{
-	const double *lo1 = P.QB.lo + blockIdx.x * P.dims,
-			   *hi1 = P.QB.hi + blockIdx.x * P.dims,
-			   *c1 = P.QB.c + blockIdx.x * P.dims;
-
-#pragma unroll
-	for (int u = 0; u < KT_SCAN_U; u++)
-	{
-		gap2[u] = 0.0;
-		cen2[u] = 0.0;
-	}
-	for (int k = lane; k < P.dims; k += 32)
-	{
-		double		lo = lo1[k],
-					hi = hi1[k],
-					c = c1[k];
-
-#pragma unroll
-		for (int u = 0; u < KT_SCAN_U; u++)
-			if (rb[u] >= 0)
-			{
-				int64_t		o = rb[u] * P.dims + k;
-
-				gj_block_terms(lo, hi, c, P.RB.lo[o], P.RB.hi[o], P.RB.c[o], &gap2[u], &cen2[u]);
-			}
-	}
-#pragma unroll
-	for (int u = 0; u < KT_SCAN_U; u++)
-		for (int o = 16; o > 0; o >>= 1)
-		{
-			gap2[u] += __shfl_xor_sync(0xffffffffu, gap2[u], o);
-			cen2[u] += __shfl_xor_sync(0xffffffffu, cen2[u], o);
-		}
-}
-
-/*
  * Warp warp's part of a pass of the queue: visits s0 + warp KT_SCAN_U + u
  * bounded against s0b (gj_rule_s0 of the CTA's largest k-th distance) and
  * written, uncompacted, at slot0 + warp KT_SCAN_U + u of the ring: the
@@ -206,7 +162,7 @@ scan_visits(const knn_tiles_params &P, int64_t start, int64_t nrb, int64_t s0, d
 
 		rb[u] = s < nrb ? visit_block(start, nrb, s) : -1;
 	}
-	warp_sums_u(P, rb, gap2, cen2, lane);
+	warp_block_sums_n<KT_SCAN_U>(P.QB, blockIdx.x, P.RB, rb, P.dims, lane, gap2, cen2);
 	if (lane == 0)
 #pragma unroll
 		for (int u = 0; u < KT_SCAN_U; u++)
@@ -701,7 +657,7 @@ knn_tiles_kernel(knn_tiles_params P)
 #pragma unroll
 			for (int u = 0; u < KT_SCAN_U; u++)
 				rb[u] = r0 + u < nrb ? r0 + u : -1;
-			warp_sums_u(P, rb, gap2, cen2, lane);
+			warp_block_sums_n<KT_SCAN_U>(P.QB, blockIdx.x, P.RB, rb, P.dims, lane, gap2, cen2);
 #pragma unroll
 			for (int u = 0; u < KT_SCAN_U; u++)
 				if (rb[u] >= 0)
