@@ -16,7 +16,7 @@ CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
 	src/core/normalize.o src/core/tile_distances.o src/core/tile_plan.o src/core/cpu_tiles.o \
 	src/core/pair_rows.o src/core/block_index.o src/core/big_buffers.o \
 	src/core/knn_contrast.o src/core/slabs.o src/core/slab_density.o src/core/slab_cpu.o \
-	src/core/geodetic.o
+	src/core/geodetic.o src/core/shared_rows.o
 OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
 	src/custom_scan.o src/support.o src/pgvector.o src/postgis.o src/geography.o $(CORE_OBJS)
 

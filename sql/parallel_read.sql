@@ -79,6 +79,21 @@ SELECT pg_temp.summary($$SELECT * FROM eps_neighbor_counts('pr_grow', '{x,y}', 0
                         FROM pr_grow LEFT JOIN eps_selfjoin_sql('SELECT id, x, y FROM pr_grow', 0.1, true) ON a = id
                         GROUP BY id$$) AS same;
 SELECT count(*) FROM eps_neighbor_counts('pr_grow', '{x,y}', 0.1);
+-- the rows through a PostgreSQL segment instead of the reader's shared
+-- file (gpujoin.parallel_read_file = off: the path taken where no memfd
+-- can be made): the same rows, and the same overflow as bytea
+SET gpujoin.parallel_read_file = off;
+SELECT k, s = pg_temp.summary(q) AS same FROM pr_serial JOIN (VALUES
+  (1, $$SELECT * FROM eps_selfjoin('pr_pts', '{x,y,z}', 0.2)$$),
+  (2, $$SELECT * FROM knn_selfjoin('pr_pts', '{x,y}', 3)$$),
+  (7, $$SELECT * FROM knn_selfjoin('pr_arr', '{r}', 3)$$),
+  (8, $$SELECT * FROM eps_neighbor_counts('pr_arr', '{a}', 0.2, metric => 'cosine')$$)) v(k, q) USING (k)
+ORDER BY k;
+SELECT pg_temp.summary($$SELECT * FROM eps_neighbor_counts('pr_grow', '{x,y}', 0.1)$$) =
+       pg_temp.summary($$SELECT id, count(b) FILTER (WHERE b IS NOT NULL)
+                        FROM pr_grow LEFT JOIN eps_selfjoin_sql('SELECT id, x, y FROM pr_grow', 0.1, true) ON a = id
+                        GROUP BY id$$) AS same;
+RESET gpujoin.parallel_read_file;
 -- workers did the reading (the leader's part counts as one); skipped rows
 -- are reported as in the serial read
 CREATE FUNCTION pg_temp.read_workers(q text) RETURNS int LANGUAGE plpgsql AS $$

@@ -28,6 +28,7 @@ PG_MODULE_MAGIC;
 int			gj_device_guc = GJ_DEVICE_AUTO;
 int			gj_cpu_threads_guc = 0;
 int			gj_parallel_read_min_rows_guc = 100000;
+bool		gj_parallel_read_file_guc = true;
 int			gj_gpu_memory_limit_guc = 0;
 int			gj_host_memory_limit_guc = 0;
 int			gj_gpu_batch_pairs_guc = 0;
@@ -161,6 +162,17 @@ _PG_init(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpujoin.parallel_read_file",
+							 "Pass the parallel read's rows through a shared file of the reader's (Linux).",
+							 "Off: through a PostgreSQL dynamic shared memory segment, which costs "
+							 "the query an allocation and a free of every page unless "
+							 "min_dynamic_shared_memory holds it.",
+							 &gj_parallel_read_file_guc,
+							 true,
+							 PGC_USERSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpujoin.gpu_memory_limit",
 							"Most GPU memory a join may use, in MB (0 = 90% of what is free).",

@@ -35,6 +35,7 @@ typedef enum GjDevice
 extern int	gj_device_guc;
 extern int	gj_cpu_threads_guc;
 extern int	gj_parallel_read_min_rows_guc;
+extern bool gj_parallel_read_file_guc;
 extern int	gj_gpu_memory_limit_guc;	/* MB, 0 = automatic */
 extern int	gj_host_memory_limit_guc;	/* MB, 0 = half the machine's */
 extern int	gj_gpu_batch_pairs_guc;	/* 0 = automatic */

@@ -52,16 +52,20 @@
 
 #include "gpujoin.h"
 #include "reader.h"
+#include "core/shared_rows.h"
 
 #define PACK_MAGIC UINT64CONST(0x676a7061636b3031)
 #define PACK_BLOCK_ROWS 8192		/* rows a block, at most ... */
 #define PACK_BLOCK_BYTES (2 << 20)	/* ... and about this many bytes */
 #define PACK_PARTICIPANTS 17		/* leader and workers, at most (slack) */
+#define PACK_FILE_HEAD 64			/* the rows' file starts with the magic and token */
 
 /*
  * The shared segment: this header, the fill count of each block, then ids
- * and coordinates of cap rows.  Block b holds rows [b * block_rows,
- * ...), of which the first fill[b] are written.
+ * and coordinates of cap rows, unless the rows are in the reader's shared
+ * file (rows_fd >= 0: core/shared_rows.c), PACK_FILE_HEAD bytes into it.
+ * Block b holds rows [b * block_rows, ...), of which the first fill[b] are
+ * written.
  */
 typedef struct PackShared
 {
@@ -75,6 +79,8 @@ typedef struct PackShared
 	char		fname[NAMEDATALEN];	/* the reading function, for messages */
 	int32		leader_pid;		/* the reader that made it ... */
 	BackendId	leader_backend;	/* ... and its backend slot */
+	int32		rows_fd;		/* the rows' file in the reader, or -1: rows follow */
+	int64		rows_bytes;		/* its mapped size */
 	pg_atomic_uint64 next_block;
 } PackShared;
 
@@ -84,16 +90,26 @@ SharedFill(PackShared *s)
 	return (uint32 *) (s + 1);
 }
 
-static inline int64 *
-SharedIds(PackShared *s)
+/* Bytes of ids and coordinates of cap rows. */
+static inline Size
+RowsBytes(int64 cap, int dims)
 {
-	return (int64 *) ((char *) (s + 1) + MAXALIGN(sizeof(uint32) * s->nblocks));
+	return (Size) cap * (sizeof(int64) + sizeof(double) * dims);
 }
 
-static inline double *
-SharedX(PackShared *s)
+/* Where the rows are, in this process: ids, then coordinates, from base. */
+static inline void
+RowsAt(PackShared *s, char *base, int64 **ids, double **x)
 {
-	return (double *) (SharedIds(s) + s->cap);
+	*ids = (int64 *) base;
+	*x = (double *) (*ids + s->cap);
+}
+
+/* The rows' place in the segment itself (rows_fd < 0). */
+static inline char *
+SegmentRows(PackShared *s)
+{
+	return (char *) (s + 1) + MAXALIGN(sizeof(uint32) * s->nblocks);
 }
 
 /*
@@ -122,13 +138,14 @@ PackCapacity(int64 expect, int dims)
 	return expect + PACK_PARTICIPANTS * BlockRows(dims);
 }
 
+/* The segment's size, with the rows in it or without. */
 static Size
-SharedSize(int64 cap, int dims)
+SharedSize(int64 cap, int dims, bool with_rows)
 {
 	int64		nblocks = (cap + BlockRows(dims) - 1) / BlockRows(dims);
 
 	return MAXALIGN(sizeof(PackShared)) + MAXALIGN(sizeof(uint32) * nblocks) +
-		(Size) cap * (sizeof(int64) + sizeof(double) * dims);
+		(with_rows ? RowsBytes(cap, dims) : 0);
 }
 
 typedef struct PackState
@@ -136,6 +153,9 @@ typedef struct PackState
 	int64		token;
 	PackShared *shared;			/* the reader's segment, or NULL */
 	dsm_segment *seg;			/* a worker's mapping of it */
+	int64	   *ids;			/* where the segment's rows are in this */
+	double	   *x;				/* ... process; NULL: no room for them */
+	gj_shared_rows file;		/* a worker's mapping of the rows' file */
 	int64		blk;			/* the block being filled, or -1 */
 	int64		pos;			/* next row in it */
 	int64		end;
@@ -195,6 +215,7 @@ PackStateFree(void *arg)
 	PackState  *st = (PackState *) arg;
 
 	gj_points_free(&st->pts);
+	gj_shared_rows_release(&st->file);
 }
 
 /* The token carries the segment's handle above 31 bits of a counter. */
@@ -221,7 +242,7 @@ SharedRoom(PackState *st)
 	PackShared *sh = st->shared;
 	uint64		b;
 
-	if (sh == NULL)
+	if (sh == NULL || st->x == NULL)
 		return false;
 	if (st->pos < st->end)
 		return true;
@@ -269,6 +290,8 @@ UseShared(PackState *st)
 	if (t != NULL)
 	{
 		st->shared = t->shared;	/* the reader runs this part itself */
+		st->ids = t->ids;
+		st->x = t->x;
 		return;
 	}
 	if (!IsParallelWorker())
@@ -288,6 +311,18 @@ UseShared(PackState *st)
 		RefuseToken(st->token);
 	}
 	st->shared = sh;
+	if (sh->rows_fd < 0)
+		RowsAt(sh, SegmentRows(sh), &st->ids, &st->x);
+	else if (gj_shared_rows_open(&st->file, sh->leader_pid, sh->rows_fd, sh->rows_bytes) == 0 &&
+			 ((uint64 *) st->file.base)[0] == PACK_MAGIC &&
+			 ((int64 *) st->file.base)[1] == st->token)
+		RowsAt(sh, (char *) st->file.base + PACK_FILE_HEAD, &st->ids, &st->x);
+	else
+	{
+		/* not the reader's file (or none): this worker's rows travel as bytea */
+		gj_shared_rows_close(&st->file);
+		elog(DEBUG1, "gpujoin_pack: a worker could not open the reader's rows");
+	}
 }
 
 static PackState *
@@ -297,6 +332,7 @@ PackStateNew(MemoryContext aggcxt, int64 token)
 
 	st->token = token;
 	gj_points_init(&st->pts, 0);
+	gj_shared_rows_init(&st->file);
 	st->cb.func = PackStateFree;
 	st->cb.arg = st;
 	MemoryContextRegisterResetCallback(aggcxt, &st->cb);
@@ -402,10 +438,10 @@ gpujoin_pack_trans(PG_FUNCTION_ARGS)
 		}
 		if (SharedRoom(st))
 		{
-			PackShared *sh = st->shared;
+			int			dims = st->shared->dims;
 
-			SharedIds(sh)[st->pos] = id;
-			memcpy(SharedX(sh) + st->pos * sh->dims, st->rd.row, sizeof(double) * sh->dims);
+			st->ids[st->pos] = id;
+			memcpy(st->x + st->pos * dims, st->rd.row, sizeof(double) * dims);
 			st->pos++;
 			PG_RETURN_POINTER(st);
 		}
@@ -474,7 +510,10 @@ gpujoin_pack_serial(PG_FUNCTION_ARGS)
 		dsm_detach(st->seg);	/* the rows are in the segment for good */
 		st->seg = NULL;
 	}
+	gj_shared_rows_release(&st->file);	/* ... or in the reader's file */
 	st->shared = NULL;
+	st->ids = NULL;
+	st->x = NULL;
 	if (bytes + VARHDRSZ > MaxAllocSize)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -540,12 +579,21 @@ DetachShared(void *arg)
 	dsm_detach((dsm_segment *) arg);
 }
 
+/* ... or the rows' file, unmapped and closed on a helper thread. */
+static void
+ReleaseFile(void *arg)
+{
+	gj_shared_rows_release((gj_shared_rows *) arg);
+	free(arg);
+}
+
 /*
- * Make the segment the reader's point buffer: the written rows of the
- * blocks moved together in place (only blocks after the first partly
- * filled one move: every participant's last block, near the end), the
- * mapping kept past the query until the points are released.  Saves the
- * copy of every row into a fresh buffer (~23 ms for 2M 2-D rows here).
+ * Make the segment's rows (or the file's) the reader's point buffer: the
+ * written rows of the blocks moved together in place (only blocks after
+ * the first partly filled one move: every participant's last block, near
+ * the end), the mapping kept past the query until the points are released.
+ * Saves the copy of every row into a fresh buffer (~23 ms for 2M 2-D rows
+ * here).
  */
 static void
 AdoptShared(GjPackTarget *t)
@@ -555,7 +603,12 @@ AdoptShared(GjPackTarget *t)
 	int64		w = 0;
 	int			dims = sh->dims;
 	gj_points  *p = t->pts;
+	gj_shared_rows *file = NULL;
 
+	if (t->file.base != NULL && (file = malloc(sizeof(gj_shared_rows))) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
 	for (int64 b = 0; b < used; b++)
 	{
 		int64		r0 = b * sh->block_rows;
@@ -563,9 +616,8 @@ AdoptShared(GjPackTarget *t)
 
 		if (fill > 0 && r0 != w)
 		{
-			memmove(SharedIds(sh) + w, SharedIds(sh) + r0, sizeof(int64) * fill);
-			memmove(SharedX(sh) + w * dims, SharedX(sh) + r0 * dims,
-					sizeof(double) * fill * dims);
+			memmove(t->ids + w, t->ids + r0, sizeof(int64) * fill);
+			memmove(t->x + w * dims, t->x + r0 * dims, sizeof(double) * fill * dims);
 		}
 		w += fill;
 	}
@@ -573,13 +625,26 @@ AdoptShared(GjPackTarget *t)
 	p->dims = dims;
 	p->n = w;
 	p->cap = w;
-	p->ids = SharedIds(sh);
-	p->x = SharedX(sh);
-	dsm_pin_mapping(t->seg);
-	p->release = DetachShared;
-	p->release_arg = t->seg;
-	t->seg = NULL;				/* the points own it now */
+	p->ids = t->ids;
+	p->x = t->x;
+	if (file != NULL)
+	{
+		/* the file's mapping goes with the points; the segment can go now */
+		*file = t->file;
+		gj_shared_rows_init(&t->file);
+		p->release = ReleaseFile;
+		p->release_arg = file;
+	}
+	else
+	{
+		dsm_pin_mapping(t->seg);
+		p->release = DetachShared;
+		p->release_arg = t->seg;
+		t->seg = NULL;			/* the points own it now */
+	}
 	t->shared = NULL;
+	t->ids = NULL;
+	t->x = NULL;
 }
 
 /*
@@ -616,7 +681,7 @@ gpujoin_pack_final(PG_FUNCTION_ARGS)
 		{
 			int64		r0 = b * sh->block_rows;
 
-			AppendRows(t->pts, t->expect, SharedIds(sh) + r0, SharedX(sh) + r0 * sh->dims,
+			AppendRows(t->pts, t->expect, t->ids + r0, t->x + r0 * sh->dims,
 					   SharedFill(sh)[b], sh->dims);
 		}
 	}
@@ -646,15 +711,16 @@ gpujoin_pack_final(PG_FUNCTION_ARGS)
 /*
  * A shared segment for rows of dims coordinates, when /dev/shm (or
  * whatever backs dynamic shared memory) has room to spare; NULL otherwise.
+ * with_rows false: the header and the blocks' fill counts only.
  */
 static dsm_segment *
-CreateShared(int64 rows, int dims)
+CreateShared(int64 rows, int dims, bool with_rows)
 {
 	Size		size;
 
 	if (rows <= 0 || dims <= 0)
 		return NULL;
-	size = SharedSize(rows, dims);
+	size = SharedSize(rows, dims, with_rows);
 	if (dynamic_shared_memory_type == DSM_IMPL_POSIX)
 	{
 		struct statvfs fs;
@@ -669,12 +735,44 @@ CreateShared(int64 rows, int dims)
 	return dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 }
 
+/*
+ * A segment for the rows, which go into a shared file of the reader's
+ * where it can make one (core/shared_rows.c says why: PostgreSQL's own
+ * segment of 1 GB costs the query ~0.4 s in page handling alone), and into
+ * the segment itself otherwise.  Sets t's file and its seg (NULL: none).
+ */
+static void
+CreateRows(GjPackTarget *t, int64 cap, int dims)
+{
+	gj_shared_rows_init(&t->file);
+	t->seg = NULL;
+	if (cap <= 0 || dims <= 0)
+		return;
+	if (gj_parallel_read_file_guc &&
+		gj_shared_rows_create(&t->file, PACK_FILE_HEAD + RowsBytes(cap, dims)) == 0)
+	{
+		t->seg = CreateShared(cap, dims, false);
+		if (t->seg != NULL)
+		{
+			/* the reader's mapping faults in beside the query, not after it */
+			gj_shared_rows_fault_in(&t->file, Min(GJ_SHARED_ROWS_FAULTERS,
+												  Max(1, gj_cpu_count() / 4)));
+			return;
+		}
+		gj_shared_rows_close(&t->file);
+	}
+	t->seg = CreateShared(cap, dims, true);
+}
+
 /* t's context is going away (an error): stop waiting, touch nothing else. */
 static void
 PackAbandon(void *arg)
 {
-	if (pack_target == (GjPackTarget *) arg)
+	GjPackTarget *t = (GjPackTarget *) arg;
+
+	if (pack_target == t)
 		pack_target = NULL;
+	gj_shared_rows_release(&t->file);	/* not the points' (yet): ours to drop */
 }
 
 /*
@@ -688,10 +786,13 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize, const 
 	static int64 counter = 0;
 	dsm_handle	h = DSM_HANDLE_INVALID;
 	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+	int64		cap = PackCapacity(t->expect, dims);
 
 	t->done = false;
-	t->seg = CreateShared(PackCapacity(t->expect, dims), dims);
+	CreateRows(t, cap, dims);
 	t->shared = NULL;
+	t->ids = NULL;
+	t->x = NULL;
 	counter = (counter + 1) & INT64CONST(0x7fffffff);
 	if (t->seg != NULL)
 	{
@@ -705,14 +806,25 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize, const 
 		sh->leader_pid = MyProcPid;
 		sh->leader_backend = MyBackendId;
 		sh->dims = dims;
-		sh->cap = PackCapacity(t->expect, dims);
+		sh->cap = cap;
 		sh->block_rows = BlockRows(dims);
 		sh->nblocks = (sh->cap + sh->block_rows - 1) / sh->block_rows;
 		sh->token = ((int64) h << 31) | counter;
+		sh->rows_fd = t->file.base != NULL ? t->file.fd : -1;
+		sh->rows_bytes = (int64) t->file.bytes;
 		pg_atomic_init_u64(&sh->next_block, 0);
 		memset(SharedFill(sh), 0, sizeof(uint32) * sh->nblocks);
+		if (t->file.base != NULL)
+		{
+			((uint64 *) t->file.base)[0] = PACK_MAGIC;
+			((int64 *) t->file.base)[1] = sh->token;
+			RowsAt(sh, (char *) t->file.base + PACK_FILE_HEAD, &t->ids, &t->x);
+		}
+		else
+			RowsAt(sh, SegmentRows(sh), &t->ids, &t->x);
 		t->shared = sh;
 	}
+	t->in_file = t->file.base != NULL;
 	/* every participant sees the segment (or errors), so all or none normalise */
 	t->normalized = normalize && t->seg != NULL;
 	t->nzero = 0;
@@ -724,7 +836,7 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize, const 
 	return pack_token;
 }
 
-/* After the query: stop waiting, and drop the segment. */
+/* After the query: stop waiting, and drop the segment (and unadopted rows). */
 void
 GjPackEnd(GjPackTarget *t)
 {
@@ -736,4 +848,7 @@ GjPackEnd(GjPackTarget *t)
 		t->seg = NULL;
 		t->shared = NULL;
 	}
+	gj_shared_rows_release(&t->file);
+	t->ids = NULL;
+	t->x = NULL;
 }

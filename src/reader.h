@@ -8,6 +8,7 @@
 #define GJ_READER_H
 
 #include "gpujoin.h"
+#include "core/shared_rows.h"
 #include "access/tupdesc.h"
 #include "lib/stringinfo.h"
 #include "catalog/pg_type_d.h"
@@ -107,6 +108,10 @@ typedef struct GjPackTarget
 	bool		done;
 	struct dsm_segment *seg;	/* the shared segment rows go through */
 	struct PackShared *shared;
+	gj_shared_rows file;		/* ... or the shared file they go into */
+	bool		in_file;		/* (they did: for the reader's message) */
+	int64	   *ids;			/* the rows' place in this process */
+	double	   *x;
 	int64		nrows;
 	int64		nnull;
 	int64		nnonfinite;
