@@ -26,7 +26,7 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
 	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql
-EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_geodetic regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/gpu_check regress/bench_gpu
+EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_geodetic regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/bench_shm regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -121,6 +121,8 @@ demo:
 regress/bench_hostmem: regress/bench_hostmem.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/bench_hostmem.c regress/datagen.c $(CORE_SRCS) -lm
+regress/bench_shm: regress/bench_shm.c
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -o $@ regress/bench_shm.c
 regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm

@@ -156,10 +156,12 @@ has join && sql_step regress/gpuhost_join.sql join.txt 18
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
 if has knnsql; then
 	sql_step regress/gpuhost_knnsql.sql knn_sql.txt 30
-	# the same query with the read's segment from the main shared memory, side by side
+	# the read's rows in a file or a segment, with and without the main region, side by side
 	timeout 300 bash regress/gpuhost_dsm.sh gj_regress > "$OUT/knn_dsm.txt" 2>&1
 	tail -4 "$OUT/knn_dsm.txt"
-	summary+=("kNN 1M x 128 in SQL: $(tail -2 "$OUT/knn_dsm.txt" | tr '\n' ';')")
+	summary+=("kNN 1M x 128 in SQL: $(tail -4 "$OUT/knn_dsm.txt" | tr '\n' ';')")
+	# what a 1 GB segment's pages cost on this host, phase by phase
+	[ -x regress/bench_shm ] && regress/bench_shm 1024 8 > "$OUT/shm.txt" 2>&1
 fi
 if has cancel; then
 	sql_step regress/gpuhost_cancel.sql cancel.txt 20
