@@ -122,7 +122,7 @@ regress/bench_hostmem: regress/bench_hostmem.c regress/datagen.c regress/datagen
 	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
 		regress/bench_hostmem.c regress/datagen.c $(CORE_SRCS) -lm
 regress/bench_shm: regress/bench_shm.c
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -o $@ regress/bench_shm.c
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -pthread -o $@ regress/bench_shm.c
 regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
 		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm

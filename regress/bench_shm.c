@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,6 +165,113 @@ run_memfd(size_t size, int workers)
 		   size >> 20, workers, "memfd", t_create, t_fill, t_read, t_unmap);
 }
 
+/*
+ * The rows in nfiles memfds of size / nfiles each, allocated by one
+ * fallocate thread per file (each holds only its own file's lock, where
+ * faults into one file serialise on it), mapped back to back in one
+ * reserved range by the leader and by every worker.
+ */
+typedef struct alloc_job
+{
+	int			fd;
+	size_t		bytes;
+} alloc_job;
+
+static void *
+alloc_file(void *arg)
+{
+	alloc_job  *j = arg;
+
+	if (posix_fallocate(j->fd, 0, j->bytes) != 0)
+		perror("posix_fallocate");
+	return NULL;
+}
+
+static char *
+map_files(const int *fds, int nfiles, size_t part)
+{
+	char	   *base = mmap(NULL, part * nfiles, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	for (int f = 0; f < nfiles; f++)
+		if (mmap(base + part * f, part, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fds[f], 0) == MAP_FAILED)
+		{
+			perror("mmap");
+			exit(1);
+		}
+	return base;
+}
+
+static void
+run_files(size_t size, int workers, int nfiles)
+{
+	size_t		part = size / nfiles;
+	int			fds[64];
+	pthread_t	th[64];
+	alloc_job	jobs[64];
+	double		t0,
+				t_create,
+				t_fill,
+				t_read,
+				t_unmap;
+	char	   *p;
+	volatile uint64_t sum = 0;
+
+	t0 = now_ms();
+	for (int f = 0; f < nfiles; f++)
+	{
+		fds[f] = memfd_create("bench_shm", MFD_CLOEXEC);
+		if (fds[f] < 0 || ftruncate(fds[f], part) != 0)
+		{
+			perror("memfd");
+			exit(1);
+		}
+		jobs[f].fd = fds[f];
+		jobs[f].bytes = part;
+		pthread_create(&th[f], NULL, alloc_file, &jobs[f]);
+	}
+	for (int f = 0; f < nfiles; f++)
+		pthread_join(th[f], NULL);
+	p = map_files(fds, nfiles, part);
+	t_create = now_ms() - t0;
+	t0 = now_ms();
+	for (int w = 0; w < workers; w++)
+	{
+		if (fork() == 0)
+		{
+			int			wfds[64];
+			char	   *q;
+			size_t		lo = size / workers * w,
+						hi = w == workers - 1 ? size : size / workers * (w + 1);
+
+			for (int f = 0; f < nfiles; f++)
+			{
+				char		path[64];
+
+				snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) getppid(), fds[f]);
+				wfds[f] = open(path, O_RDWR);
+			}
+			q = map_files(wfds, nfiles, part);
+			memset(q + lo, w + 1, hi - lo);
+			_exit(0);
+		}
+	}
+	while (wait(NULL) > 0)
+		;
+	t_fill = now_ms() - t0;
+	t0 = now_ms();
+	for (size_t i = 0; i < size; i += 4096)
+		sum += p[i];
+	t_read = now_ms() - t0;
+	t0 = now_ms();
+	munmap(p, size);
+	for (int f = 0; f < nfiles; f++)
+		close(fds[f]);
+	t_unmap = now_ms() - t0;
+	printf("%6zu MiB %2d workers memfd x %-3d create %7.1f  fill %7.1f  map   -    leader's faults %6.1f  "
+		   "unmap and close %6.1f  ms\n",
+		   size >> 20, workers, nfiles, t_create, t_fill, t_read, t_unmap);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -176,6 +284,10 @@ main(int argc, char **argv)
 		run(mib << 20, workers, 0);
 		run((mib / 2) << 20, workers, 1);
 		run_memfd(mib << 20, workers);
+		run_files(mib << 20, workers, 1);
+		run_files(mib << 20, workers, 4);
+		run_files(mib << 20, workers, 8);
+		run_files(mib << 20, workers, 16);
 	}
 	return 0;
 }

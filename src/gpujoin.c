@@ -164,10 +164,10 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpujoin.parallel_read_file",
-							 "Pass the parallel read's rows through a shared file of the reader's (Linux).",
-							 "Off: through a PostgreSQL dynamic shared memory segment, which costs "
-							 "the query an allocation and a free of every page unless "
-							 "min_dynamic_shared_memory holds it.",
+							 "Pass the parallel read's rows through shared files of the reader's (Linux).",
+							 "Off, or where min_dynamic_shared_memory holds them: through a PostgreSQL "
+							 "dynamic shared memory segment, which outside the main region costs the "
+							 "query an allocation and a free of every page on one core.",
 							 &gj_parallel_read_file_guc,
 							 true,
 							 PGC_USERSET,

@@ -63,7 +63,8 @@
 /*
  * The shared segment: this header, the fill count of each block, then ids
  * and coordinates of cap rows, unless the rows are in the reader's shared
- * file (rows_fd >= 0: core/shared_rows.c), PACK_FILE_HEAD bytes into it.
+ * files (rows_nfiles > 0: core/shared_rows.c), PACK_FILE_HEAD bytes into
+ * them.
  * Block b holds rows [b * block_rows, ...), of which the first fill[b] are
  * written.
  */
@@ -79,8 +80,9 @@ typedef struct PackShared
 	char		fname[NAMEDATALEN];	/* the reading function, for messages */
 	int32		leader_pid;		/* the reader that made it ... */
 	BackendId	leader_backend;	/* ... and its backend slot */
-	int32		rows_fd;		/* the rows' file in the reader, or -1: rows follow */
-	int64		rows_bytes;		/* its mapped size */
+	int32		rows_nfiles;	/* the rows' files in the reader, or 0: rows follow */
+	int32		rows_fds[GJ_SHARED_ROWS_MAX_FILES];	/* their descriptors there */
+	int64		rows_part;		/* bytes a file */
 	pg_atomic_uint64 next_block;
 } PackShared;
 
@@ -105,7 +107,7 @@ RowsAt(PackShared *s, char *base, int64 **ids, double **x)
 	*x = (double *) (*ids + s->cap);
 }
 
-/* The rows' place in the segment itself (rows_fd < 0). */
+/* The rows' place in the segment itself (rows_nfiles == 0). */
 static inline char *
 SegmentRows(PackShared *s)
 {
@@ -311,15 +313,16 @@ UseShared(PackState *st)
 		RefuseToken(st->token);
 	}
 	st->shared = sh;
-	if (sh->rows_fd < 0)
+	if (sh->rows_nfiles == 0)
 		RowsAt(sh, SegmentRows(sh), &st->ids, &st->x);
-	else if (gj_shared_rows_open(&st->file, sh->leader_pid, sh->rows_fd, sh->rows_bytes) == 0 &&
+	else if (gj_shared_rows_open(&st->file, sh->leader_pid, sh->rows_fds, sh->rows_nfiles,
+								 (size_t) sh->rows_part) == 0 &&
 			 ((uint64 *) st->file.base)[0] == PACK_MAGIC &&
 			 ((int64 *) st->file.base)[1] == st->token)
 		RowsAt(sh, (char *) st->file.base + PACK_FILE_HEAD, &st->ids, &st->x);
 	else
 	{
-		/* not the reader's file (or none): this worker's rows travel as bytea */
+		/* not the reader's files (or none): this worker's rows travel as bytea */
 		gj_shared_rows_close(&st->file);
 		elog(DEBUG1, "gpujoin_pack: a worker could not open the reader's rows");
 	}
@@ -736,10 +739,11 @@ CreateShared(int64 rows, int dims, bool with_rows)
 }
 
 /*
- * A segment for the rows, which go into a shared file of the reader's
- * where it can make one (core/shared_rows.c says why: PostgreSQL's own
- * segment of 1 GB costs the query ~0.4 s in page handling alone), and into
- * the segment itself otherwise.  Sets t's file and its seg (NULL: none).
+ * A segment for the rows, which go into shared files of the reader's where
+ * it can make them (core/shared_rows.c says why: PostgreSQL's own segment
+ * of 1 GB costs the query ~0.3 s in page handling alone, on one core), and
+ * into the segment itself otherwise.  Sets t's file and its seg (NULL:
+ * none).
  */
 static void
 CreateRows(GjPackTarget *t, int64 cap, int dims)
@@ -748,17 +752,19 @@ CreateRows(GjPackTarget *t, int64 cap, int dims)
 	t->seg = NULL;
 	if (cap <= 0 || dims <= 0)
 		return;
+	/*
+	 * A segment that fits in min_dynamic_shared_memory is carved from the
+	 * main region, whose pages stay allocated and mapped from one query to
+	 * the next: nothing to allocate or free at all, so that goes first.
+	 */
 	if (gj_parallel_read_file_guc &&
+		(double) SharedSize(cap, dims, true) > (double) min_dynamic_shared_memory * 1024 * 1024 &&
+		(double) PACK_FILE_HEAD + RowsBytes(cap, dims) <= (double) GjHostMemoryLimit() &&
 		gj_shared_rows_create(&t->file, PACK_FILE_HEAD + RowsBytes(cap, dims)) == 0)
 	{
 		t->seg = CreateShared(cap, dims, false);
 		if (t->seg != NULL)
-		{
-			/* the reader's mapping faults in beside the query, not after it */
-			gj_shared_rows_fault_in(&t->file, Min(GJ_SHARED_ROWS_FAULTERS,
-												  Max(1, gj_cpu_count() / 4)));
 			return;
-		}
 		gj_shared_rows_close(&t->file);
 	}
 	t->seg = CreateShared(cap, dims, true);
@@ -810,8 +816,9 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize, const 
 		sh->block_rows = BlockRows(dims);
 		sh->nblocks = (sh->cap + sh->block_rows - 1) / sh->block_rows;
 		sh->token = ((int64) h << 31) | counter;
-		sh->rows_fd = t->file.base != NULL ? t->file.fd : -1;
-		sh->rows_bytes = (int64) t->file.bytes;
+		sh->rows_nfiles = t->file.base != NULL ? t->file.nfiles : 0;
+		memcpy(sh->rows_fds, t->file.fds, sizeof(sh->rows_fds));
+		sh->rows_part = (int64) t->file.part;
 		pg_atomic_init_u64(&sh->next_block, 0);
 		memset(SharedFill(sh), 0, sizeof(uint32) * sh->nblocks);
 		if (t->file.base != NULL)

@@ -1,38 +1,41 @@
 /*
  * shared_rows.c
- *		The parallel read's rows in an anonymous shared file (Linux memfd):
- *		made by the reader, opened by its parallel workers through /proc,
- *		its pages faulted in beside the read and freed off the reader's path.
+ *		The parallel read's rows in anonymous shared files (Linux memfds):
+ *		made and allocated by the reader on several threads, opened by its
+ *		parallel workers through /proc, freed off the reader's path.
  *
  * A PostgreSQL dynamic shared memory segment of 1 GB (1M rows of 128
- * dimensions) costs the reader three single-threaded passes over its
- * pages that have nothing to do with the rows (regress/bench_shm.c, and
- * regress/BENCHMARKS.md for the GPU host): posix_fallocate allocates and
- * zeroes every page before the query can start; the reader faults on every
- * page again when it reads the rows back; and the last detach unmaps and
- * frees every page before the query can end.  PostgreSQL fallocates so that
- * a full /dev/shm fails the creation rather than a later write with
- * SIGBUS.  A memfd lives on the kernel's internal tmpfs mount, which has
- * no size of its own (its pages count as the backend's memory, like a
- * malloc'd buffer), so it needs no fallocate: the workers' writes allocate
- * its pages in parallel, a few helper threads of the reader fault the
- * reader's own mapping in while the query runs, and a helper thread unmaps
- * and closes it when the rows are done with.
+ * dimensions) costs the reader two single-threaded passes over pages that
+ * have nothing to do with the rows (regress/bench_shm.c; the GPU host's
+ * numbers are in regress/BENCHMARKS.md): posix_fallocate allocates and
+ * zeroes every page before the query can start (105-205 ms), and the last
+ * detach unmaps and frees every page before the query can end (140-200
+ * ms).  PostgreSQL fallocates so that a full /dev/shm fails the creation,
+ * not a later write with SIGBUS.  So do we, but into several memfds at
+ * once, a thread a file: a file's allocation serialises on that file's
+ * lock (8 workers faulting pages into one file took longer than one
+ * fallocate), files' allocations do not, and 16 files of 64 MB took 24-30
+ * ms.  The reader maps them back to back in one reserved range, so the
+ * rows are one array to it, as they are to every worker, which maps them
+ * the same way.  memfds live on the kernel's internal tmpfs mount, which
+ * has no size of its own: their pages count as the backend's memory, like
+ * a malloc'd buffer, so they are only made while the host's available
+ * memory has room to spare, and fallocate fails cleanly when they are not
+ * there.
+ * A helper thread unmaps and closes them when the rows are done with.
  *
  * A parallel worker is a separate process started by the postmaster, so
  * the reader cannot hand it a descriptor; it opens /proc/<reader>/fd/<fd>
- * instead (same user, so allowed), checks the file's size before mapping
- * it (a write past its end would raise SIGBUS) and the token at its start.
- * Where any of this is unavailable (not Linux, no /proc) the caller falls
- * back to a PostgreSQL segment.
+ * instead (same user, so allowed) and checks each file's size before
+ * mapping it (a write past its end would raise SIGBUS).  Where any of this
+ * is unavailable (not Linux, no /proc) the caller falls back to a
+ * PostgreSQL segment.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,178 +45,195 @@
 
 #include "shared_rows.h"
 
-#define FAULT_CHUNK ((size_t) 32 << 20)	/* bytes a helper faults between stop checks */
+#define PART_ALIGN ((size_t) 2 << 20)	/* a file's size: a multiple of this */
+#define PART_MIN ((size_t) 64 << 20)	/* ... and of at least this (below: one file) */
 
 #if defined(__linux__) && defined(MFD_CLOEXEC)
 #define HAVE_SHARED_ROWS 1
 #endif
 
-typedef struct fault_job
-{
-	char	   *lo;
-	char	   *hi;
-	atomic_int *stop;
-} fault_job;
-
-struct gj_shared_rows_faulting
-{
-	pthread_t	threads[GJ_SHARED_ROWS_FAULTERS];
-	fault_job	jobs[GJ_SHARED_ROWS_FAULTERS];
-	int			started;
-	atomic_int	stop;
-};
-
 void
 gj_shared_rows_init(gj_shared_rows *r)
 {
-	r->fd = -1;
-	r->base = NULL;
-	r->bytes = 0;
-	r->faulting = NULL;
+	memset(r, 0, sizeof(*r));
 }
 
-/* Map fd's first bytes read-write and shared; NULL on failure. */
-static void *
-map_file(int fd, size_t bytes)
+/*
+ * Map r's files back to back into one reserved range; r->base set, or NULL
+ * (nothing left mapped) on failure.
+ */
+static void
+map_parts(gj_shared_rows *r)
 {
-	void	   *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size_t		total = r->part * r->nfiles;
+	char	   *base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	r->base = NULL;
+	if (base == MAP_FAILED)
+		return;
+	for (int f = 0; f < r->nfiles; f++)
+	{
+		if (mmap(base + r->part * f, r->part, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				 r->fds[f], 0) == MAP_FAILED)
+		{
+			munmap(base, total);
+			return;
+		}
+	}
+	r->base = base;
+}
+
+static void
+close_fds(gj_shared_rows *r)
+{
+	for (int f = 0; f < r->nfiles; f++)
+		if (r->fds[f] >= 0)
+			close(r->fds[f]);
+}
+
+typedef struct alloc_job
+{
+	int			fd;
+	size_t		bytes;
+	int			rc;
+} alloc_job;
+
+static void *
+alloc_file(void *arg)
+{
+	alloc_job  *j = arg;
+
+	j->rc = posix_fallocate(j->fd, 0, (off_t) j->bytes);
+	return NULL;
+}
+
+/*
+ * The host's MemAvailable (pages free or reclaimable without swapping) in
+ * bytes, or 0 when unknown.
+ */
+static double
+memory_available(void)
+{
+	FILE	   *f = fopen("/proc/meminfo", "r");
+	char		line[128];
+	double		kb = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024.0;
 }
 
 int
 gj_shared_rows_create(gj_shared_rows *r, size_t bytes)
 {
-	gj_shared_rows_init(r);
 #ifdef HAVE_SHARED_ROWS
-	r->fd = memfd_create("gpujoin-read", MFD_CLOEXEC);
-	if (r->fd < 0)
+	alloc_job	jobs[GJ_SHARED_ROWS_MAX_FILES];
+	pthread_t	threads[GJ_SHARED_ROWS_MAX_FILES];
+	int			nfiles = (int) (bytes / PART_MIN),
+				started,
+				ok = 1;
+
+	gj_shared_rows_init(r);
+	/* the margin PostgreSQL's segment gets on /dev/shm (input_parallel.c) */
+	if (bytes == 0 || memory_available() < 1.5 * (double) bytes + 256.0 * 1024 * 1024)
 		return -1;
-	if (ftruncate(r->fd, (off_t) bytes) != 0 || (r->base = map_file(r->fd, bytes)) == NULL)
+	if (nfiles > gj_cpu_count())
+		nfiles = gj_cpu_count();
+	nfiles = nfiles < 1 ? 1 : nfiles > GJ_SHARED_ROWS_MAX_FILES ? GJ_SHARED_ROWS_MAX_FILES : nfiles;
+	r->part = (bytes + nfiles - 1) / nfiles;
+	r->part = (r->part + PART_ALIGN - 1) / PART_ALIGN * PART_ALIGN;
+	for (int f = 0; f < nfiles; f++)
 	{
-		close(r->fd);
-		r->fd = -1;
+		r->fds[f] = memfd_create("gpujoin-read", MFD_CLOEXEC);
+		r->nfiles = f + 1;
+		if (r->fds[f] < 0 || ftruncate(r->fds[f], (off_t) r->part) != 0)
+		{
+			ok = 0;
+			break;
+		}
+		jobs[f].fd = r->fds[f];
+		jobs[f].bytes = r->part;
+		jobs[f].rc = -1;
+	}
+	if (ok)
+	{
+		/* a thread a file; the files no thread took, here */
+		started = gj_threads_start(threads, nfiles, alloc_file, jobs, sizeof(alloc_job));
+		for (int f = started; f < nfiles; f++)
+			alloc_file(&jobs[f]);
+		for (int f = 0; f < started; f++)
+			pthread_join(threads[f], NULL);
+		for (int f = 0; f < nfiles; f++)
+			ok &= jobs[f].rc == 0;
+	}
+	if (ok)
+		map_parts(r);
+	if (r->base == NULL)
+	{
+		close_fds(r);
+		gj_shared_rows_init(r);
 		return -1;
 	}
-	r->bytes = bytes;
 	return 0;
 #else
 	(void) bytes;
+	gj_shared_rows_init(r);
 	return -1;
 #endif
 }
 
 int
-gj_shared_rows_open(gj_shared_rows *r, int pid, int fd, size_t bytes)
+gj_shared_rows_open(gj_shared_rows *r, int pid, const int *fds, int nfiles, size_t part)
 {
-	char		path[64];
-	struct stat sb;
+	int			ok = 1;
 
 	gj_shared_rows_init(r);
 #ifdef HAVE_SHARED_ROWS
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-	r->fd = open(path, O_RDWR | O_CLOEXEC);
-	if (r->fd < 0)
+	if (nfiles < 1 || nfiles > GJ_SHARED_ROWS_MAX_FILES || part == 0)
 		return -1;
-	/* a shorter file (not the reader's) would fault past its end */
-	if (fstat(r->fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t) sb.st_size < bytes ||
-		(r->base = map_file(r->fd, bytes)) == NULL)
+	r->part = part;
+	for (int f = 0; f < nfiles && ok; f++)
 	{
-		close(r->fd);
-		r->fd = -1;
+		char		path[64];
+		struct stat sb;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fds[f]);
+		r->fds[f] = open(path, O_RDWR | O_CLOEXEC);
+		r->nfiles = f + 1;
+		/* a shorter file (not the reader's) would fault past its end */
+		ok = r->fds[f] >= 0 && fstat(r->fds[f], &sb) == 0 && S_ISREG(sb.st_mode) &&
+			(size_t) sb.st_size >= part;
+	}
+	if (ok)
+		map_parts(r);
+	if (r->base == NULL)
+	{
+		close_fds(r);
+		gj_shared_rows_init(r);
 		return -1;
 	}
-	r->bytes = bytes;
 	return 0;
 #else
-	(void) path;
-	(void) sb;
 	(void) pid;
-	(void) fd;
-	(void) bytes;
+	(void) fds;
+	(void) nfiles;
+	(void) part;
+	(void) ok;
 	return -1;
 #endif
-}
-
-/*
- * Fault [lo, hi) in, writable, a chunk at a time until told to stop.
- * MADV_POPULATE_WRITE (Linux 5.14) fails with an error where a touch would
- * raise a signal; without it the pages are left to fault when first used.
- */
-static void *
-fault_range(void *arg)
-{
-	fault_job  *j = arg;
-
-#ifdef MADV_POPULATE_WRITE
-	for (char *p = j->lo; p < j->hi && !atomic_load(j->stop); p += FAULT_CHUNK)
-	{
-		size_t		len = (size_t) (j->hi - p) < FAULT_CHUNK ? (size_t) (j->hi - p) : FAULT_CHUNK;
-
-		if (madvise(p, len, MADV_POPULATE_WRITE) != 0)
-			break;
-	}
-#else
-	(void) j;
-#endif
-	return NULL;
-}
-
-void
-gj_shared_rows_fault_in(gj_shared_rows *r, int nthreads)
-{
-	struct gj_shared_rows_faulting *f;
-	size_t		pages,
-				per;
-
-	if (r->base == NULL || r->faulting != NULL || nthreads < 1)
-		return;
-	if (nthreads > GJ_SHARED_ROWS_FAULTERS)
-		nthreads = GJ_SHARED_ROWS_FAULTERS;
-	f = calloc(1, sizeof(*f));
-	if (f == NULL)
-		return;
-	atomic_init(&f->stop, 0);
-	pages = (r->bytes + 4095) / 4096;
-	per = (pages + nthreads - 1) / nthreads;
-	for (int t = 0; t < nthreads; t++)
-	{
-		size_t		p0 = per * t,
-					p1 = per * (t + 1) < pages ? per * (t + 1) : pages;
-
-		f->jobs[t].lo = (char *) r->base + p0 * 4096;
-		f->jobs[t].hi = (char *) r->base + (p1 * 4096 < r->bytes ? p1 * 4096 : r->bytes);
-		f->jobs[t].stop = &f->stop;
-		if (f->jobs[t].hi < f->jobs[t].lo)
-			f->jobs[t].hi = f->jobs[t].lo;
-	}
-	f->started = gj_threads_start(f->threads, nthreads, fault_range, f->jobs, sizeof(fault_job));
-	r->faulting = f;
-}
-
-/* Stop the fault-in helpers and wait for them (at most one chunk each). */
-static void
-stop_faulting(gj_shared_rows *r)
-{
-	struct gj_shared_rows_faulting *f = r->faulting;
-
-	if (f == NULL)
-		return;
-	atomic_store(&f->stop, 1);
-	for (int t = 0; t < f->started; t++)
-		pthread_join(f->threads[t], NULL);
-	free(f);
-	r->faulting = NULL;
 }
 
 void
 gj_shared_rows_close(gj_shared_rows *r)
 {
-	stop_faulting(r);
 	if (r->base != NULL)
 	{
-		munmap(r->base, r->bytes);
-		close(r->fd);
+		munmap(r->base, r->part * r->nfiles);
+		close_fds(r);
 	}
 	gj_shared_rows_init(r);
 }
@@ -236,7 +256,6 @@ gj_shared_rows_release(gj_shared_rows *r)
 	pthread_attr_t attr;
 	int			started = 0;
 
-	stop_faulting(r);
 	if (r->base == NULL)
 		return;
 	moved = malloc(sizeof(*moved));

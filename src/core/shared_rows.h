@@ -1,6 +1,6 @@
 /*
  * shared_rows.h
- *		The parallel read's rows in an anonymous shared file (shared_rows.c).
+ *		The parallel read's rows in anonymous shared files (shared_rows.c).
  */
 #ifndef GJ_SHARED_ROWS_H
 #define GJ_SHARED_ROWS_H
@@ -9,35 +9,39 @@
 
 #include "gj_core.h"
 
-#define GJ_SHARED_ROWS_FAULTERS 4	/* helper threads that fault a mapping in */
+#define GJ_SHARED_ROWS_MAX_FILES 16
 
 /*
- * A mapped file, or none when base is NULL (so a zeroed struct is empty:
- * fd is only closed while base is set).
+ * nfiles files of part bytes each, mapped back to back from base; none
+ * when base is NULL (so a zeroed struct is empty: the fds are only closed
+ * while base is set).
  */
 typedef struct gj_shared_rows
 {
-	int			fd;
-	void	   *base;			/* mapping of bytes, or NULL */
-	size_t		bytes;
-	struct gj_shared_rows_faulting *faulting;	/* helpers running, or NULL */
+	void	   *base;
+	size_t		part;
+	int			nfiles;
+	int			fds[GJ_SHARED_ROWS_MAX_FILES];
 } gj_shared_rows;
 
 extern void gj_shared_rows_init(gj_shared_rows *r);
 
-/* A new anonymous shared file of bytes, mapped; 0, or -1 where none can be had. */
+/*
+ * At least bytes in new anonymous shared files, their pages allocated (in
+ * parallel, a thread a file) and mapped; 0, or -1 where they cannot be had
+ * (no memfd, or not the memory).
+ */
 extern int	gj_shared_rows_create(gj_shared_rows *r, size_t bytes);
 
 /*
- * Process pid's descriptor fd, mapped for its first bytes; 0, or -1 when it
- * cannot be opened or is shorter than bytes.
+ * Another process's files (its pid and descriptors, as the creator's r
+ * holds them), mapped the same way; 0, or -1 when one cannot be opened or
+ * is shorter than part.
  */
-extern int	gj_shared_rows_open(gj_shared_rows *r, int pid, int fd, size_t bytes);
+extern int	gj_shared_rows_open(gj_shared_rows *r, int pid, const int *fds, int nfiles,
+								size_t part);
 
-/* Fault r's mapping in on up to nthreads helper threads, in the background. */
-extern void gj_shared_rows_fault_in(gj_shared_rows *r, int nthreads);
-
-/* Unmap and close now (helpers stopped first); r is empty after. */
+/* Unmap and close now; r is empty after. */
 extern void gj_shared_rows_close(gj_shared_rows *r);
 
 /* The same on a detached helper thread (here when none starts); r is empty after. */
