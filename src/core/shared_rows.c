@@ -94,15 +94,27 @@ close_fds(gj_shared_rows *r)
 typedef struct alloc_job
 {
 	int			fd;
+	char	   *at;				/* the file's place in the reader's mapping */
 	size_t		bytes;
 	int			rc;
 } alloc_job;
 
+/*
+ * Allocate a file's pages and map them into the reader's range at once:
+ * MADV_POPULATE_WRITE (Linux 5.14) faults them in writable, failing with an
+ * error (not SIGBUS) where memory runs out; without it, fallocate, and the
+ * reader faults the pages in when it first touches them.
+ */
 static void *
 alloc_file(void *arg)
 {
 	alloc_job  *j = arg;
 
+#ifdef MADV_POPULATE_WRITE
+	j->rc = madvise(j->at, j->bytes, MADV_POPULATE_WRITE);
+	if (j->rc == 0)
+		return NULL;
+#endif
 	j->rc = posix_fallocate(j->fd, 0, (off_t) j->bytes);
 	return NULL;
 }
@@ -146,22 +158,24 @@ gj_shared_rows_create(gj_shared_rows *r, size_t bytes)
 	nfiles = nfiles < 1 ? 1 : nfiles > GJ_SHARED_ROWS_MAX_FILES ? GJ_SHARED_ROWS_MAX_FILES : nfiles;
 	r->part = (bytes + nfiles - 1) / nfiles;
 	r->part = (r->part + PART_ALIGN - 1) / PART_ALIGN * PART_ALIGN;
-	for (int f = 0; f < nfiles; f++)
+	for (int f = 0; f < nfiles && ok; f++)
 	{
 		r->fds[f] = memfd_create("gpujoin-read", MFD_CLOEXEC);
 		r->nfiles = f + 1;
-		if (r->fds[f] < 0 || ftruncate(r->fds[f], (off_t) r->part) != 0)
-		{
-			ok = 0;
-			break;
-		}
-		jobs[f].fd = r->fds[f];
-		jobs[f].bytes = r->part;
-		jobs[f].rc = -1;
+		ok = r->fds[f] >= 0 && ftruncate(r->fds[f], (off_t) r->part) == 0;
 	}
 	if (ok)
+		map_parts(r);
+	if (r->base != NULL)
 	{
 		/* a thread a file; the files no thread took, here */
+		for (int f = 0; f < nfiles; f++)
+		{
+			jobs[f].fd = r->fds[f];
+			jobs[f].at = (char *) r->base + r->part * f;
+			jobs[f].bytes = r->part;
+			jobs[f].rc = -1;
+		}
 		started = gj_threads_start(threads, nfiles, alloc_file, jobs, sizeof(alloc_job));
 		for (int f = started; f < nfiles; f++)
 			alloc_file(&jobs[f]);
@@ -169,10 +183,10 @@ gj_shared_rows_create(gj_shared_rows *r, size_t bytes)
 			pthread_join(threads[f], NULL);
 		for (int f = 0; f < nfiles; f++)
 			ok &= jobs[f].rc == 0;
+		if (!ok)
+			munmap(r->base, r->part * r->nfiles);
 	}
-	if (ok)
-		map_parts(r);
-	if (r->base == NULL)
+	if (r->base == NULL || !ok)
 	{
 		close_fds(r);
 		gj_shared_rows_init(r);
@@ -232,6 +246,15 @@ gj_shared_rows_close(gj_shared_rows *r)
 {
 	if (r->base != NULL)
 	{
+		/*
+		 * Drop the pages from the mapping first: madvise zaps them under
+		 * the process's mmap lock held shared, where munmap would hold it
+		 * exclusive for as long, stalling every page fault and mmap of the
+		 * backend's own thread meanwhile.
+		 */
+#ifdef MADV_DONTNEED
+		(void) madvise(r->base, r->part * r->nfiles, MADV_DONTNEED);
+#endif
 		munmap(r->base, r->part * r->nfiles);
 		close_fds(r);
 	}
