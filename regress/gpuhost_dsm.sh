@@ -40,12 +40,14 @@ for r in 1 2 3; do
 			awk -v v="$v" '/^Time:/ { n++; if (n > 1) print v, $2 }' >> "$out"
 	done
 done
-# the read's phases in each setting (DEBUG1), the second run of a session
+# the read's phases in each setting (DEBUG1) and the scan's (EXPLAIN ANALYZE
+# without per-row timing), the second run of a session
 for v in $variants; do
 	setting "$v"
 	psql -XAt -c "SET gpujoin.device = gpu" -c "$(file_setting "$v")" -c "$q" \
-		-c "SET client_min_messages = debug1" -c "$q" "$db" 2>&1 |
-		grep -E "read [0-9]+ rows|engine started" | sed "s/^/$v: /"
+		-c "SET client_min_messages = debug1" -c "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $q" "$db" 2>&1 |
+		grep -E "read [0-9]+ rows|engine started|(Read|Index|Join|Wait|Emit|Execution) Time" |
+		tr -s ' ' | sed "s/^/$v: /"
 done
 psql -qc "ALTER SYSTEM RESET min_dynamic_shared_memory" postgres
 restart
