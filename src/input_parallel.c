@@ -45,6 +45,7 @@
 #include "storage/backendid.h"
 #include "storage/dsm.h"
 #include "storage/dsm_impl.h"
+#include "storage/fd.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -182,6 +183,32 @@ TargetFor(int64 token)
 	return t != NULL && token == pack_token && !t->done ? t : NULL;
 }
 
+/*
+ * Descriptors held outside PostgreSQL's own files are reported to fd.c
+ * (AcquireExternalFD), so that its pool of open files leaves room for
+ * them; all n, or none.
+ */
+static bool
+AcquireFds(int n)
+{
+	int			got = 0;
+
+	while (got < n && AcquireExternalFD())
+		got++;
+	if (got == n)
+		return true;
+	while (got-- > 0)
+		ReleaseExternalFD();
+	return false;
+}
+
+static void
+ReleaseFds(int n)
+{
+	while (n-- > 0)
+		ReleaseExternalFD();
+}
+
 /* Append n rows (ids, then coordinates) of dims to pts, growing it once. */
 static void
 AppendRows(gj_points *pts, int64 expect, const int64 *ids, const double *x,
@@ -314,13 +341,21 @@ UseShared(PackState *st)
 	}
 	st->shared = sh;
 	if (sh->rows_nfiles == 0)
+	{
 		RowsAt(sh, SegmentRows(sh), &st->ids, &st->x);
-	else if (gj_shared_rows_open(&st->file, sh->leader_pid, sh->rows_fds, sh->rows_nfiles,
-								 (size_t) sh->rows_part) == 0 &&
-			 ((uint64 *) st->file.base)[0] == PACK_MAGIC &&
-			 ((int64 *) st->file.base)[1] == st->token)
-		RowsAt(sh, (char *) st->file.base + PACK_FILE_HEAD, &st->ids, &st->x);
-	else
+		return;
+	}
+	/* the reader's files, mapped (their descriptors here closed again) */
+	if (AcquireFds(sh->rows_nfiles))
+	{
+		if (gj_shared_rows_open(&st->file, sh->leader_pid, sh->rows_fds, sh->rows_nfiles,
+								(size_t) sh->rows_part) == 0 &&
+			((uint64 *) st->file.base)[0] == PACK_MAGIC &&
+			((int64 *) st->file.base)[1] == st->token)
+			RowsAt(sh, (char *) st->file.base + PACK_FILE_HEAD, &st->ids, &st->x);
+		ReleaseFds(sh->rows_nfiles);
+	}
+	if (st->x == NULL)
 	{
 		/* not the reader's files (or none): this worker's rows travel as bytea */
 		gj_shared_rows_close(&st->file);
@@ -632,7 +667,13 @@ AdoptShared(GjPackTarget *t)
 	p->x = t->x;
 	if (file != NULL)
 	{
-		/* the file's mapping goes with the points; the segment can go now */
+		/*
+		 * The files' mapping goes with the points; their descriptors (the
+		 * workers are done opening them) and the segment can go now.
+		 */
+		gj_shared_rows_drop_fds(&t->file);
+		ReleaseFds(t->fds_reserved);
+		t->fds_reserved = 0;
 		*file = t->file;
 		gj_shared_rows_init(&t->file);
 		p->release = ReleaseFile;
@@ -757,17 +798,38 @@ CreateRows(GjPackTarget *t, int64 cap, int dims)
 	 * main region, whose pages stay allocated and mapped from one query to
 	 * the next: nothing to allocate or free at all, so that goes first.
 	 */
+	t->fds_reserved = 0;
 	if (gj_parallel_read_file_guc &&
 		(double) SharedSize(cap, dims, true) > (double) min_dynamic_shared_memory * 1024 * 1024 &&
-		(double) PACK_FILE_HEAD + RowsBytes(cap, dims) <= (double) GjHostMemoryLimit() &&
-		gj_shared_rows_create(&t->file, PACK_FILE_HEAD + RowsBytes(cap, dims)) == 0)
+		(double) PACK_FILE_HEAD + RowsBytes(cap, dims) <= (double) GjHostMemoryLimit())
 	{
-		t->seg = CreateShared(cap, dims, false);
-		if (t->seg != NULL)
-			return;
-		gj_shared_rows_close(&t->file);
+		while (t->fds_reserved < GJ_SHARED_ROWS_MAX_FILES && AcquireExternalFD())
+			t->fds_reserved++;
+		if (t->fds_reserved > 0 &&
+			gj_shared_rows_create(&t->file, PACK_FILE_HEAD + RowsBytes(cap, dims),
+								  t->fds_reserved) == 0)
+		{
+			ReleaseFds(t->fds_reserved - t->file.nfiles);
+			t->fds_reserved = t->file.nfiles;
+			t->seg = CreateShared(cap, dims, false);
+			if (t->seg != NULL)
+				return;
+			gj_shared_rows_close(&t->file);
+		}
+		ReleaseFds(t->fds_reserved);
+		t->fds_reserved = 0;
 	}
 	t->seg = CreateShared(cap, dims, true);
+}
+
+/* The rows' files, unless the points took them: descriptors now, pages on a helper. */
+static void
+DropFiles(GjPackTarget *t)
+{
+	gj_shared_rows_drop_fds(&t->file);
+	ReleaseFds(t->fds_reserved);
+	t->fds_reserved = 0;
+	gj_shared_rows_release(&t->file);
 }
 
 /* t's context is going away (an error): stop waiting, touch nothing else. */
@@ -778,7 +840,7 @@ PackAbandon(void *arg)
 
 	if (pack_target == t)
 		pack_target = NULL;
-	gj_shared_rows_release(&t->file);	/* not the points' (yet): ours to drop */
+	DropFiles(t);				/* not the points' (yet): ours to drop */
 }
 
 /*
@@ -855,7 +917,7 @@ GjPackEnd(GjPackTarget *t)
 		t->seg = NULL;
 		t->shared = NULL;
 	}
-	gj_shared_rows_release(&t->file);
+	DropFiles(t);
 	t->ids = NULL;
 	t->x = NULL;
 }

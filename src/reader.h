@@ -108,7 +108,8 @@ typedef struct GjPackTarget
 	bool		done;
 	struct dsm_segment *seg;	/* the shared segment rows go through */
 	struct PackShared *shared;
-	gj_shared_rows file;		/* ... or the shared file they go into */
+	gj_shared_rows file;		/* ... or the shared files they go into */
+	int			fds_reserved;	/* descriptors reported to fd.c for them */
 	bool		in_file;		/* (they did: for the reader's message) */
 	int64	   *ids;			/* the rows' place in this process */
 	double	   *x;

@@ -27,19 +27,23 @@ typedef struct gj_shared_rows
 extern void gj_shared_rows_init(gj_shared_rows *r);
 
 /*
- * At least bytes in new anonymous shared files, their pages allocated (in
- * parallel, a thread a file) and mapped; 0, or -1 where they cannot be had
- * (no memfd, or not the memory).
+ * At least bytes in up to max_files new anonymous shared files, their pages
+ * allocated (in parallel, a thread a file) and mapped; 0, or -1 where they
+ * cannot be had (no memfd, or not the memory).
  */
-extern int	gj_shared_rows_create(gj_shared_rows *r, size_t bytes);
+extern int	gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files);
 
 /*
  * Another process's files (its pid and descriptors, as the creator's r
- * holds them), mapped the same way; 0, or -1 when one cannot be opened or
- * is shorter than part.
+ * holds them), mapped the same way, their descriptors here closed again
+ * (the mapping keeps the files); 0, or -1 when one cannot be opened or is
+ * shorter than part.
  */
 extern int	gj_shared_rows_open(gj_shared_rows *r, int pid, const int *fds, int nfiles,
 								size_t part);
+
+/* Close the descriptors, keeping the mapping (which keeps the files). */
+extern void gj_shared_rows_drop_fds(gj_shared_rows *r);
 
 /* Unmap and close now; r is empty after. */
 extern void gj_shared_rows_close(gj_shared_rows *r);
