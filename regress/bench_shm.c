@@ -174,7 +174,9 @@ run_memfd(size_t size, int workers)
 typedef struct alloc_job
 {
 	int			fd;
+	char	   *at;				/* the file's place in the leader's mapping */
 	size_t		bytes;
+	int			how;			/* 0 fallocate, 1 populate, 2 both */
 } alloc_job;
 
 static void *
@@ -182,8 +184,12 @@ alloc_file(void *arg)
 {
 	alloc_job  *j = arg;
 
-	if (posix_fallocate(j->fd, 0, j->bytes) != 0)
+	if (j->how != 1 && posix_fallocate(j->fd, 0, j->bytes) != 0)
 		perror("posix_fallocate");
+#ifdef MADV_POPULATE_WRITE
+	if (j->how != 0 && madvise(j->at, j->bytes, MADV_POPULATE_WRITE) != 0)
+		perror("madvise");
+#endif
 	return NULL;
 }
 
@@ -202,7 +208,7 @@ map_files(const int *fds, int nfiles, size_t part)
 }
 
 static void
-run_files(size_t size, int workers, int nfiles)
+run_files(size_t size, int workers, int nfiles, int how)
 {
 	size_t		part = size / nfiles;
 	int			fds[64];
@@ -225,13 +231,18 @@ run_files(size_t size, int workers, int nfiles)
 			perror("memfd");
 			exit(1);
 		}
+	}
+	p = map_files(fds, nfiles, part);
+	for (int f = 0; f < nfiles; f++)
+	{
 		jobs[f].fd = fds[f];
+		jobs[f].at = p + part * f;
 		jobs[f].bytes = part;
+		jobs[f].how = how;
 		pthread_create(&th[f], NULL, alloc_file, &jobs[f]);
 	}
 	for (int f = 0; f < nfiles; f++)
 		pthread_join(th[f], NULL);
-	p = map_files(fds, nfiles, part);
 	t_create = now_ms() - t0;
 	t0 = now_ms();
 	for (int w = 0; w < workers; w++)
@@ -267,9 +278,10 @@ run_files(size_t size, int workers, int nfiles)
 	for (int f = 0; f < nfiles; f++)
 		close(fds[f]);
 	t_unmap = now_ms() - t0;
-	printf("%6zu MiB %2d workers memfd x %-3d create %7.1f  fill %7.1f  map   -    leader's faults %6.1f  "
+	printf("%6zu MiB %2d workers memfd x %-2d %s create %7.1f  fill %7.1f  map   -    leader's faults %6.1f  "
 		   "unmap and close %6.1f  ms\n",
-		   size >> 20, workers, nfiles, t_create, t_fill, t_read, t_unmap);
+		   size >> 20, workers, nfiles, how == 0 ? "fa" : how == 1 ? "po" : "fp",
+		   t_create, t_fill, t_read, t_unmap);
 }
 
 int
@@ -284,10 +296,12 @@ main(int argc, char **argv)
 		run(mib << 20, workers, 0);
 		run((mib / 2) << 20, workers, 1);
 		run_memfd(mib << 20, workers);
-		run_files(mib << 20, workers, 1);
-		run_files(mib << 20, workers, 4);
-		run_files(mib << 20, workers, 8);
-		run_files(mib << 20, workers, 16);
+		for (int how = 0; how < 3; how++)
+		{
+			run_files(mib << 20, workers, 1, how);
+			run_files(mib << 20, workers, 8, how);
+			run_files(mib << 20, workers, 16, how);
+		}
 	}
 	return 0;
 }
