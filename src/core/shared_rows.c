@@ -9,20 +9,21 @@
  * have nothing to do with the rows (regress/bench_shm.c; the GPU host's
  * numbers are in regress/BENCHMARKS.md): posix_fallocate allocates and
  * zeroes every page before the query can start (105-205 ms), and the last
- * detach unmaps and frees every page before the query can end (140-200
+ * detach unmaps and frees every page before the query can end (140-190
  * ms).  PostgreSQL fallocates so that a full /dev/shm fails the creation,
  * not a later write with SIGBUS.  So do we, but into several memfds at
  * once, a thread a file: a file's allocation serialises on that file's
  * lock (8 workers faulting pages into one file took longer than one
- * fallocate), files' allocations do not, and 16 files of 64 MB took 24-30
- * ms.  The reader maps them back to back in one reserved range, so the
+ * fallocate), files' allocations do not, and 16 files of 64 MB took 22-24
+ * ms (8 of 128 MB: 30 ms).  The reader maps them back to back in one reserved range, so the
  * rows are one array to it, as they are to every worker, which maps them
  * the same way.  memfds live on the kernel's internal tmpfs mount, which
  * has no size of its own: their pages count as the backend's memory, like
  * a malloc'd buffer, so they are only made while the host's available
  * memory has room to spare, and fallocate fails cleanly when they are not
- * there.
- * A helper thread unmaps and closes them when the rows are done with.
+ * there.  The mappings keep the files alive, so every process closes its
+ * descriptors once the files are mapped (the reader once its workers are
+ * done), and a helper thread unmaps them when the rows are done with.
  *
  * A parallel worker is a separate process started by the postmaster, so
  * the reader cannot hand it a descriptor; it opens /proc/<reader>/fd/<fd>
