@@ -1,7 +1,8 @@
 /*
  * test_core.c
  *		Unit tests of the pure-C core: the grid CPU self-join against the
- *		brute-force oracle on seeded random and adversarial point sets.
+ *		brute-force oracle on seeded random and adversarial point sets; the
+ *		parallel read's shared files (shared_rows.c).
  *
  * Each case builds a point set whose ids are the original row numbers, keeps
  * a copy for the oracle, runs grid build + threaded join, and requires the
@@ -10,13 +11,17 @@
  *		test_core [seed]
  * The last line is "core: N passed, N failed".
  */
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../src/core/gj_core.h"
+#include "../src/core/shared_rows.h"
 #include "datagen.h"
 #include "pairset.h"
 
@@ -331,6 +336,175 @@ check_boundaries(void)
 	}
 }
 
+static void
+expect(bool ok, const char *what)
+{
+	if (ok)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL shared rows: %s\n", what);
+	}
+}
+
+/* Mappings of the read's files left in this process (/proc/self/maps). */
+static int
+read_mappings(void)
+{
+	FILE	   *f = fopen("/proc/self/maps", "r");
+	char		line[512];
+	int			n = 0;
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, "gpujoin-read") != NULL;
+	fclose(f);
+	return n;
+}
+
+static double
+available_bytes(void)
+{
+	FILE	   *f = fopen("/proc/meminfo", "r");
+	char		line[128];
+	double		kb = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024.0;
+}
+
+/*
+ * The parallel read's shared files: an empty (zeroed) struct closes
+ * nothing (a zeroed state once closed descriptor 0, and with it a file
+ * PostgreSQL reopened there); files made in parts are one array to the
+ * maker and to another process that opens them through /proc, which sees
+ * and makes the same bytes; a size or descriptor that does not match is
+ * refused; descriptors dropped leave the mapping; the release's helper
+ * leaves no mapping behind.
+ */
+static void
+check_shared_rows(void)
+{
+	gj_shared_rows r,
+				w,
+				z;
+	size_t		bytes = ((size_t) 130 << 20) + 12345;	/* two files of 64 MB or more */
+	int			pipefd[2];
+	int			low;
+	pid_t		pid;
+	int			status = -1;
+
+	/* a zeroed struct owns nothing, whatever its fds say */
+	if (pipe(pipefd) != 0)
+		return;
+	low = pipefd[0];
+	memset(&z, 0, sizeof(z));
+	z.fds[0] = low;
+	z.nfiles = 1;
+	gj_shared_rows_close(&z);
+	gj_shared_rows_release(&z);
+	memset(&z, 0, sizeof(z));
+	gj_shared_rows_release(&z);
+	expect(fcntl(low, F_GETFD) != -1 && fcntl(0, F_GETFD) != -1,
+		   "an empty struct's close or release closed a descriptor");
+	close(pipefd[0]);
+	close(pipefd[1]);
+
+	if (available_bytes() < 1.5 * (double) bytes + 512.0 * 1024 * 1024)
+	{
+		printf("shared rows: not enough available memory for the files' checks (not counted)\n");
+		return;
+	}
+	if (gj_shared_rows_create(&r, bytes, GJ_SHARED_ROWS_MAX_FILES) != 0)
+	{
+		expect(false, "could not make the files");
+		return;
+	}
+	expect(r.base != NULL && r.nfiles >= 1 && r.nfiles <= GJ_SHARED_ROWS_MAX_FILES &&
+		   r.part * r.nfiles >= bytes && r.part % ((size_t) 2 << 20) == 0 &&
+		   (r.nfiles > 1 || gj_cpu_count() == 1),
+		   "the files' shape");
+	for (size_t i = 0; i < bytes / 8; i++)
+		((uint64_t *) r.base)[i] = i * 0x9E3779B97F4A7C15ULL;
+
+	/* another process: opens them through /proc, reads ours, writes its own */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+	{
+		int			bad = 0;
+
+		if (gj_shared_rows_open(&w, (int) getppid(), r.fds, r.nfiles, r.part) != 0)
+			_exit(2);
+		for (int f = 0; f < w.nfiles; f++)
+			if (w.fds[f] != -1)
+				_exit(4);		/* mapped, its descriptors should be closed */
+		for (size_t i = 0; i < bytes / 8 && !bad; i++)
+			bad = ((uint64_t *) w.base)[i] != i * 0x9E3779B97F4A7C15ULL;
+		for (size_t i = 0; i < bytes / 8; i++)
+			((uint64_t *) w.base)[i] = ~i;
+		gj_shared_rows_close(&w);
+		_exit(bad ? 3 : 0);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	expect(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "another process could not open or read the files");
+	{
+		bool		same = true;
+
+		for (size_t i = 0; i < bytes / 8 && same; i++)
+			same = ((uint64_t *) r.base)[i] == ~(uint64_t) i;
+		expect(same, "another process's writes are not in the maker's mapping");
+	}
+
+	/* refused: files shorter than asked, a descriptor that is not one */
+	expect(gj_shared_rows_open(&w, (int) getpid(), r.fds, r.nfiles, r.part + 4096) != 0 &&
+		   w.base == NULL, "a part longer than the files was accepted");
+	{
+		int			bogus[GJ_SHARED_ROWS_MAX_FILES];
+
+		memcpy(bogus, r.fds, sizeof(bogus));
+		bogus[r.nfiles - 1] = 1000000;
+		expect(gj_shared_rows_open(&w, (int) getpid(), bogus, r.nfiles, r.part) != 0 &&
+			   w.base == NULL, "a descriptor that is not open was accepted");
+	}
+
+	/* descriptors dropped: closed, the mapping still the files */
+	{
+		int			fd0 = r.fds[0];
+
+		gj_shared_rows_drop_fds(&r);
+		((uint64_t *) r.base)[1] = 42;
+		expect(fcntl(fd0, F_GETFD) == -1 && ((uint64_t *) r.base)[1] == 42 && read_mappings() > 0,
+			   "dropping the descriptors");
+	}
+
+	/* released on a helper thread: the mappings go (within 5 s) */
+	gj_shared_rows_release(&r);
+	expect(r.base == NULL, "the struct is not empty after the release");
+	for (int i = 0; i < 500 && read_mappings() != 0; i++)
+		usleep(10000);
+	expect(read_mappings() == 0, "the files are still mapped 5 s after the release");
+
+	/* one file when asked for one */
+	if (gj_shared_rows_create(&r, bytes, 1) == 0)
+	{
+		expect(r.nfiles == 1 && r.part >= bytes, "one file when asked for one");
+		gj_shared_rows_close(&r);
+		expect(read_mappings() == 0, "a closed file is still mapped");
+	}
+	else
+		expect(false, "could not make one file");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -387,6 +561,7 @@ main(int argc, char **argv)
 	check_cancel(seed++);
 	check_borrowed(seed++);
 	check_sort(seed++);
+	check_shared_rows();
 
 	printf("core: %d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
