@@ -1062,7 +1062,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		GjCheckStatus(gj_points_normalize(pts, &nzero), "normalising rows for the cosine metric");
 	elog(DEBUG1, "%s: read %lld rows of %d dimensions%s: %.1f ms to start, %.1f ms in the query, %.1f ms after",
 		 spec->fname, (long long) pts->n, pts->dims,
-		 token > 0 ? (pack->in_file ? " (parallel, through a shared file)" : " (parallel)") : "",
+		 token > 0 ? (pack->in_file ? " (parallel, through shared files)" : " (parallel)") : "",
 		 t_exec - t0, t_done - t_exec, gj_now_ms() - t_done);
 
 	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0)

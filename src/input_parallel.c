@@ -158,7 +158,7 @@ typedef struct PackState
 	dsm_segment *seg;			/* a worker's mapping of it */
 	int64	   *ids;			/* where the segment's rows are in this */
 	double	   *x;				/* ... process; NULL: no room for them */
-	gj_shared_rows file;		/* a worker's mapping of the rows' file */
+	gj_shared_rows file;		/* a worker's mapping of the rows' files */
 	int64		blk;			/* the block being filled, or -1 */
 	int64		pos;			/* next row in it */
 	int64		end;
@@ -548,7 +548,7 @@ gpujoin_pack_serial(PG_FUNCTION_ARGS)
 		dsm_detach(st->seg);	/* the rows are in the segment for good */
 		st->seg = NULL;
 	}
-	gj_shared_rows_release(&st->file);	/* ... or in the reader's file */
+	gj_shared_rows_release(&st->file);	/* ... or in the reader's files */
 	st->shared = NULL;
 	st->ids = NULL;
 	st->x = NULL;
@@ -617,7 +617,7 @@ DetachShared(void *arg)
 	dsm_detach((dsm_segment *) arg);
 }
 
-/* ... or the rows' file, unmapped and closed on a helper thread. */
+/* ... or the rows' files, unmapped on a helper thread. */
 static void
 ReleaseFile(void *arg)
 {
@@ -626,7 +626,7 @@ ReleaseFile(void *arg)
 }
 
 /*
- * Make the segment's rows (or the file's) the reader's point buffer: the
+ * Make the segment's rows (or the files') the reader's point buffer: the
  * written rows of the blocks moved together in place (only blocks after
  * the first partly filled one move: every participant's last block, near
  * the end), the mapping kept past the query until the points are released.
@@ -782,7 +782,7 @@ CreateShared(int64 rows, int dims, bool with_rows)
 /*
  * A segment for the rows, which go into shared files of the reader's where
  * it can make them (core/shared_rows.c says why: PostgreSQL's own segment
- * of 1 GB costs the query ~0.3 s in page handling alone, on one core), and
+ * of 1 GB costs the query 0.25-0.4 s in page handling alone, on one core), and
  * into the segment itself otherwise.  Sets t's file and its seg (NULL:
  * none).
  */
@@ -790,6 +790,7 @@ static void
 CreateRows(GjPackTarget *t, int64 cap, int dims)
 {
 	gj_shared_rows_init(&t->file);
+	t->fds_reserved = 0;
 	t->seg = NULL;
 	if (cap <= 0 || dims <= 0)
 		return;
@@ -798,7 +799,6 @@ CreateRows(GjPackTarget *t, int64 cap, int dims)
 	 * main region, whose pages stay allocated and mapped from one query to
 	 * the next: nothing to allocate or free at all, so that goes first.
 	 */
-	t->fds_reserved = 0;
 	if (gj_parallel_read_file_guc &&
 		(double) SharedSize(cap, dims, true) > (double) min_dynamic_shared_memory * 1024 * 1024 &&
 		(double) PACK_FILE_HEAD + RowsBytes(cap, dims) <= (double) GjHostMemoryLimit())
