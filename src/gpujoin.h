@@ -239,11 +239,9 @@ extern void GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStat
 							 gj_points *points, gj_geo_side *s_side,
 							 const GjReadStats *r_read, gj_points *queries,
 							 gj_geo_side *r_side);
-extern bool GjGeographyPair(GjGeography *geo, gj_geo_side *sa, int64 ida,
-							gj_geo_side *sb, int64 idb, double c, double *metres);
 extern void GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
 							  gj_geo_side *sb, const int64 *idb, const double *c, int64 n,
-							  bool *within);
+							  bool *within, double *metres);
 extern void GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side,
 									const gj_points *queries, gj_geo_side *r_side,
 									const uint32 *rows, int64 nrows, int32 *counts);

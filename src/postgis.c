@@ -351,14 +351,3 @@ GjGeographyWithinMany(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
 		pfree(DatumGetPointer(args[c]));
 }
 
-/* The same for one pair. */
-bool
-GjGeographyWithin(const char *fname, Oid nsp, int32 srid, bool use_spheroid, double d,
-				  const double *lla, const double *llb, double *metres)
-{
-	double		ll[4] = {lla[0], lla[1], llb[0], llb[1]};
-	bool		within;
-
-	GjGeographyWithinMany(fname, nsp, srid, use_spheroid, d, 1, ll, &within, metres);
-	return within;
-}

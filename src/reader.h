@@ -82,8 +82,6 @@ extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
 extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 								 bool *geography, Oid *nsp);
 extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
-extern bool GjGeographyWithin(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
-							  double d, const double *lla, const double *llb, double *metres);
 extern void GjGeographyWithinMany(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
 								  double d, int n, const double *ll, bool *within,
 								  double *metres);
