@@ -128,6 +128,38 @@ GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
  * here), a batch of 4096 about what 40 of those do.
  */
 #define GJ_GEO_BATCH 4096
+#define GJ_GEO_SLICE_ROWS 2048		/* pairs a thread is worth starting for */
+
+/* The chord's verdicts and metres for a slice of the pairs, on a thread. */
+typedef struct GeoDecideRows
+{
+	const GjGeography *geo;
+	gj_geo_side *sa;
+	gj_geo_side *sb;
+	const int64 *ida;
+	const int64 *idb;
+	const double *c;
+	bool	   *within;
+	double	   *metres;
+	volatile int err;			/* a gj_status other than GJ_OK, if any */
+} GeoDecideRows;
+
+static void
+GeoDecideSlice(void *arg, int64_t r0, int64_t r1)
+{
+	GeoDecideRows *d = arg;
+
+	for (int64_t k = r0; k < r1; k++)
+	{
+		gj_status	st;
+
+		d->within[k] = d->c[k] <= d->geo->g.in_max;
+		if (d->within[k] && d->metres != NULL &&
+			(st = gj_geo_pair_metres(&d->geo->g, d->sa, d->ida[k], d->sb, d->idb[k], d->c[k],
+									 &d->metres[k])) != GJ_OK)
+			d->err = st;
+	}
+}
 
 void
 GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
@@ -139,7 +171,27 @@ GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
 	bool	   *ans = NULL;
 	int64	   *at = NULL;
 	int			nb = 0;
+	GeoDecideRows d = {geo, sa, sb, ida, idb, c, within, metres, GJ_OK};
+	gj_status	st;
 
+	if (n <= 0)
+		return;
+	/*
+	 * What the chord settles, on the cores: the geodesic metres of every
+	 * pair within d (on the spheroid, most of a long-range join's time).
+	 * The sides' id index is built on first use, so here before the threads.
+	 */
+	if (metres != NULL)
+	{
+		GjCheckStatus(gj_geo_side_index(sa), "indexing geography rows");
+		GjCheckStatus(gj_geo_side_index(sb), "indexing geography rows");
+	}
+	st = gj_run_rows(GeoDecideSlice, &d, 0, n,
+					 metres != NULL ? Min(gj_slices_for(n, GJ_GEO_SLICE_ROWS), GjCpuThreads()) : 1);
+	if (st == GJ_ERR_CANCELED)
+		CHECK_FOR_INTERRUPTS();
+	GjCheckStatus(st != GJ_OK ? st : (gj_status) d.err, "measuring geography pairs");
+	/* the band, PostGIS's to decide, in batches */
 	for (int64 k = 0; k <= n; k++)
 	{
 		if (k < n)
@@ -148,14 +200,7 @@ GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
 					   *llb;
 
 			if (c[k] <= geo->g.in_max || c[k] > geo->g.out_min)
-			{
-				within[k] = c[k] <= geo->g.in_max;
-				if (within[k] && metres != NULL)
-					GjCheckStatus(gj_geo_pair_metres(&geo->g, sa, ida[k], sb, idb[k], c[k],
-													 &metres[k]),
-								  "measuring a geography pair");
 				continue;
-			}
 			if (ll == NULL)
 			{
 				ll = palloc(sizeof(double) * 4 * GJ_GEO_BATCH);

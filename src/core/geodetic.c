@@ -226,13 +226,9 @@ cmp_id_row(const void *x, const void *y)
 	return a[1] < b[1] ? -1 : a[1] > b[1];
 }
 
-/* The rows of s whose id is id: *count of them from *first in s->by_id. */
-static gj_status
-side_find(gj_geo_side *s, int64_t id, int64_t *first, int64_t *count)
+gj_status
+gj_geo_side_index(gj_geo_side *s)
 {
-	int64_t		lo = 0,
-				hi = s->n;
-
 	if (s->by_id == NULL)
 	{
 		/* sorted on first use: most joins never ask */
@@ -246,6 +242,19 @@ side_find(gj_geo_side *s, int64_t id, int64_t *first, int64_t *count)
 		}
 		qsort(s->by_id, s->n, 2 * sizeof(int64_t), cmp_id_row);
 	}
+	return GJ_OK;
+}
+
+/* The rows of s whose id is id: *count of them from *first in s->by_id. */
+static gj_status
+side_find(gj_geo_side *s, int64_t id, int64_t *first, int64_t *count)
+{
+	int64_t		lo = 0,
+				hi = s->n;
+	gj_status	st = gj_geo_side_index(s);
+
+	if (st != GJ_OK)
+		return st;
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;

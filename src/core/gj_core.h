@@ -284,6 +284,8 @@ extern gj_status gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t
 extern gj_status gj_geo_pair_metres(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
 									gj_geo_side *sb, int64_t idb, double c, double *metres);
 extern void gj_geo_side_free(gj_geo_side *s);
+/* s's id index, made now (the lookups above make it on first use, so not on threads) */
+extern gj_status gj_geo_side_index(gj_geo_side *s);
 
 typedef struct gj_pair_queue gj_pair_queue;
 
