@@ -364,22 +364,6 @@ read_mappings(void)
 	return n;
 }
 
-static double
-available_bytes(void)
-{
-	FILE	   *f = fopen("/proc/meminfo", "r");
-	char		line[128];
-	double		kb = 0;
-
-	if (f == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb * 1024.0;
-}
-
 /*
  * The parallel read's shared files: an empty (zeroed) struct closes
  * nothing (a zeroed state once closed descriptor 0, and with it a file
@@ -417,7 +401,7 @@ check_shared_rows(void)
 	close(pipefd[0]);
 	close(pipefd[1]);
 
-	if (available_bytes() < 1.5 * (double) bytes + 512.0 * 1024 * 1024)
+	if (gj_memory_available() < 1.5 * (double) bytes + 512.0 * 1024 * 1024)
 	{
 		printf("shared rows: not enough available memory for the files' checks (not counted)\n");
 		return;

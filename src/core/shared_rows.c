@@ -126,12 +126,9 @@ alloc_file(void *arg)
 	return NULL;
 }
 
-/*
- * The host's MemAvailable (pages free or reclaimable without swapping) in
- * bytes, or 0 when unknown.
- */
-static double
-memory_available(void)
+/* The host's MemAvailable, from /proc/meminfo. */
+double
+gj_memory_available(void)
 {
 	FILE	   *f = fopen("/proc/meminfo", "r");
 	char		line[128];
@@ -158,7 +155,7 @@ gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files)
 
 	gj_shared_rows_init(r);
 	/* the margin PostgreSQL's segment gets on /dev/shm (input_parallel.c) */
-	if (bytes == 0 || memory_available() < 1.5 * (double) bytes + 256.0 * 1024 * 1024)
+	if (bytes == 0 || gj_memory_available() < 1.5 * (double) bytes + 256.0 * 1024 * 1024)
 		return -1;
 	if (nfiles > gj_cpu_count())
 		nfiles = gj_cpu_count();

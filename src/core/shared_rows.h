@@ -26,6 +26,9 @@ typedef struct gj_shared_rows
 
 extern void gj_shared_rows_init(gj_shared_rows *r);
 
+/* The host's MemAvailable (free or reclaimable without swapping) in bytes; 0: unknown. */
+extern double gj_memory_available(void);
+
 /*
  * At least bytes in up to max_files new anonymous shared files, their pages
  * allocated (in parallel, a thread a file) and mapped; 0, or -1 where they
