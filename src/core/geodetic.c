@@ -102,9 +102,6 @@ gj_geodetic_to_xyz(const gj_geodetic *g, const double *ll, double *xyz, int64_t 
 	}
 }
 
-/* chords up to this long take the spheroid's mean curvature (no lookup) */
-#define GJ_GEO_SHORT_CHORD 5000.0
-
 /*
  * The distance in metres along g's surface between earth-centred points p
  * and q, c (their chord) apart: the arc of that chord on a circle of the

@@ -264,6 +264,19 @@ typedef struct gj_geodetic
 	double		out_min;
 } gj_geodetic;
 
+/* chords up to this long take the spheroid's mean curvature (no lookup) */
+#define GJ_GEO_SHORT_CHORD 5000.0
+
+/*
+ * Whether pairs within d may need the geodesic (their rows looked up and
+ * measured on the spheroid, ~1 us a pair) rather than the chord's arc.
+ */
+static inline int
+gj_geodetic_long(const gj_geodetic *g)
+{
+	return g->spheroid && g->in_max > GJ_GEO_SHORT_CHORD;
+}
+
 extern gj_status gj_geodetic_init(gj_geodetic *g, double a, double b, int spheroid, double d);
 extern void gj_geodetic_to_xyz(const gj_geodetic *g, const double *ll, double *xyz, int64_t n);
 extern double gj_geodetic_chord_metres(const gj_geodetic *g, double c);
