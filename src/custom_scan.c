@@ -87,6 +87,7 @@ typedef struct GjScanState
 	GjJob	   *job;
 	bool		started;
 	GjJobStats	stats;			/* summed over runs */
+	bool		direct;			/* no qual, nothing to project: GjExecScan */
 } GjScanState;
 
 static Plan *GjPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -362,6 +363,8 @@ GjBeginScan(CustomScanState *node, EState *estate, int eflags)
 		st->filter_state = ExecInitExpr(st->filter_expr, &node->ss.ps);
 	st->spec_cxt = AllocSetContextCreate(estate->es_query_cxt, "gpujoin scan",
 										 ALLOCSET_SMALL_SIZES);
+	st->direct = node->ss.ps.qual == NULL &&
+		(node->ss.ps.ps_ProjInfo == NULL || cscan->scan.plan.targetlist == NIL);
 }
 
 static int
@@ -538,10 +541,30 @@ GjScanRecheck(ScanState *ss, TupleTableSlot *slot)
 	return true;
 }
 
+/*
+ * ExecScan's work, less what our rows never need: with no qual, no
+ * EvalPlanQual recheck and no projection (or one to no columns, as under
+ * count(*)), a row goes straight from the job to the caller, without the
+ * per-row reset of the expression context and the empty projection
+ * (nothing here allocates in it).  Everything else goes through ExecScan.
+ */
 static TupleTableSlot *
 GjExecScan(CustomScanState *node)
 {
-	return ExecScan(&node->ss, GjScanNext, GjScanRecheck);
+	GjScanState *st = (GjScanState *) node;
+	ScanState  *ss = &node->ss;
+	ProjectionInfo *proj = ss->ps.ps_ProjInfo;
+	TupleTableSlot *slot;
+	TupleTableSlot *result;
+
+	if (!st->direct || ss->ps.state->es_epq_active != NULL)
+		return ExecScan(ss, GjScanNext, GjScanRecheck);
+	slot = GjScanNext(ss);		/* (ExecCustomScan checked for interrupts) */
+	if (proj == NULL)
+		return slot;
+	result = proj->pi_state.resultslot;
+	ExecClearTuple(result);
+	return TupIsNull(slot) ? result : ExecStoreVirtualTuple(result);
 }
 
 static void
