@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -415,6 +416,15 @@ check_shared_rows(void)
 		   r.part * r.nfiles >= bytes && r.part % ((size_t) 2 << 20) == 0 &&
 		   (r.nfiles > 1 || gj_cpu_count() == 1),
 		   "the files' shape");
+	/* the allocation the threads ran beside: every page of every file */
+	{
+		bool		full = gj_shared_rows_allocated(&r) == 0 && r.alloc == NULL;
+		struct stat sb;
+
+		for (int f = 0; f < r.nfiles && full; f++)
+			full = fstat(r.fds[f], &sb) == 0 && (size_t) sb.st_blocks * 512 >= r.part;
+		expect(full && gj_shared_rows_allocated(&r) == 0, "the files' pages were not allocated");
+	}
 	for (size_t i = 0; i < bytes / 8; i++)
 		((uint64_t *) r.base)[i] = i * 0x9E3779B97F4A7C15ULL;
 
@@ -478,15 +488,27 @@ check_shared_rows(void)
 		usleep(10000);
 	expect(read_mappings() == 0, "the files are still mapped 5 s after the release");
 
-	/* one file when asked for one */
+	/* one file when asked for one, closed while it may still be allocating */
 	if (gj_shared_rows_create(&r, bytes, 1) == 0)
 	{
 		expect(r.nfiles == 1 && r.part >= bytes, "one file when asked for one");
 		gj_shared_rows_close(&r);
-		expect(read_mappings() == 0, "a closed file is still mapped");
+		expect(read_mappings() == 0 && r.alloc == NULL, "a closed file is still mapped");
 	}
 	else
 		expect(false, "could not make one file");
+
+	/* released at once, the allocation running: the helper waits for it, then unmaps */
+	if (gj_shared_rows_create(&r, bytes, GJ_SHARED_ROWS_MAX_FILES) == 0)
+	{
+		gj_shared_rows_release(&r);
+		for (int i = 0; i < 500 && read_mappings() != 0; i++)
+			usleep(10000);
+		expect(r.base == NULL && read_mappings() == 0,
+			   "files released while allocating are still mapped after 5 s");
+	}
+	else
+		expect(false, "could not make the files again");
 }
 
 int

@@ -11,17 +11,20 @@
  * zeroes every page before the query can start (105-205 ms), and the last
  * detach unmaps and frees every page before the query can end (140-190
  * ms).  PostgreSQL fallocates so that a full /dev/shm fails the creation,
- * not a later write with SIGBUS.  So do we, but into several memfds at
- * once, a thread a file: a file's allocation serialises on that file's
- * lock (8 workers faulting pages into one file took longer than one
- * fallocate), files' allocations do not, and 16 files of 64 MB took 22-24
- * ms (8 of 128 MB: 30 ms).  The reader maps them back to back in one reserved range, so the
- * rows are one array to it, as they are to every worker, which maps them
- * the same way.  memfds live on the kernel's internal tmpfs mount, which
- * has no size of its own: their pages count as the backend's memory, like
- * a malloc'd buffer, so they are only made while the host's available
- * memory has room to spare, and fallocate fails cleanly when they are not
- * there.  The mappings keep the files alive, so every process closes its
+ * not a later write with SIGBUS.  We fallocate several memfds at once, a
+ * thread a file: a file's allocation serialises on that file's lock (8
+ * workers faulting pages into one file took longer than one fallocate),
+ * files' allocations do not, and 16 files of 64 MB took 22-24 ms (8 of
+ * 128 MB: 30 ms).  The threads run while the reader's query starts its
+ * workers, so the allocation is a head start, not a reservation: memfds
+ * live on the kernel's internal tmpfs mount, which has no size of its own
+ * (a write never meets a full file system), and their pages count as the
+ * backend's memory, like a malloc'd buffer's, so what the allocation has
+ * not done by then, the first write does, and the files are only made
+ * while the host's available memory has room to spare.  The reader maps
+ * the files back to back in one reserved range, so the rows are one array
+ * to it, as they are to every worker, which maps them the same way.  The
+ * mappings keep the files alive, so every process closes its
  * descriptors once the files are mapped (the reader once its workers are
  * done), and a helper thread unmaps them when the rows are done with.
  *
@@ -52,6 +55,22 @@
 #if defined(__linux__) && defined(MFD_CLOEXEC)
 #define HAVE_SHARED_ROWS 1
 #endif
+
+typedef struct alloc_job
+{
+	int			fd;
+	size_t		bytes;
+	int			rc;
+} alloc_job;
+
+/* The allocation running beside the reader (gj_shared_rows_create). */
+struct gj_shared_rows_alloc
+{
+	int			nfiles;
+	int			started;		/* threads; the rest was allocated inline */
+	pthread_t	threads[GJ_SHARED_ROWS_MAX_FILES];
+	alloc_job	jobs[GJ_SHARED_ROWS_MAX_FILES];
+};
 
 void
 gj_shared_rows_init(gj_shared_rows *r)
@@ -84,9 +103,28 @@ map_parts(gj_shared_rows *r)
 	r->base = base;
 }
 
+int
+gj_shared_rows_allocated(gj_shared_rows *r)
+{
+	gj_shared_rows_alloc *a = r->alloc;
+	int			ok = 1;
+
+	if (a == NULL)
+		return 0;
+	for (int f = 0; f < a->started; f++)
+		pthread_join(a->threads[f], NULL);
+	for (int f = 0; f < a->nfiles; f++)
+		ok &= a->jobs[f].rc == 0;
+	free(a);
+	r->alloc = NULL;
+	return ok ? 0 : -1;
+}
+
+/* (the allocation's threads use the descriptors: they finish first) */
 static void
 close_fds(gj_shared_rows *r)
 {
+	(void) gj_shared_rows_allocated(r);
 	for (int f = 0; f < r->nfiles; f++)
 	{
 		if (r->fds[f] >= 0)
@@ -102,12 +140,6 @@ gj_shared_rows_drop_fds(gj_shared_rows *r)
 		close_fds(r);
 }
 
-typedef struct alloc_job
-{
-	int			fd;
-	size_t		bytes;
-	int			rc;
-} alloc_job;
 
 /*
  * Allocate a file's pages.  fallocate, not faults: on the H100 host 16
@@ -147,10 +179,8 @@ int
 gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files)
 {
 #ifdef HAVE_SHARED_ROWS
-	alloc_job	jobs[GJ_SHARED_ROWS_MAX_FILES];
-	pthread_t	threads[GJ_SHARED_ROWS_MAX_FILES];
+	gj_shared_rows_alloc *a;
 	int			nfiles = (int) (bytes / PART_MIN),
-				started,
 				ok = 1;
 
 	gj_shared_rows_init(r);
@@ -172,31 +202,30 @@ gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files)
 	}
 	if (ok)
 		map_parts(r);
-	if (r->base != NULL)
+	if (r->base == NULL || (a = calloc(1, sizeof(*a))) == NULL)
 	{
-		/* a thread a file; the files no thread took, here */
-		for (int f = 0; f < nfiles; f++)
-		{
-			jobs[f].fd = r->fds[f];
-			jobs[f].bytes = r->part;
-			jobs[f].rc = -1;
-		}
-		started = gj_threads_start(threads, nfiles, alloc_file, jobs, sizeof(alloc_job));
-		for (int f = started; f < nfiles; f++)
-			alloc_file(&jobs[f]);
-		for (int f = 0; f < started; f++)
-			pthread_join(threads[f], NULL);
-		for (int f = 0; f < nfiles; f++)
-			ok &= jobs[f].rc == 0;
-		if (!ok)
+		if (r->base != NULL)
 			munmap(r->base, r->part * r->nfiles);
-	}
-	if (r->base == NULL || !ok)
-	{
 		close_fds(r);
 		gj_shared_rows_init(r);
 		return -1;
 	}
+	/*
+	 * A thread a file, left running: the reader's query starts its workers
+	 * meanwhile (10-30 ms), and most pages are there when they write.  The
+	 * files no thread took are allocated here.
+	 */
+	a->nfiles = nfiles;
+	for (int f = 0; f < nfiles; f++)
+	{
+		a->jobs[f].fd = r->fds[f];
+		a->jobs[f].bytes = r->part;
+		a->jobs[f].rc = -1;
+	}
+	a->started = gj_threads_start(a->threads, nfiles, alloc_file, a->jobs, sizeof(alloc_job));
+	for (int f = a->started; f < nfiles; f++)
+		alloc_file(&a->jobs[f]);
+	r->alloc = a;
 	return 0;
 #else
 	(void) bytes;
@@ -249,6 +278,7 @@ gj_shared_rows_open(gj_shared_rows *r, int pid, const int *fds, int nfiles, size
 void
 gj_shared_rows_close(gj_shared_rows *r)
 {
+	(void) gj_shared_rows_allocated(r);
 	if (r->base != NULL)
 	{
 		/*

@@ -16,12 +16,15 @@
  * when base is NULL (so a zeroed struct is empty: the fds are only closed
  * while base is set).
  */
+typedef struct gj_shared_rows_alloc gj_shared_rows_alloc;
+
 typedef struct gj_shared_rows
 {
 	void	   *base;
 	size_t		part;
 	int			nfiles;
 	int			fds[GJ_SHARED_ROWS_MAX_FILES];
+	gj_shared_rows_alloc *alloc;	/* the pages' allocation while it runs */
 } gj_shared_rows;
 
 extern void gj_shared_rows_init(gj_shared_rows *r);
@@ -30,11 +33,19 @@ extern void gj_shared_rows_init(gj_shared_rows *r);
 extern double gj_memory_available(void);
 
 /*
- * At least bytes in up to max_files new anonymous shared files, their pages
- * allocated (in parallel, a thread a file) and mapped; 0, or -1 where they
- * cannot be had (no memfd, or not the memory).
+ * At least bytes in up to max_files new anonymous shared files, mapped;
+ * 0, or -1 where they cannot be had (no memfd, or not the memory).  Their
+ * pages are being allocated on helper threads, a thread a file, when this
+ * returns: a head start for the writers, not a reservation (a page not
+ * yet allocated is allocated by its first write, as a malloc'd buffer's).
  */
 extern int	gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files);
+
+/*
+ * Wait for the allocation (if any is running); 0 when it allocated every
+ * page, -1 when it could not.  Closing the descriptors waits for it first.
+ */
+extern int	gj_shared_rows_allocated(gj_shared_rows *r);
 
 /*
  * Another process's files (its pid and descriptors, as the creator's r
