@@ -40,6 +40,7 @@
 #endif
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,7 @@ typedef struct alloc_job
 {
 	int			fd;
 	size_t		bytes;
+	char	   *map;			/* the reader's mapping of the file */
 	int			rc;
 } alloc_job;
 
@@ -142,12 +144,54 @@ gj_shared_rows_drop_fds(gj_shared_rows *r)
 
 
 /*
- * Allocate a file's pages.  fallocate, not faults: on the H100 host 16
- * threads fallocated 1 GB in 16 files in 22 ms, where faulting the same
- * pages into the reader's mapping (MADV_POPULATE_WRITE) took 69 ms, and
- * allocating and mapping them 54 ms (regress/bench_shm: "fa", "po", "fp");
- * the reader faults the pages in as it first reads them (~40 ms a GB, in
- * the engine's upload, as it did a new segment's).
+ * madvise in steps of GJ_ADVISE_STEP bytes.  madvise holds the process's
+ * mmap lock (shared) for as long as a call runs: over 1 GB, tens of ms,
+ * in which every mmap and munmap of the backend waits, the next query's
+ * files among them: the 1M x 128 kNN join run twice in a row waited 31-53
+ * ms for the first's release to make the second's files, 1-14 ms with
+ * steps (H100 host).  Between steps a waiting writer gets in.
+ */
+#define GJ_ADVISE_STEP ((size_t) 16 << 20)
+
+static void
+advise_in_steps(char *addr, size_t len, int advice)
+{
+	for (size_t off = 0; off < len; off += GJ_ADVISE_STEP)
+	{
+		size_t		n = len - off < GJ_ADVISE_STEP ? len - off : GJ_ADVISE_STEP;
+
+		if (madvise(addr + off, n, advice) != 0)
+			return;
+	}
+}
+
+void
+gj_shared_rows_prefault(void *addr, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	size_t		page = (size_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	a0 = (uintptr_t) addr / page * page,
+				a1 = ((uintptr_t) addr + len + page - 1) / page * page;
+
+	if (len > 0)
+		(void) madvise((void *) a0, a1 - a0, MADV_POPULATE_WRITE);
+#else
+	(void) addr;
+	(void) len;
+#endif
+}
+
+/*
+ * Allocate a file's pages, then map them into the reader.  fallocate, not
+ * faults: on the H100 host 16 threads fallocated 1 GB in 16 files in 22
+ * ms, where faulting the same pages into the reader's mapping
+ * (MADV_POPULATE_WRITE) took 69 ms, and allocating and then mapping them
+ * 54 ms (regress/bench_shm: "fa", "po", "fp").  The mapping is done here,
+ * while the workers start, because otherwise the reader faults every page
+ * in as it first reads it: ~40-50 ms a GB, on one core, in the engine's
+ * upload (the 1M x 128 kNN join's median on the H100 host: 951 -> 865 ms).
+ * Where MADV_POPULATE_WRITE is unknown (before Linux 5.14), the upload
+ * faults as before.
  */
 static void *
 alloc_file(void *arg)
@@ -155,6 +199,10 @@ alloc_file(void *arg)
 	alloc_job  *j = arg;
 
 	j->rc = posix_fallocate(j->fd, 0, (off_t) j->bytes);
+#ifdef MADV_POPULATE_WRITE
+	if (j->rc == 0 && j->map != NULL)
+		advise_in_steps(j->map, j->bytes, MADV_POPULATE_WRITE);
+#endif
 	return NULL;
 }
 
@@ -220,6 +268,7 @@ gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files)
 	{
 		a->jobs[f].fd = r->fds[f];
 		a->jobs[f].bytes = r->part;
+		a->jobs[f].map = (char *) r->base + r->part * f;
 		a->jobs[f].rc = -1;
 	}
 	a->started = gj_threads_start(a->threads, nfiles, alloc_file, a->jobs, sizeof(alloc_job));
@@ -283,12 +332,13 @@ gj_shared_rows_close(gj_shared_rows *r)
 	{
 		/*
 		 * Drop the pages from the mapping first: madvise zaps them under
-		 * the process's mmap lock held shared, where munmap would hold it
-		 * exclusive for as long, stalling every page fault and mmap of the
-		 * backend's own thread meanwhile.
+		 * the process's mmap lock held shared (in steps, so that the next
+		 * query's mmaps need not wait for all of it), where munmap would
+		 * hold it exclusive for as long, stalling every page fault and
+		 * mmap of the backend's own thread meanwhile.
 		 */
 #ifdef MADV_DONTNEED
-		(void) madvise(r->base, r->part * r->nfiles, MADV_DONTNEED);
+		advise_in_steps(r->base, r->part * r->nfiles, MADV_DONTNEED);
 #endif
 		munmap(r->base, r->part * r->nfiles);
 		close_fds(r);

@@ -56,6 +56,13 @@ extern int	gj_shared_rows_allocated(gj_shared_rows *r);
 extern int	gj_shared_rows_open(gj_shared_rows *r, int pid, const int *fds, int nfiles,
 								size_t part);
 
+/*
+ * Map the pages of [addr, addr + len) of a shared mapping into this process
+ * at once (MADV_POPULATE_WRITE, where the kernel has it), instead of a
+ * fault a page as they are first written.
+ */
+extern void gj_shared_rows_prefault(void *addr, size_t len);
+
 /* Close the descriptors, keeping the mapping (which keeps the files). */
 extern void gj_shared_rows_drop_fds(gj_shared_rows *r);
 
