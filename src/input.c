@@ -930,6 +930,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjReceiver	r;
 	SPIPlanPtr	plan;
 	double		t0 = gj_now_ms(),
+				t_pack = 0,
 				t_exec,
 				t_done;
 	GjPackTarget *pack = NULL;
@@ -993,8 +994,10 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			pack = MemoryContextAllocZero(caller_cxt, sizeof(GjPackTarget));
 			pack->pts = pts;
 			pack->expect = ExpectedRows(spec->relid);
+			t_pack = gj_now_ms();
 			token = GjPackBegin(pack, caller_cxt, pack_dims, spec->metric == GJ_METRIC_COSINE,
 								spec->fname);
+			t_pack = gj_now_ms() - t_pack;
 			r.packed = true;
 			if (pack->seg == NULL &&
 				(double) pack->expect * (8.0 + 8.0 * pack_dims) >= GJ_PACK_UNSHARED_MAX)
@@ -1060,10 +1063,10 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		nzero = pack->nzero;	/* the participants normalised as they packed */
 	else if (spec->metric == GJ_METRIC_COSINE)
 		GjCheckStatus(gj_points_normalize(pts, &nzero), "normalising rows for the cosine metric");
-	elog(DEBUG1, "%s: read %lld rows of %d dimensions%s: %.1f ms to start, %.1f ms in the query, %.1f ms after",
+	elog(DEBUG1, "%s: read %lld rows of %d dimensions%s: %.1f ms to start (%.1f making its buffer), %.1f ms in the query, %.1f ms after",
 		 spec->fname, (long long) pts->n, pts->dims,
 		 token > 0 ? (pack->in_file ? " (parallel, through shared files)" : " (parallel)") : "",
-		 t_exec - t0, t_done - t_exec, gj_now_ms() - t_done);
+		 t_exec - t0, t_pack, t_done - t_exec, gj_now_ms() - t_done);
 
 	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0)
 	{
