@@ -54,6 +54,12 @@ SELECT (SELECT count(*) FROM eps_selfjoin_sql('SELECT id, geom FROM gp', 20))
      = (SELECT count(*) FROM gp a JOIN gp b ON a.id < b.id AND ST_DWithin(a.geom, b.geom, 20)) AS sql_selfjoin,
        (SELECT count(*) FROM eps_join_sql('SELECT id, g FROM gq WHERE id <= 500', 'SELECT id, geom FROM gp;', 20))
      = (SELECT count(*) FROM gq a JOIN gp b ON ST_DWithin(a.g, b.geom, 20) WHERE a.id <= 500) AS sql_join;
+-- a PointZ column selected as it is: 3-D, as ST_3DDWithin; computed (no
+-- type modifier), 2-D, as ST_DWithin
+SELECT (SELECT count(*) FROM eps_selfjoin_sql('SELECT id, g FROM gz', 5))
+     = (SELECT count(*) FROM gz a JOIN gz b ON a.id < b.id AND ST_3DDWithin(a.g, b.g, 5)) AS sql_z,
+       (SELECT count(*) FROM eps_selfjoin_sql('SELECT id, g::geometry FROM gz', 5))
+     = (SELECT count(*) FROM gz a JOIN gz b ON a.id < b.id AND ST_DWithin(a.g, b.g, 5)) AS sql_2d;
 -- restriction reads only those rows
 SELECT (SELECT count(*) FROM eps_join('gq', 'gp', '{g}', 20, s_cols => '{geom}') WHERE r = 5)
      = (SELECT count(*) FROM gq a JOIN gp b ON ST_DWithin(a.g, b.geom, 20) WHERE a.id = 5) AS restricted;
@@ -65,8 +71,14 @@ SELECT * FROM eps_join('g4326', 'gp', '{g}', 1, s_cols => '{geom}');
 CREATE TABLE gmix (id int PRIMARY KEY, g geometry);
 INSERT INTO gmix VALUES (1, 'SRID=4326;POINT(1 1)'), (2, 'SRID=3857;POINT(1 1)');
 SELECT * FROM eps_selfjoin('gmix', '{g}', 1);
+-- the same through the _sql forms: SRIDs mixed in a query, or differing
+-- between the two queries of a join
+SELECT * FROM eps_selfjoin_sql('SELECT id, g FROM gmix', 1);
+SELECT * FROM eps_join_sql('SELECT id, g FROM g4326', 'SELECT id, geom FROM gp', 1);
+SELECT * FROM knn_join_sql('SELECT id, geom FROM gp', 'SELECT id, g FROM g4326', 1);
 CREATE TABLE gpoly (id int PRIMARY KEY, g geometry(Polygon));
 SELECT * FROM eps_selfjoin('gpoly', '{g}', 1);
+SELECT * FROM eps_selfjoin_sql('SELECT id, g FROM gpoly', 1);
 CREATE TABLE gany (id int PRIMARY KEY, g geometry);
 INSERT INTO gany VALUES (1, 'LINESTRING(0 0, 1 1)');
 SELECT * FROM eps_selfjoin('gany', '{g}', 1);

@@ -4,8 +4,8 @@
  *		made earth-centred, and the pairs a chord cannot settle asked of
  *		PostGIS.
  *
- * The reader hands geography over as (longitude, latitude, SRID) rows
- * (postgis.c).  Here the SRID column becomes the job's one SRID, the rows
+ * The reader hands geography over as (longitude, latitude) rows and their
+ * one SRID (postgis.c).  Here the SRID becomes the job's, the rows
  * become 3-D points on its spheroid or on PostGIS's sphere, and eps the
  * chord beyond which no pair is within d (core/geodetic.c).  The engines
  * then run unchanged.  What comes out is settled by the chord, except in
@@ -25,40 +25,6 @@
 
 #include "gpujoin.h"
 #include "reader.h"
-
-/*
- * A geography read left rows of (lon, lat, SRID): keep lon, lat and return
- * the one SRID (-1: no rows).  Mixed SRIDs are PostGIS's error.
- */
-int32
-GjGeographyTakeSrid(const char *fname, gj_points *pts)
-{
-	int32		srid = -1;
-
-	if (pts->n == 0)
-	{
-		pts->dims = 2;
-		return -1;
-	}
-	if (pts->dims != 3)
-		elog(ERROR, "%s: a geography read gave %d columns, not 3", fname, pts->dims);
-	for (int64 i = 0; i < pts->n; i++)
-	{
-		int32		s = (int32) pts->x[3 * i + 2];
-
-		if (i == 0)
-			srid = s;
-		else if (s != srid)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: the geography rows mix SRIDs %d and %d", fname, srid, s),
-					 errdetail("Distances between geographies of different SRIDs are not defined, as in PostGIS.")));
-		pts->x[2 * i] = pts->x[3 * i];
-		pts->x[2 * i + 1] = pts->x[3 * i + 1];
-	}
-	pts->dims = 2;
-	return srid;
-}
 
 /*
  * After the reads: check that the inputs and arguments agree, and make the

@@ -234,7 +234,6 @@ typedef struct GjGeography
 	int64		band_pairs;		/* pairs PostGIS was asked about */
 } GjGeography;
 
-extern int32 GjGeographyTakeSrid(const char *fname, gj_points *pts);
 extern void GjGeographySetup(GjGeography *geo, GjJobSpec *spec, const GjReadStats *s_read,
 							 gj_points *points, gj_geo_side *s_side,
 							 const GjReadStats *r_read, gj_points *queries,

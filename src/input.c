@@ -942,6 +942,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	GjInputSpec gspec;
 	char	   *gsql;
 	int32		srid = GJ_NO_SRID;
+	int			srid_coords = 0;	/* rows of this many coordinates, then the SRID */
 	bool		geography = false;
 	Oid			postgis_nsp = InvalidOid;
 
@@ -974,7 +975,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			List	   *ps = SPI_plan_get_plan_sources(plan);
 			char	   *wrapped = GjGeometryWrapQuery(spec->fname, spec->query,
 													  ((CachedPlanSource *) linitial(ps))->resultDesc,
-													  &geography, &postgis_nsp);
+													  &geography, &postgis_nsp, &srid_coords);
 
 			if (wrapped != NULL)
 			{
@@ -1086,13 +1087,15 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 					 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
 							   (long long) counts->nnull, (long long) counts->nnonfinite)));
 	}
-	if (geography)
+	if (geography && srid_coords == 0)
+		srid_coords = 2;		/* a geography table: (lon, lat, SRID) */
+	if (srid_coords > 0)
 	{
-		/* (lon, lat, SRID) rows: the SRID goes where a geometry's does */
-		int32		gsrid = GjGeographyTakeSrid(spec->fname, pts);
+		/* the rows' one SRID goes where a geometry column's does */
+		int32		rsrid = GjTakeSridColumn(spec->fname, pts, srid_coords, geography);
 
 		if (stats != NULL)
-			stats->srid = gsrid;
+			stats->srid = rsrid;
 	}
 	if (stats != NULL)
 	{

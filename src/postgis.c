@@ -42,13 +42,17 @@
 #define GJ_POSTGIS_POINTTYPE 1
 
 /*
- * ST_X(col), ST_Y(col); for geography the longitude and latitude, through
- * PostGIS's cast to geometry (the stored values, unchanged), then its SRID
- * as a third column: job.c takes the one spheroid from it (mixed SRIDs are
- * an error, as in PostGIS) before it makes the points earth-centred.
+ * ST_X(col), ST_Y(col) (and ST_Z(col) with z); for geography the longitude
+ * and latitude, through PostGIS's cast to geometry (the stored values,
+ * unchanged).  With srid, then ST_SRID(col) as the last column, which the
+ * reader takes off the rows (GjTakeSridColumn): geography always (job.c
+ * takes the one spheroid from it before it makes the points
+ * earth-centred), geometry where no column type says its SRID (the _sql
+ * forms).
  */
 static void
-AppendCoordinates(StringInfo s, const char *nspname, const char *col, bool geography)
+AppendCoordinates(StringInfo s, const char *nspname, const char *col, bool geography,
+				  bool z, bool srid)
 {
 	const char *x = quote_qualified_identifier(nspname, "st_x"),
 			   *y = quote_qualified_identifier(nspname, "st_y");
@@ -57,11 +61,65 @@ AppendCoordinates(StringInfo s, const char *nspname, const char *col, bool geogr
 	{
 		const char *g = quote_qualified_identifier(nspname, "geometry");
 
-		appendStringInfo(s, "%s(%s(%s)), %s(%s(%s)), %s(%s)", x, g, col, y, g, col,
-						 quote_qualified_identifier(nspname, "st_srid"), col);
+		appendStringInfo(s, "%s(%s(%s)), %s(%s(%s))", x, g, col, y, g, col);
 	}
 	else
 		appendStringInfo(s, "%s(%s), %s(%s)", x, col, y, col);
+	if (z)
+		appendStringInfo(s, ", %s(%s)", quote_qualified_identifier(nspname, "st_z"), col);
+	if (srid)
+		appendStringInfo(s, ", %s(%s)", quote_qualified_identifier(nspname, "st_srid"), col);
+}
+
+/* A column whose type says it holds something other than points: an error. */
+static void
+CheckPointTypmod(const char *fname, const char *what, Oid t, int32 typmod, bool query)
+{
+	if (typmod >= 0 && GJ_TYPMOD_TYPE(typmod) != 0 && GJ_TYPMOD_TYPE(typmod) != GJ_POSTGIS_POINTTYPE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: %s is %s, not points", fname, what,
+						format_type_with_typemod(t, typmod)),
+				 query ? errhint("Select ST_Centroid or ST_PointOnSurface of it instead.") :
+				 errhint("Pass ST_Centroid or ST_PointOnSurface of it through the _sql form.")));
+}
+
+/*
+ * A read with an SRID column last (AppendCoordinates with srid) left rows
+ * of coords coordinates and the SRID: keep the coordinates and return the
+ * one SRID (-1: no rows).  Mixed SRIDs are PostGIS's error.
+ */
+int32
+GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography)
+{
+	int32		srid = -1;
+	int			dims = coords + 1;
+
+	if (pts->n == 0)
+	{
+		pts->dims = coords;
+		return -1;
+	}
+	if (pts->dims != dims)
+		elog(ERROR, "%s: a PostGIS read gave %d columns, not %d", fname, pts->dims, dims);
+	for (int64 i = 0; i < pts->n; i++)
+	{
+		int32		s = (int32) pts->x[dims * i + coords];
+
+		if (i == 0)
+			srid = s;
+		else if (s != srid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: the %s rows mix SRIDs %d and %d", fname,
+							geography ? "geography" : "geometry", srid, s),
+					 errdetail("Distances between %s of different SRIDs are not defined, as in PostGIS.",
+							   geography ? "geographies" : "geometries")));
+		for (int c = 0; c < coords; c++)
+			pts->x[coords * i + c] = pts->x[dims * i + c];
+	}
+	pts->dims = coords;
+	return srid;
 }
 
 /* The name of base type t when it is geometry or geography, else NULL. */
@@ -158,12 +216,7 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 	qcol = (char *) quote_identifier(get_attname(spec->relid, att, false));
 	*geography = strcmp(kind, "geography") == 0;
 	*nsp_out = nsp;
-	if (typmod >= 0 && GJ_TYPMOD_TYPE(typmod) != 0 && GJ_TYPMOD_TYPE(typmod) != GJ_POSTGIS_POINTTYPE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s: column %s is %s, not points", spec->fname, qcol,
-						format_type_with_typemod(t, typmod)),
-				 errhint("Pass ST_Centroid or ST_PointOnSurface of it through the _sql form.")));
+	CheckPointTypmod(spec->fname, psprintf("column %s", qcol), t, typmod, false);
 
 	nspname = get_namespace_name(nsp);
 	qrel = (char *) quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->relid)),
@@ -172,10 +225,9 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 		GjPrimaryKeyColumn(spec->relid, spec->fname);
 	initStringInfo(&s);
 	appendStringInfo(&s, "SELECT %s, ", quote_identifier(get_attname(spec->relid, id_att, false)));
-	AppendCoordinates(&s, nspname, qcol, *geography);
 	/* geography measures on the surface: a Z is not part of its distance */
-	if (!*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod))
-		appendStringInfo(&s, ", %s(%s)", quote_qualified_identifier(nspname, "st_z"), qcol);
+	AppendCoordinates(&s, nspname, qcol, *geography,
+					  !*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod), *geography);
 	appendStringInfo(&s, " FROM %s", qrel);
 	if (spec->only_ids != NULL)
 		GjAppendOnlyIds(&s, spec, quote_identifier(get_attname(spec->relid, id_att, false)));
@@ -190,29 +242,40 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 
 /*
  * The _sql forms: a query returning (id, geometry) is read through
- * SELECT id, ST_X(g), ST_Y(g) FROM (query) q(id, g), one returning (id,
- * geography) as its longitudes and latitudes; NULL when its result (td) is
- * anything else.  A geometry query's SRIDs are not checked (no table to
- * scan): the caller's query decides what it returns.  A geography's are,
- * read with its rows.
+ * SELECT id, ST_X(g), ST_Y(g)[, ST_Z(g)], ST_SRID(g) FROM (query) q(id, g),
+ * one returning (id, geography) as its longitudes, latitudes and SRIDs;
+ * NULL when its result (td) is anything else.  *coords is the number of
+ * coordinate columns before the SRID, which the reader takes off the rows
+ * (GjTakeSridColumn), so mixed SRIDs within a query, or between the two
+ * queries of a join, are errors as for tables.  A Z is read where the
+ * result column's type says PointZ (a query selecting such a table column
+ * as it is); otherwise the points are 2-D, as ST_DWithin measures.
  */
 char *
 GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
-					bool *geography, Oid *nsp_out)
+					bool *geography, Oid *nsp_out, int *coords)
 {
 	Oid			nsp = InvalidOid;
 	const char *kind;
 	char	   *nspname;
 	StringInfoData s;
 	int			len = strlen(query);
+	Oid			t;
+	int32		typmod;
+	bool		z;
 
 	if (td == NULL || td->natts != 2)
 		return NULL;
-	kind = PostgisTypeName(getBaseType(TupleDescAttr(td, 1)->atttypid), &nsp);
+	t = TupleDescAttr(td, 1)->atttypid;
+	typmod = TupleDescAttr(td, 1)->atttypmod;
+	kind = PostgisTypeName(getBaseType(t), &nsp);
 	if (kind == NULL)
 		return NULL;
 	*geography = strcmp(kind, "geography") == 0;
 	*nsp_out = nsp;
+	CheckPointTypmod(fname, "the query's second column", t, typmod, true);
+	z = !*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod);
+	*coords = z ? 3 : 2;
 	/* a trailing semicolon would end the subquery early */
 	while (len > 0 && (query[len - 1] == ';' || query[len - 1] == ' ' ||
 					   query[len - 1] == '\n' || query[len - 1] == '\t' || query[len - 1] == '\r'))
@@ -220,7 +283,7 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 	nspname = get_namespace_name(nsp);
 	initStringInfo(&s);
 	appendStringInfoString(&s, "SELECT q.i, ");
-	AppendCoordinates(&s, nspname, "q.g", *geography);
+	AppendCoordinates(&s, nspname, "q.g", *geography, z, true);
 	appendStringInfo(&s, " FROM (%.*s\n) q(i, g)", len, query);
 	return s.data;
 }

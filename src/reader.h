@@ -80,7 +80,8 @@ extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char 
 extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
 							bool *geography, Oid *nsp);
 extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
-								 bool *geography, Oid *nsp);
+								 bool *geography, Oid *nsp, int *coords);
+extern int32 GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography);
 extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
 extern void GjGeographyWithinMany(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
 								  double d, int n, const double *ll, bool *within,
