@@ -188,10 +188,11 @@ gj_geodetic_points(const gj_geodetic *g, gj_points *p, gj_geo_side *side)
 	{
 		memset(side, 0, sizeof(*side));
 		side->ll = malloc(sizeof(double) * 2 * (n + 1));
+		side->xyz = malloc(sizeof(double) * 3 * (n + 1));
 		side->ids = malloc(sizeof(int64_t) * (n + 1));
 	}
 	if (xyz == NULL || ids == NULL ||
-		(side != NULL && (side->ll == NULL || side->ids == NULL)))
+		(side != NULL && (side->ll == NULL || side->xyz == NULL || side->ids == NULL)))
 	{
 		free(xyz);
 		free(ids);
@@ -205,6 +206,7 @@ gj_geodetic_points(const gj_geodetic *g, gj_points *p, gj_geo_side *side)
 	{
 		side->n = n;
 		memcpy(side->ll, p->x, sizeof(double) * 2 * n);
+		memcpy(side->xyz, xyz, sizeof(double) * 3 * n);
 		memcpy(side->ids, p->ids, sizeof(int64_t) * n);
 	}
 	gj_points_replace(p, xyz, ids);
@@ -238,6 +240,32 @@ gj_geo_side_index(gj_geo_side *s)
 			s->by_id[2 * i + 1] = i;
 		}
 		qsort(s->by_id, s->n, 2 * sizeof(int64_t), cmp_id_row);
+		/*
+		 * Ids within a few times n of each other (a serial key): a table
+		 * of where each id's rows start, so that a lookup is two loads, not
+		 * a binary search (a fifth of the long-range metres' time, with 6000
+		 * rows).
+		 */
+		if (s->n > 0)
+		{
+			int64_t		lo = s->by_id[0],
+						hi = s->by_id[2 * (s->n - 1)];
+			uint64_t	span = (uint64_t) hi - (uint64_t) lo;
+
+			if (span <= 4 * (uint64_t) s->n + 1024 &&
+				(s->dense = malloc(sizeof(int64_t) * (span + 2))) != NULL)
+			{
+				int64_t		r = 0;
+
+				s->min_id = lo;
+				for (uint64_t v = 0; v <= span + 1; v++)
+				{
+					while (r < s->n && (uint64_t) (s->by_id[2 * r] - lo) < v)
+						r++;
+					s->dense[v] = r;
+				}
+			}
+		}
 	}
 	return GJ_OK;
 }
@@ -252,6 +280,16 @@ side_find(gj_geo_side *s, int64_t id, int64_t *first, int64_t *count)
 
 	if (st != GJ_OK)
 		return st;
+	if (s->dense != NULL)
+	{
+		uint64_t	v = (uint64_t) id - (uint64_t) s->min_id;
+
+		if (id < s->min_id || v > (uint64_t) s->by_id[2 * (s->n - 1)] - (uint64_t) s->min_id)
+			return GJ_ERR_ARG;
+		*first = s->dense[v];
+		*count = s->dense[v + 1] - s->dense[v];
+		return *count > 0 ? GJ_OK : GJ_ERR_ARG;
+	}
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
@@ -269,15 +307,14 @@ side_find(gj_geo_side *s, int64_t id, int64_t *first, int64_t *count)
 }
 
 /*
- * The stored lon/lat of the pair (ida from sa, idb from sb) that an engine
+ * The rows (*ra of sa, *rb of sb) of the pair (ida, idb) that an engine
  * reported c apart.  Ids may repeat: of the rows with those ids, the two
- * whose chord is c (the engines compute it as gj_sqdist does), else the
- * nearest to c.
+ * whose chord is c (the engines compute it as gj_sqdist does, from the
+ * same earth-centred rows), else the nearest to c.
  */
-gj_status
-gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
-				 gj_geo_side *sb, int64_t idb, double c,
-				 const double **lla, const double **llb)
+static gj_status
+side_pair_rows(gj_geo_side *sa, int64_t ida, gj_geo_side *sb, int64_t idb, double c,
+			   int64_t *ra, int64_t *rb)
 {
 	int64_t		fa,
 				na,
@@ -289,25 +326,42 @@ gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
 	if ((st = side_find(sa, ida, &fa, &na)) != GJ_OK ||
 		(st = side_find(sb, idb, &fb, &nb)) != GJ_OK)
 		return st;
+	*ra = sa->by_id[2 * fa + 1];
+	*rb = sb->by_id[2 * fb + 1];
+	if (na == 1 && nb == 1)
+		return GJ_OK;			/* (the usual case: nothing to choose) */
 	for (int64_t i = fa; i < fa + na && best > 0; i++)
 		for (int64_t j = fb; j < fb + nb && best > 0; j++)
 		{
-			const double *pa = sa->ll + 2 * sa->by_id[2 * i + 1],
-					   *pb = sb->ll + 2 * sb->by_id[2 * j + 1];
-			double		xa[3],
-						xb[3],
-						diff;
+			int64_t		a = sa->by_id[2 * i + 1],
+						b = sb->by_id[2 * j + 1];
+			double		diff = fabs(sqrt(gj_sqdist(sa->xyz + 3 * a, sb->xyz + 3 * b, 3)) - c);
 
-			gj_geodetic_to_xyz(g, pa, xa, 1);
-			gj_geodetic_to_xyz(g, pb, xb, 1);
-			diff = fabs(sqrt(gj_sqdist(xa, xb, 3)) - c);
 			if (diff < best)
 			{
 				best = diff;
-				*lla = pa;
-				*llb = pb;
+				*ra = a;
+				*rb = b;
 			}
 		}
+	return GJ_OK;
+}
+
+/* The stored lon/lat of the pair (ida from sa, idb from sb) that an engine reported c apart. */
+gj_status
+gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
+				 gj_geo_side *sb, int64_t idb, double c,
+				 const double **lla, const double **llb)
+{
+	int64_t		ra,
+				rb;
+	gj_status	st = side_pair_rows(sa, ida, sb, idb, c, &ra, &rb);
+
+	(void) g;
+	if (st != GJ_OK)
+		return st;
+	*lla = sa->ll + 2 * ra;
+	*llb = sb->ll + 2 * rb;
 	return GJ_OK;
 }
 
@@ -316,7 +370,9 @@ gj_geo_side_free(gj_geo_side *s)
 {
 	free(s->ids);
 	free(s->ll);
+	free(s->xyz);
 	free(s->by_id);
+	free(s->dense);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -329,10 +385,8 @@ gj_status
 gj_geo_pair_metres(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
 				   gj_geo_side *sb, int64_t idb, double c, double *metres)
 {
-	const double *lla,
-			   *llb;
-	double		xa[3],
-				xb[3];
+	int64_t		ra,
+				rb;
 	gj_status	st;
 
 	if (!g->spheroid || c <= GJ_GEO_SHORT_CHORD)
@@ -340,11 +394,9 @@ gj_geo_pair_metres(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
 		*metres = chord_metres(g, NULL, NULL, c);
 		return GJ_OK;
 	}
-	if ((st = gj_geo_side_pair(g, sa, ida, sb, idb, c, &lla, &llb)) != GJ_OK)
+	if ((st = side_pair_rows(sa, ida, sb, idb, c, &ra, &rb)) != GJ_OK)
 		return st;
-	gj_geodetic_to_xyz(g, lla, xa, 1);
-	gj_geodetic_to_xyz(g, llb, xb, 1);
-	*metres = chord_metres(g, xa, xb, c);
+	*metres = chord_metres(g, sa->xyz + 3 * ra, sb->xyz + 3 * rb, c);
 	return GJ_OK;
 }
 

@@ -281,13 +281,19 @@ extern gj_status gj_geodetic_init(gj_geodetic *g, double a, double b, int sphero
 extern void gj_geodetic_to_xyz(const gj_geodetic *g, const double *ll, double *xyz, int64_t n);
 extern double gj_geodetic_chord_metres(const gj_geodetic *g, double c);
 
-/* One side's rows as read (lon/lat by id), for asking PostGIS about a pair. */
+/*
+ * One side's rows as read (lon/lat by id), for asking PostGIS about a pair
+ * and for the metres of a long one.
+ */
 typedef struct gj_geo_side
 {
 	int64_t		n;
 	int64_t    *ids;
 	double	   *ll;				/* n rows of lon, lat in degrees */
+	double	   *xyz;			/* the same rows earth-centred, as the engines have them */
 	int64_t    *by_id;			/* (id, row) sorted, made on first use */
+	int64_t    *dense;			/* ids dense enough: by_id's rows of id min_id + v from */
+	int64_t		min_id;			/* dense[v] to dense[v + 1], else NULL */
 } gj_geo_side;
 
 extern gj_status gj_geodetic_points(const gj_geodetic *g, gj_points *p, gj_geo_side *side);
