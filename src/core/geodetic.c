@@ -132,8 +132,7 @@ chord_metres(const gj_geodetic *g, const double *p, const double *q, double c)
 		double		m[3],
 					u[3],
 					rho,
-					phi,
-					lam,
+					h,
 					sp,
 					cp,
 					sl,
@@ -149,13 +148,19 @@ chord_metres(const gj_geodetic *g, const double *p, const double *q, double c)
 			m[i] = 0.5 * (p[i] + q[i]);
 			u[i] = (q[i] - p[i]) / c;
 		}
-		rho = hypot(m[0], m[1]);
-		phi = atan2(m[2], (1.0 - g->e2) * rho);
-		lam = atan2(m[1], m[0]);
-		sp = sin(phi);
-		cp = cos(phi);
-		sl = sin(lam);
-		cl = cos(lam);
+		/*
+		 * The midpoint's geodetic latitude phi and longitude lam, as their
+		 * sines and cosines straight from the coordinates (tan phi = z /
+		 * ((1 - e2) rho), tan lam = y / x): no atan2, sin or cos, which were
+		 * a third of the long pairs' time.  On the axis lam is taken as 0,
+		 * at the centre phi, as atan2(0, 0) gave.
+		 */
+		rho = sqrt(m[0] * m[0] + m[1] * m[1]);
+		h = sqrt(m[2] * m[2] + (1.0 - g->e2) * rho * ((1.0 - g->e2) * rho));
+		sp = h > 0 ? m[2] / h : 0.0;
+		cp = h > 0 ? (1.0 - g->e2) * rho / h : 1.0;
+		sl = rho > 0 ? m[1] / rho : 0.0;
+		cl = rho > 0 ? m[0] / rho : 1.0;
 		/* the chord's direction in the midpoint's north and east */
 		ca = -sp * cl * u[0] - sp * sl * u[1] + cp * u[2];
 		sa = -sl * u[0] + cl * u[1];
