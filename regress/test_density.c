@@ -898,6 +898,32 @@ main(int argc, char **argv)
 		gj_points_free(&p);
 		seed++;
 	}
+	/*
+	 * Long lists (cpu_lists.c's radix sort, from 1024 entries): distinct
+	 * distances, duplicates (runs of equal distances, by id) and a lattice
+	 * (many equal distances)
+	 */
+	{
+		static const struct
+		{
+			gj_kind		kind;
+			const char *name;
+		}			longs[] = {
+			{GJ_GEN_UNIFORM, "uniform-long-lists"},
+			{GJ_GEN_DUPLICATES, "duplicates-long-lists"},
+			{GJ_GEN_GRID_SNAPPED, "grid-snapped-long-lists"},
+		};
+
+		for (size_t k = 0; k < sizeof(longs) / sizeof(longs[0]); k++, seed++)
+		{
+			gj_points	p;
+
+			gj_gen_points(&p, longs[k].kind, 1500, 2, seed);
+			gj_scramble_ids(&p, seed);
+			check_counts_lists(longs[k].name, &p, 1e6, 2, seed);
+			gj_points_free(&p);
+		}
+	}
 	/* the shared boundary sets: lattices exactly eps apart, 3-4-5 triangles */
 	{
 		gj_points	p;

@@ -114,6 +114,85 @@ sort_entries(nb_entry *e, int64_t n)
 	}
 }
 
+/*
+ * Long lists by (d, id): a stable LSD radix sort on d's bits (a
+ * non-negative double orders as its bit pattern), 11 bits a pass, passes
+ * whose digit all entries share skipped; then each run of equal distances
+ * by id.  Quicksort's mispredicted branches made it a fifth of long-range
+ * geography lists' time (thousands of entries a list).  0 when the
+ * scratch memory could not be had (the caller quicksorts instead).
+ */
+#define GJ_RADIX_MIN 1024
+#define GJ_RADIX_BITS 11
+#define GJ_RADIX_PASSES 6		/* 6 x 11 >= 64 */
+
+static int
+radix_entries(nb_entry *e, int64_t n)
+{
+	nb_entry   *tmp = malloc(sizeof(nb_entry) * n);
+	uint32_t   *hist = calloc((size_t) GJ_RADIX_PASSES << GJ_RADIX_BITS, sizeof(uint32_t));
+	nb_entry   *src = e,
+			   *dst = tmp;
+	const uint64_t mask = ((uint64_t) 1 << GJ_RADIX_BITS) - 1;
+
+	if (tmp == NULL || hist == NULL)
+	{
+		free(tmp);
+		free(hist);
+		return 0;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		uint64_t	k;
+
+		memcpy(&k, &e[i].d, sizeof(k));
+		for (int p = 0; p < GJ_RADIX_PASSES; p++)
+			hist[((size_t) p << GJ_RADIX_BITS) + ((k >> (GJ_RADIX_BITS * p)) & mask)]++;
+	}
+	for (int p = 0; p < GJ_RADIX_PASSES; p++)
+	{
+		uint32_t   *h = hist + ((size_t) p << GJ_RADIX_BITS);
+		uint32_t	sum = 0;
+		int			one = 0;
+		nb_entry   *t;
+
+		for (uint64_t b = 0; b <= mask; b++)
+			one |= h[b] == (uint32_t) n;
+		if (one)
+			continue;			/* every entry has this digit: nothing moves */
+		for (uint64_t b = 0; b <= mask; b++)
+		{
+			uint32_t	c = h[b];
+
+			h[b] = sum;
+			sum += c;
+		}
+		for (int64_t i = 0; i < n; i++)
+		{
+			uint64_t	k;
+
+			memcpy(&k, &src[i].d, sizeof(k));
+			dst[h[(k >> (GJ_RADIX_BITS * p)) & mask]++] = src[i];
+		}
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != e)
+		memcpy(e, src, sizeof(nb_entry) * n);
+	free(tmp);
+	free(hist);
+	/* equal distances (duplicates, lattices): by id */
+	for (int64_t i = 0, j; i < n; i = j)
+	{
+		for (j = i + 1; j < n && e[j].d == e[i].d; j++)
+			;
+		if (j - i > 1)
+			sort_entries(e + i, j - i);
+	}
+	return 1;
+}
+
 /* Hand over the chunk and take an empty one; 0 once cancelled. */
 static int
 next_chunk(struct gj_cpu_lists *j, gj_chunk **chp)
@@ -201,7 +280,8 @@ lists_worker(void *arg)
 					n++;
 				}
 			}
-			sort_entries(buf, n);
+			if (n < GJ_RADIX_MIN || !radix_entries(buf, n))
+				sort_entries(buf, n);
 
 			/* the list goes whole, after its gap, into a chunk with room for it */
 			if (ch->n == ch->cap ||
