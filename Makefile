@@ -71,7 +71,8 @@ kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_
 
 $(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h src/core/lattice.h
 # (reader.h embeds shared_rows.h's struct: every user must see its size change)
-src/*.o src/core/shared_rows.o: src/gpujoin.h src/reader.h kernels/gj_cuda.h src/core/shared_rows.h
+src/*.o: src/gpujoin.h src/reader.h kernels/gj_cuda.h src/core/shared_rows.h
+src/core/shared_rows.o: src/core/shared_rows.h
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
