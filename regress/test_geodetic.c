@@ -178,14 +178,14 @@ points_and_lookup(void)
 		  side.ll[5] == 50.004, "points made earth-centred, rows kept as read");
 	/* the engine reported the pair (row 2, row 1): the lookup finds row 2 */
 	c = sqrt(gj_sqdist(p.x + 6, p.x + 3, 3));
-	check(gj_geo_side_pair(&g, &side, 7, &side, 9, c, &la, &lb) == GJ_OK &&
+	check(gj_geo_side_pair(&side, 7, &side, 9, c, &la, &lb) == GJ_OK &&
 		  la[1] == 50.004 && lb[1] == 50.002, "a repeated id resolves by the reported chord");
 	c = sqrt(gj_sqdist(p.x, p.x + 3, 3));
-	check(gj_geo_side_pair(&g, &side, 7, &side, 9, c, &la, &lb) == GJ_OK &&
+	check(gj_geo_side_pair(&side, 7, &side, 9, c, &la, &lb) == GJ_OK &&
 		  la[1] == 50 && lb[1] == 50.002, "... and the other row of it");
-	check(gj_geo_side_pair(&g, &side, 8, &side, 9, c, &la, &lb) != GJ_OK &&
-		  gj_geo_side_pair(&g, &side, 6, &side, 9, c, &la, &lb) != GJ_OK &&
-		  gj_geo_side_pair(&g, &side, 7, &side, 10, c, &la, &lb) != GJ_OK, "an unknown id");
+	check(gj_geo_side_pair(&side, 8, &side, 9, c, &la, &lb) != GJ_OK &&
+		  gj_geo_side_pair(&side, 6, &side, 9, c, &la, &lb) != GJ_OK &&
+		  gj_geo_side_pair(&side, 7, &side, 10, c, &la, &lb) != GJ_OK, "an unknown id");
 	check(side.dense != NULL, "close ids get the direct table");
 	{
 		/* ids far apart: the binary search, the same answers */
@@ -203,9 +203,9 @@ points_and_lookup(void)
 		gj_points_push(&q, 7, row);
 		gj_geodetic_points(&g, &q, &sq);
 		cq = sqrt(gj_sqdist(q.x + 6, q.x + 3, 3));
-		check(gj_geo_side_pair(&g, &sq, 7, &sq, INT64_C(1000000000000), cq, &la, &lb) == GJ_OK &&
+		check(gj_geo_side_pair(&sq, 7, &sq, INT64_C(1000000000000), cq, &la, &lb) == GJ_OK &&
 			  la[1] == 50.004 && lb[1] == 50.002 && sq.dense == NULL &&
-			  gj_geo_side_pair(&g, &sq, 8, &sq, 7, cq, &la, &lb) != GJ_OK,
+			  gj_geo_side_pair(&sq, 8, &sq, 7, cq, &la, &lb) != GJ_OK,
 			  "far ids: found by search, a repeated id resolved by the chord");
 		gj_geo_side_free(&sq);
 		gj_points_free(&q);

@@ -178,7 +178,7 @@ GjGeographyDecide(GjGeography *geo, gj_geo_side *sa, const int64 *ida,
 				ans = palloc(sizeof(bool) * GJ_GEO_BATCH);
 				at = palloc(sizeof(int64) * GJ_GEO_BATCH);
 			}
-			GjCheckStatus(gj_geo_side_pair(&geo->g, sa, ida[k], sb, idb[k], c[k], &lla, &llb),
+			GjCheckStatus(gj_geo_side_pair(sa, ida[k], sb, idb[k], c[k], &lla, &llb),
 						  "finding a geography pair's rows");
 			memcpy(ll + 4 * nb, lla, sizeof(double) * 2);
 			memcpy(ll + 4 * nb + 2, llb, sizeof(double) * 2);

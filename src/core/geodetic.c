@@ -263,6 +263,7 @@ gj_geo_side_index(gj_geo_side *s)
 				int64_t		r = 0;
 
 				s->min_id = lo;
+				s->id_span = span;
 				for (uint64_t v = 0; v <= span + 1; v++)
 				{
 					while (r < s->n && (uint64_t) (s->by_id[2 * r] - lo) < v)
@@ -287,9 +288,9 @@ side_find(gj_geo_side *s, int64_t id, int64_t *first, int64_t *count)
 		return st;
 	if (s->dense != NULL)
 	{
-		uint64_t	v = (uint64_t) id - (uint64_t) s->min_id;
+		uint64_t	v = (uint64_t) id - (uint64_t) s->min_id;	/* (below min_id: huge) */
 
-		if (id < s->min_id || v > (uint64_t) s->by_id[2 * (s->n - 1)] - (uint64_t) s->min_id)
+		if (v > s->id_span)
 			return GJ_ERR_ARG;
 		*first = s->dense[v];
 		*count = s->dense[v + 1] - s->dense[v];
@@ -354,15 +355,13 @@ side_pair_rows(gj_geo_side *sa, int64_t ida, gj_geo_side *sb, int64_t idb, doubl
 
 /* The stored lon/lat of the pair (ida from sa, idb from sb) that an engine reported c apart. */
 gj_status
-gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
-				 gj_geo_side *sb, int64_t idb, double c,
+gj_geo_side_pair(gj_geo_side *sa, int64_t ida, gj_geo_side *sb, int64_t idb, double c,
 				 const double **lla, const double **llb)
 {
 	int64_t		ra,
 				rb;
 	gj_status	st = side_pair_rows(sa, ida, sb, idb, c, &ra, &rb);
 
-	(void) g;
 	if (st != GJ_OK)
 		return st;
 	*lla = sa->ll + 2 * ra;

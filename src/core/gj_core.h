@@ -293,13 +293,13 @@ typedef struct gj_geo_side
 	double	   *xyz;			/* the same rows earth-centred, as the engines have them */
 	int64_t    *by_id;			/* (id, row) sorted, made on first use */
 	int64_t    *dense;			/* ids dense enough: by_id's rows of id min_id + v from */
-	int64_t		min_id;			/* dense[v] to dense[v + 1], else NULL */
+	int64_t		min_id;			/* dense[v] to dense[v + 1], v <= id_span; else NULL */
+	uint64_t	id_span;
 } gj_geo_side;
 
 extern gj_status gj_geodetic_points(const gj_geodetic *g, gj_points *p, gj_geo_side *side);
-extern gj_status gj_geo_side_pair(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
-								  gj_geo_side *sb, int64_t idb, double c,
-								  const double **lla, const double **llb);
+extern gj_status gj_geo_side_pair(gj_geo_side *sa, int64_t ida, gj_geo_side *sb, int64_t idb,
+								  double c, const double **lla, const double **llb);
 extern gj_status gj_geo_pair_metres(const gj_geodetic *g, gj_geo_side *sa, int64_t ida,
 									gj_geo_side *sb, int64_t idb, double c, double *metres);
 extern void gj_geo_side_free(gj_geo_side *s);
