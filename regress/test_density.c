@@ -314,13 +314,29 @@ typedef struct brute_engine
 	const gj_points *p;			/* the rows the windows are views of */
 	int64_t		views;			/* windows that were views of p */
 	int64_t		copies;			/* windows that were copies */
+	int64_t		told;			/* rows arrays told on and not yet off */
+	int64_t		untold;			/* calls outside on and off, or an off without its on */
 } brute_engine;
+
+/* The rows hook: the engine's calls come between on and off, which pair up. */
+static void
+brute_rows(void *arg, const gj_points *p, int on)
+{
+	brute_engine *b = arg;
+
+	(void) p;
+	if (!on && b->told == 0)
+		b->untold++;
+	b->told += on ? 1 : -1;
+}
 
 static gj_status
 brute_join_counts(void *arg, const gj_points *s, const gj_points *r, double eps2,
 				  int32_t *counts)
 {
-	(void) arg;
+	brute_engine *b = arg;
+
+	b->untold += b->told <= 0;
 	for (int64_t i = 0; i < r->n; i++)
 	{
 		counts[i] = 0;
@@ -347,6 +363,7 @@ brute_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *co
 	int32_t    *parent = malloc(sizeof(int32_t) * (n + 1));
 	int64_t    *least = malloc(sizeof(int64_t) * (n + 1));
 
+	b->untold += b->told <= 0;
 	if (w->x >= b->p->x && w->x < b->p->x + b->p->n * b->p->dims)
 		b->views++;
 	else
@@ -433,7 +450,7 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 	uint8_t    *core = malloc(n + 1);
 	int64_t    *orow = rows_by_id(orig);
 	brute_engine b;
-	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, seed % 2 ? test_order : NULL};
+	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, seed % 2 ? test_order : NULL, brute_rows};
 	gj_slab_info info;
 	int64_t		bad = 0,
 				ncl = 0,
@@ -533,6 +550,12 @@ check_slabs(const char *name, const gj_points *orig, double eps, int32_t minpts,
 		   detail[0] ? detail : "a single slab");
 	slab_use.views += b.views;
 	slab_use.copies += b.copies;
+	if (!cpu)
+	{
+		snprintf(detail, sizeof(detail), "%lld calls outside the rows' on and off, %lld left on",
+				 (long long) b.untold, (long long) b.told);
+		result(b.untold == 0 && b.told == 0, "slab rows told", name, seed, detail);
+	}
 	gj_points_free(&p);
 	free(oc);
 	free(ocl);
@@ -563,7 +586,7 @@ check_band(const char *name, const gj_points *orig, double eps_in, double eps, i
 	uint8_t    *core = malloc(n + 1);
 	int64_t    *orow = rows_by_id(orig);
 	brute_engine b;
-	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, seed % 2 ? test_order : NULL};
+	gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, seed % 2 ? test_order : NULL, brute_rows};
 	gj_slab_info info;
 	int			nthreads = 2;
 	int64_t		bad = 0,
@@ -632,6 +655,12 @@ check_band(const char *name, const gj_points *orig, double eps_in, double eps, i
 			 cpu ? ", cpu engine" : "");
 	result(st == GJ_OK && bad == 0, what, name, seed, detail);
 	band_cases += want_band > 0 && kept > 0 && kept < want_band;
+	if (!cpu)
+	{
+		snprintf(detail, sizeof(detail), "%lld calls outside the rows' on and off, %lld left on",
+				 (long long) b.untold, (long long) b.told);
+		result(b.untold == 0 && b.told == 0, "band rows told", name, seed, detail);
+	}
 	gj_band_free(&band);
 	gj_points_free(&p);
 	free(ocl);
@@ -811,8 +840,8 @@ check_interrupt(uint64_t seed)
 	s1 = gj_cpu_count_within(&g, &p, 0, 2, a);
 	s2 = gj_cpu_dbscan(&g, &p, 5, 2, a, core);
 	{
-		brute_engine b = {&p, 0, 0};
-		gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, NULL};
+		brute_engine b = {&p, 0, 0, 0, 0};
+		gj_slab_engine e = {&b, brute_join_counts, brute_dbscan_given, NULL, brute_rows};
 		gj_slab_info info;
 
 		s1 = s1 == GJ_ERR_CANCELED ? gj_slab_counts(&p, NULL, 0.5 * 0.5, 50000, &e, a, &info) : s1;

@@ -836,6 +836,13 @@ typedef struct gj_slab_engine
 	gj_status	(*dbscan_given) (void *arg, const gj_points *w, double eps2,
 								 const uint8_t *core, const int64_t *key, int32_t *rep);
 	gj_order_fn order;			/* the slabs' sort; NULL: the host's */
+	/*
+	 * NULL, or told of the sorted rows every step's views come from, before
+	 * the sweeps (on = 1) and after them (on = 0): a device engine pins them
+	 * once, so that each step's upload is a DMA, not a copy through the
+	 * driver's staging.
+	 */
+	void		(*rows) (void *arg, const gj_points *p, int on);
 } gj_slab_engine;
 
 typedef struct gj_slab_info

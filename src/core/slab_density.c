@@ -31,6 +31,17 @@
 
 #include "gj_core.h"
 
+/* The engine told of the rows (and the probing rows) every step reads. */
+static void
+rows_told(const gj_slab_engine *e, const gj_points *p, const gj_points *qs, int on)
+{
+	if (e->rows == NULL)
+		return;
+	e->rows(e->arg, p, on);
+	if (qs != NULL && qs != p)
+		e->rows(e->arg, qs, on);
+}
+
 /* --- counts ---------------------------------------------------------------- */
 
 /* Counts of qs's rows over the steps of pl (qs probing p's slabs), added up. */
@@ -85,7 +96,9 @@ gj_slab_counts(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
 	if (st == GJ_OK)
 	{
 		info->nslabs = pl.nslabs;
+		rows_told(e, p, qs, 1);
 		st = counts_over(p, qs, eps2, &pl, max_rows, e, counts, info);
+		rows_told(e, p, qs, 0);
 	}
 	info->counts_ms = gj_now_ms() - t0 - info->plan_ms;
 	gj_slabs_free(&pl);
@@ -392,6 +405,7 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	gj_slab_plan self,
 				join;
 	gj_status	st;
+	int			told;
 	double		t0 = gj_now_ms();
 
 	memset(info, 0, sizeof(*info));
@@ -411,6 +425,9 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 
 	/* 1. core flags (the counts in root for now) */
 	t0 = gj_now_ms();
+	told = st == GJ_OK;
+	if (told)
+		rows_told(e, p, NULL, 1);
 	if (st == GJ_OK)
 		st = counts_over(p, p, eps2, &join, max_rows, e, root, info);
 	for (int64_t i = 0; st == GJ_OK && i < n; i++)
@@ -420,6 +437,8 @@ gj_slab_dbscan(gj_points *p, double eps2, int32_t minpts, int64_t max_rows,
 	/* 2, 3 */
 	if (st == GJ_OK)
 		st = components(p, &self, eps2, core, NULL, max_rows, e, root, info);
+	if (told)
+		rows_told(e, p, NULL, 0);
 	gj_slabs_free(&self);
 	gj_slabs_free(&join);
 	return st;
@@ -494,9 +513,13 @@ gj_slab_band(gj_points *p, double eps2_in, double eps2_out, int64_t max_rows,
 	if (st == GJ_OK && (out == NULL || flagged == NULL))
 		st = GJ_ERR_NOMEM;
 	if (st == GJ_OK)
+	{
+		rows_told(e, p, NULL, 1);
 		st = counts_over(p, p, eps2_out, &join, max_rows, e, out, info);
-	if (st == GJ_OK)
-		st = counts_over(p, p, eps2_in, &join, max_rows, e, counts_in, info);
+		if (st == GJ_OK)
+			st = counts_over(p, p, eps2_in, &join, max_rows, e, counts_in, info);
+		rows_told(e, p, NULL, 0);
+	}
 	info->counts_ms = gj_now_ms() - t0;
 	t0 = gj_now_ms();
 
@@ -555,7 +578,11 @@ gj_slab_band_dbscan(gj_points *p, double eps2_in, double eps2_out, const uint8_t
 	info->nslabs = self.nslabs;
 	info->plan_ms = gj_now_ms() - t0;
 	if (st == GJ_OK)
+	{
+		rows_told(e, p, NULL, 1);
 		st = components(p, &self, eps2_in, core, band, max_rows, e, root, info);
+		rows_told(e, p, NULL, 0);
+	}
 	gj_slabs_free(&self);
 	return st;
 }
