@@ -927,6 +927,50 @@ slab_dbscan_given(void *arg, const gj_points *w, double eps2, const uint8_t *cor
 	return st;
 }
 
+/*
+ * The sorted rows the steps read, pinned for the sweeps: each step's upload
+ * is then a DMA at the bus's rate, where pageable memory goes through the
+ * driver's staging buffers on the calling thread (counts of 10M rows in 11
+ * steps: uploads and indexes 183 -> 120 ms, for 13 ms of pinning).  A
+ * registration that fails leaves its array pageable: slower, as correct.
+ */
+static void
+slab_pin(gj_gpu_slab_ctx *c, void *a, size_t bytes)
+{
+	int			k = 0;
+
+	while (k < 4 && c->pinned[k] != NULL)
+		k++;
+	if (k == 4 || bytes == 0)
+		return;
+	if (cudaHostRegister(a, bytes, cudaHostRegisterDefault) == cudaSuccess)
+		c->pinned[k] = a;
+	else
+		cudaGetLastError();
+}
+
+static void
+slab_rows(void *arg, const gj_points *p, int on)
+{
+	gj_gpu_slab_ctx *c = (gj_gpu_slab_ctx *) arg;
+	double		t0 = gj_now_ms();
+
+	if (on)
+	{
+		slab_pin(c, p->x, sizeof(double) * p->dims * p->n);
+		slab_pin(c, p->ids, sizeof(int64_t) * p->n);
+	}
+	else
+		for (int k = 0; k < 4; k++)
+			if (c->pinned[k] != NULL && (c->pinned[k] == p->x || c->pinned[k] == p->ids))
+			{
+				cudaHostUnregister(c->pinned[k]);
+				cudaGetLastError();
+				c->pinned[k] = NULL;
+			}
+	c->pin_ms += gj_now_ms() - t0;
+}
+
 /* The slabs' sort; its failure (no room) only means the host sorts: no message kept. */
 static gj_status
 slab_order(void *arg, const gj_points *p, int dim, uint32_t *perm)
@@ -945,8 +989,11 @@ gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
 {
 	memset(ctx->err, 0, sizeof(ctx->err));
 	memset(&ctx->info, 0, sizeof(ctx->info));
+	memset(ctx->pinned, 0, sizeof(ctx->pinned));
+	ctx->pin_ms = 0;
 	e->arg = ctx;
 	e->join_counts = slab_join_counts;
 	e->dbscan_given = slab_dbscan_given;
 	e->order = slab_order;
+	e->rows = slab_rows;
 }

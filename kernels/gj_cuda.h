@@ -287,13 +287,16 @@ extern gj_status gj_gpu_dbscan_given(const gj_points *p, double eps2, const uint
 
 /*
  * The GPU as the engine of counts and DBSCAN in slabs (slab_density.c):
- * ctx holds the options, the last error and the calls' timings summed.
+ * ctx holds the options, the last error and the calls' timings summed,
+ * and the host arrays it pinned for the sweeps.
  */
 typedef struct gj_gpu_slab_ctx
 {
 	gj_gpu_options opt;
 	gj_gpu_density_info info;
 	char		err[256];
+	void	   *pinned[4];		/* rows' arrays registered for the sweeps */
+	double		pin_ms;			/* registering and unregistering them */
 } gj_gpu_slab_ctx;
 
 extern void gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx);

@@ -224,6 +224,7 @@ gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx)
 	e->join_counts = no_join_counts;
 	e->dbscan_given = no_dbscan_given;
 	e->order = NULL;
+	e->rows = NULL;
 }
 
 gj_status

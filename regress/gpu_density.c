@@ -1251,25 +1251,38 @@ run_slab_phases(void)
 	t0 = gj_now_ms();
 	gj_gpu_count_within(&p, eps * eps, 0, NULL, v, &gi, err, sizeof(err));
 	printf("| counts whole | %.1f ms |\n", gj_now_ms() - t0);
-	gj_points_copy(&q, &p, n);
-	t0 = gj_now_ms();
-	gj_slab_counts(&q, NULL, eps * eps, 2005122, &e, v, &si);
-	printf("| counts in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms; plan %.1f ms) |\n",
-		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
-		   ctx.info.kernel_ms, si.plan_ms);
-	gj_points_free(&q);
+	/* in slabs, the rows left pageable (the old way) and pinned for the sweeps */
+	for (int pin = 0; pin <= 1; pin++)
+	{
+		gj_points_copy(&q, &p, n);
+		gj_gpu_slab_engine(&e, &ctx);
+		if (!pin)
+			e.rows = NULL;
+		t0 = gj_now_ms();
+		gj_slab_counts(&q, NULL, eps * eps, 2005122, &e, v, &si);
+		printf("| counts in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f, pinning %.1f ms; plan %.1f ms) |\n",
+			   pin ? "pinned" : "pageable", gj_now_ms() - t0, (long long) si.nslabs,
+			   (long long) si.calls, ctx.info.index_ms, ctx.info.kernel_ms, ctx.pin_ms, si.plan_ms);
+		gj_points_free(&q);
+	}
 	t0 = gj_now_ms();
 	gj_gpu_dbscan(&p, eps * eps, 3, NULL, v, k, &gi, err, sizeof(err));
 	printf("| dbscan whole | %.1f ms |\n", gj_now_ms() - t0);
-	gj_points_copy(&q, &p, n);
-	gj_gpu_slab_engine(&e, &ctx);
-	t0 = gj_now_ms();
-	gj_slab_dbscan(&q, eps * eps, 3, 2005122, &e, v, k, &si);
-	printf("| dbscan in slabs | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f ms) |\n",
-		   gj_now_ms() - t0, (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms,
-		   ctx.info.kernel_ms);
-	printf("| ... plan, counts, link, border sweeps | %.1f, %.1f, %.1f, %.1f ms |\n",
-		   si.plan_ms, si.counts_ms, si.link_ms, si.border_ms);
+	for (int pin = 0; pin <= 1; pin++)
+	{
+		gj_points_copy(&q, &p, n);
+		gj_gpu_slab_engine(&e, &ctx);
+		if (!pin)
+			e.rows = NULL;
+		t0 = gj_now_ms();
+		gj_slab_dbscan(&q, eps * eps, 3, 2005122, &e, v, k, &si);
+		printf("| dbscan in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f, pinning %.1f ms) |\n",
+			   pin ? "pinned" : "pageable", gj_now_ms() - t0, (long long) si.nslabs,
+			   (long long) si.calls, ctx.info.index_ms, ctx.info.kernel_ms, ctx.pin_ms);
+		printf("| ... plan, counts, link, border sweeps | %.1f, %.1f, %.1f, %.1f ms |\n",
+			   si.plan_ms, si.counts_ms, si.link_ms, si.border_ms);
+		gj_points_free(&q);
+	}
 	gj_points_free(&q);
 	gj_points_free(&p);
 	free(perm);

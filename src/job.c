@@ -714,10 +714,10 @@ GpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", ctx.err[0] ? ctx.err : "the slabs could not be planned");
 		return false;
 	}
-	elog(DEBUG1, "%s: %lld slabs of up to %lld rows, %lld GPU calls (index %.1f ms, kernels %.1f ms); plan %.1f ms, counts %.1f ms, links %.1f ms, borders %.1f ms",
+	elog(DEBUG1, "%s: %lld slabs of up to %lld rows, %lld GPU calls (index %.1f ms, kernels %.1f ms, rows pinned in %.1f ms); plan %.1f ms, counts %.1f ms, links %.1f ms, borders %.1f ms",
 		 job->spec.fname, (long long) si.nslabs, (long long) max_rows, (long long) si.calls,
-		 ctx.info.index_ms, ctx.info.kernel_ms, si.plan_ms, si.counts_ms, si.link_ms,
-		 si.border_ms);
+		 ctx.info.index_ms, ctx.info.kernel_ms, ctx.pin_ms, si.plan_ms, si.counts_ms,
+		 si.link_ms, si.border_ms);
 	job->stats.index_ms += ctx.info.index_ms;
 	job->stats.batches = ctx.info.launches;
 	job->stats.slices = si.nslabs;
