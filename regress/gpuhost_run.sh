@@ -141,6 +141,40 @@ if has densitybench; then
 	timeout 400 ./regress/gpu_density bench > "$OUT/density_bench.md" 2>&1
 	cat "$OUT/density_bench.md"
 fi
+if has densityslabs; then
+	# issue 19: counts and DBSCAN in slabs, steps one at a time and two at once
+	timeout 300 ./regress/gpu_density slabs > "$OUT/density_slabs.md" 2>&1
+	cat "$OUT/density_slabs.md"
+fi
+if has slabsab; then
+	# counts and DBSCAN of 10M rows in slabs (650 MB) in SQL: the build in
+	# $GJ_AB_BASE against this one (and $GJ_AB_C), alternating (gpuhost_ab.sh)
+	. regress/gpuhost_pg_up.sh
+	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	psql -X -q -v ON_ERROR_STOP=1 gj_regress > "$OUT/slabs_ab_setup.txt" 2>&1 <<-'SQL'
+		CREATE EXTENSION IF NOT EXISTS gpujoin;
+		SELECT setseed(0.19);
+		CREATE TABLE IF NOT EXISTS ab10m AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 10000000) i;
+		VACUUM ANALYZE ab10m;
+	SQL
+	cur=/opt/pgx/usr/lib/postgresql/15/lib/gpujoin.so
+	cp "$cur" /tmp/gj_this.so
+	for q in "SELECT count(*), sum(n), sum(n::bigint * id) FROM eps_neighbor_counts('ab10m', '{x,y}', 0.0977, 'id')" \
+		"SELECT max(cluster), sum(cluster::bigint * id), count(*) FILTER (WHERE is_core) FROM dbscan('ab10m', '{x,y}', 0.0309, 3, 'id')"; do
+		for lim in 0 650; do
+			echo "== limit $lim MB: $q" | tee -a "$OUT/slabs_ab.txt"
+			timeout 250 bash regress/gpuhost_ab.sh "${GJ_AB_BASE:-/tmp/gj_this.so}" /tmp/gj_this.so gj_regress \
+				"SET gpujoin.gpu_memory_limit = $lim; $q" 2 ${GJ_AB_C:-} 2>&1 | grep -E '^[A-C] \(' | tee -a "$OUT/slabs_ab.txt"
+		done
+		# the answers: whole (CPU engine) and in slabs (GPU) must be the same
+		a=$(psql -XAtq -c "SET gpujoin.device = cpu" -c "$q" gj_regress)
+		b=$(psql -XAtq -c "SET gpujoin.device = gpu" -c "SET gpujoin.gpu_memory_limit = 650" -c "$q" gj_regress)
+		echo "answers cpu whole: $a; gpu slabs: $b; same: $([ "$a" = "$b" ] && echo yes || echo NO)" | tee -a "$OUT/slabs_ab.txt"
+		summary+=("slabs in SQL, same answers as the CPU: $([ "$a" = "$b" ] && echo yes || echo NO)")
+	done
+	rm -f "$cur" && cp /tmp/gj_this.so "$cur"
+	summary+=("slabs A/B (A: base, B: this build): $(grep -E '^[A-C] ' "$OUT/slabs_ab.txt" | sed 's/ ([^)]*)//' | tr '\n' ';')")
+fi
 if has densitydense; then
 	# issue 18's bar: DBSCAN and counts of 1M rows 2 eps across against 1M uniform rows
 	timeout 300 ./regress/gpu_density dense > "$OUT/density_dense.md" 2>&1
