@@ -575,6 +575,9 @@ typedef struct gj_block_plan
 } gj_block_plan;
 
 extern gj_status gj_block_plan_make(const gj_points *p, gj_block_plan *plan);
+extern gj_status gj_block_plan_make_for(const gj_points *p, double eps2, gj_block_plan *plan,
+										double *kept);
+extern gj_status gj_points_block_order_by(gj_points *p, const gj_block_plan *plan);
 extern gj_status gj_block_plan_perm(const gj_points *p, const gj_block_plan *plan,
 									uint32_t **perm);
 extern void gj_block_plan_free(gj_block_plan *plan);
