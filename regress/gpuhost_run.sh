@@ -175,6 +175,66 @@ if has slabsab; then
 	rm -f "$cur" && cp /tmp/gj_this.so "$cur"
 	summary+=("slabs A/B (A: base, B: this build): $(grep -E '^[A-C] ' "$OUT/slabs_ab.txt" | sed 's/ ([^)]*)//' | tr '\n' ';')")
 fi
+if has blocksab; then
+	# issue 17: the blocks' key dimensions by the sampled model (block_index.c)
+	# against every dimension keyed (the base build, GJ_AB_BASE), in SQL:
+	# Syn16D2M and 2M clustered rows in 16-D, auto and each method forced
+	. regress/gpuhost_pg_up.sh
+	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	psql -X -q -v ON_ERROR_STOP=1 gj_regress > "$OUT/blocks_ab_setup.txt" 2>&1 <<-'SQL'
+		CREATE EXTENSION IF NOT EXISTS gpujoin;
+		SELECT setseed(0.16);
+		DROP TABLE IF EXISTS syn16, clus16;
+		CREATE TABLE syn16 AS SELECT i AS id,
+		    -ln(1 - random()) / 40 AS x1, -ln(1 - random()) / 40 AS x2, -ln(1 - random()) / 40 AS x3,
+		    -ln(1 - random()) / 40 AS x4, -ln(1 - random()) / 40 AS x5, -ln(1 - random()) / 40 AS x6,
+		    -ln(1 - random()) / 40 AS x7, -ln(1 - random()) / 40 AS x8, -ln(1 - random()) / 40 AS x9,
+		    -ln(1 - random()) / 40 AS x10, -ln(1 - random()) / 40 AS x11, -ln(1 - random()) / 40 AS x12,
+		    -ln(1 - random()) / 40 AS x13, -ln(1 - random()) / 40 AS x14, -ln(1 - random()) / 40 AS x15,
+		    -ln(1 - random()) / 40 AS x16
+		FROM generate_series(1, 2000000) i;
+		CREATE TEMP TABLE c AS SELECT c, array_agg(random()) AS m FROM generate_series(0, 19) c,
+		    generate_series(1, 16) k GROUP BY c;
+		CREATE TABLE clus16 AS SELECT i AS id, (SELECT array_agg(c.m[k] + 0.02 *
+		    sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) ORDER BY k) FROM generate_series(1, 16) k
+		    WHERE i > 0) AS v FROM generate_series(1, 2000000) i JOIN c ON c.c = i % 20;
+		ALTER TABLE syn16 ADD PRIMARY KEY (id);
+		ALTER TABLE clus16 ADD PRIMARY KEY (id);
+		VACUUM ANALYZE syn16, clus16;
+	SQL
+	cur=/opt/pgx/usr/lib/postgresql/15/lib/gpujoin.so
+	cp "$cur" /tmp/gj_this.so
+	c16="'{x1,x2,x3,x4,x5,x6,x7,x8,x9,x10,x11,x12,x13,x14,x15,x16}'"
+	while IFS='|' read -r name q; do
+		echo "== $name: $q" | tee -a "$OUT/blocks_ab.txt"
+		timeout 200 bash regress/gpuhost_ab.sh "${GJ_AB_BASE:-/tmp/gj_this.so}" /tmp/gj_this.so gj_regress \
+			"$q" 2 2>&1 | grep -E '^[A-C] \(' | sed 's/ ([^)]*)//' | tee -a "$OUT/blocks_ab.txt"
+	done <<-CASES
+		syn16 0.03 count auto|SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)
+		syn16 0.03 count blocks|SET gpujoin.eps_method = blocks; SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)
+		syn16 0.03 count brute|SET gpujoin.eps_method = brute; SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)
+		syn16 0.03 counts auto|SELECT sum(n) FROM eps_neighbor_counts('syn16', $c16, 0.03)
+		syn16 0.04 count auto|SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.04)
+		syn16 0.04 count blocks|SET gpujoin.eps_method = blocks; SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.04)
+		clus16 0.06 count auto|SELECT count(*) FROM eps_selfjoin('clus16', '{v}', 0.06)
+		clus16 0.06 count brute|SET gpujoin.eps_method = brute; SELECT count(*) FROM eps_selfjoin('clus16', '{v}', 0.06)
+	CASES
+	# the answers: auto, blocks and brute force the same, this build
+	for q in "SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)" "SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.04)" \
+		"SELECT sum(n) FROM eps_neighbor_counts('syn16', $c16, 0.03)" "SELECT count(*) FROM eps_selfjoin('clus16', '{v}', 0.06)"; do
+		r=""
+		for m in auto blocks brute; do
+			r="$r $(psql -XAtq -c "SET gpujoin.device = gpu" -c "SET gpujoin.eps_method = $m" -c "$q" gj_regress)"
+		done
+		echo "answers (auto blocks brute):$r <- $q" | tee -a "$OUT/blocks_ab.txt"
+		set -- $r
+		summary+=("blocks: auto, blocks and brute agree: $([ "$1" = "$2" ] && [ "$2" = "$3" ] && echo "yes ($1)" || echo "NO ($r)")")
+	done
+	psql -X -c "SET gpujoin.device = gpu" -c "SET client_min_messages = debug1" \
+		-c "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)" gj_regress >> "$OUT/blocks_ab.txt" 2>&1
+	rm -f "$cur" && cp /tmp/gj_this.so "$cur"
+	summary+=("blocks A/B (A: base, B: this build): $(grep -E '^(==|[A-C] )' "$OUT/blocks_ab.txt" | sed 's/: SELECT.*//; s/: SET.*//' | tr '\n' ';')")
+fi
 if has densitydense; then
 	# issue 18's bar: DBSCAN and counts of 1M rows 2 eps across against 1M uniform rows
 	timeout 300 ./regress/gpu_density dense > "$OUT/density_dense.md" 2>&1
