@@ -1153,6 +1153,39 @@ drain(gj_engine *e)
 }
 
 /*
+ * Counts (or DBSCAN, minpts 3) of p in slabs of 2,005,122 rows (as at
+ * gpujoin.gpu_memory_limit = 650), the rows pinned for the sweeps or left
+ * pageable; one line of timings.
+ */
+static void
+time_slabs(const gj_points *p, double eps, int dbscan, int pin, int32_t *v, uint8_t *k)
+{
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info si;
+	gj_points	q;
+	double		t0;
+
+	memset(&ctx, 0, sizeof(ctx));
+	gj_points_copy(&q, p, p->n);
+	gj_gpu_slab_engine(&e, &ctx);
+	if (!pin)
+		e.rows = NULL;
+	t0 = gj_now_ms();
+	if (dbscan)
+		gj_slab_dbscan(&q, eps * eps, 3, 2005122, &e, v, k, &si);
+	else
+		gj_slab_counts(&q, NULL, eps * eps, 2005122, &e, v, &si);
+	printf("| %s in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f, pinning %.1f ms) |\n",
+		   dbscan ? "dbscan" : "counts", pin ? "pinned" : "pageable", gj_now_ms() - t0,
+		   (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms, ctx.info.kernel_ms,
+		   ctx.pin_ms);
+	printf("| ... plan, counts, link, border sweeps | %.1f, %.1f, %.1f, %.1f ms |\n",
+		   si.plan_ms, si.counts_ms, si.link_ms, si.border_ms);
+	gj_points_free(&q);
+}
+
+/*
  * Where the time of a join in slabs goes, phase by phase: 10M uniform 2-D
  * rows at ~3 neighbours cut as at gpujoin.gpu_memory_limit = 650 (2.6M
  * rows a step): the slabs' sort on the host and on the device, the rows'
@@ -1180,7 +1213,6 @@ run_slab_phases(void)
 				whole_pairs = 0;
 	gj_gpu_slab_ctx ctx;
 	gj_slab_engine e;
-	gj_slab_info si;
 	gj_gpu_density_info gi;
 
 	gj_gen_points(&p, GJ_GEN_UNIFORM, n, 2, 7);
@@ -1253,36 +1285,12 @@ run_slab_phases(void)
 	printf("| counts whole | %.1f ms |\n", gj_now_ms() - t0);
 	/* in slabs, the rows left pageable (the old way) and pinned for the sweeps */
 	for (int pin = 0; pin <= 1; pin++)
-	{
-		gj_points_copy(&q, &p, n);
-		gj_gpu_slab_engine(&e, &ctx);
-		if (!pin)
-			e.rows = NULL;
-		t0 = gj_now_ms();
-		gj_slab_counts(&q, NULL, eps * eps, 2005122, &e, v, &si);
-		printf("| counts in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f, pinning %.1f ms; plan %.1f ms) |\n",
-			   pin ? "pinned" : "pageable", gj_now_ms() - t0, (long long) si.nslabs,
-			   (long long) si.calls, ctx.info.index_ms, ctx.info.kernel_ms, ctx.pin_ms, si.plan_ms);
-		gj_points_free(&q);
-	}
+		time_slabs(&p, eps, 0, pin, v, k);
 	t0 = gj_now_ms();
 	gj_gpu_dbscan(&p, eps * eps, 3, NULL, v, k, &gi, err, sizeof(err));
 	printf("| dbscan whole | %.1f ms |\n", gj_now_ms() - t0);
 	for (int pin = 0; pin <= 1; pin++)
-	{
-		gj_points_copy(&q, &p, n);
-		gj_gpu_slab_engine(&e, &ctx);
-		if (!pin)
-			e.rows = NULL;
-		t0 = gj_now_ms();
-		gj_slab_dbscan(&q, eps * eps, 3, 2005122, &e, v, k, &si);
-		printf("| dbscan in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f, pinning %.1f ms) |\n",
-			   pin ? "pinned" : "pageable", gj_now_ms() - t0, (long long) si.nslabs,
-			   (long long) si.calls, ctx.info.index_ms, ctx.info.kernel_ms, ctx.pin_ms);
-		printf("| ... plan, counts, link, border sweeps | %.1f, %.1f, %.1f, %.1f ms |\n",
-			   si.plan_ms, si.counts_ms, si.link_ms, si.border_ms);
-		gj_points_free(&q);
-	}
+		time_slabs(&p, eps, 1, pin, v, k);
 	gj_points_free(&q);
 	gj_points_free(&p);
 	free(perm);

@@ -30,9 +30,13 @@ summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
 # its last $3 lines shown (the read step runs on the benchmark's tables)
-sql_step() {
+# the staged server up, and its gj_regress database
+pg_db() {
 	. regress/gpuhost_pg_up.sh
 	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+}
+sql_step() {
+	pg_db
 	psql -X -v ON_ERROR_STOP=1 -f "$1" gj_regress > "$OUT/$2" 2>&1
 	tail -"$3" "$OUT/$2"
 }
@@ -142,15 +146,14 @@ if has densitybench; then
 	cat "$OUT/density_bench.md"
 fi
 if has densityslabs; then
-	# issue 19: counts and DBSCAN in slabs, steps one at a time and two at once
+	# issue 19: counts and DBSCAN in slabs, the rows pageable and pinned
 	timeout 300 ./regress/gpu_density slabs > "$OUT/density_slabs.md" 2>&1
 	cat "$OUT/density_slabs.md"
 fi
 if has slabsab; then
 	# counts and DBSCAN of 10M rows in slabs (650 MB) in SQL: the build in
 	# $GJ_AB_BASE against this one (and $GJ_AB_C), alternating (gpuhost_ab.sh)
-	. regress/gpuhost_pg_up.sh
-	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	pg_db
 	psql -X -q -v ON_ERROR_STOP=1 gj_regress > "$OUT/slabs_ab_setup.txt" 2>&1 <<-'SQL'
 		CREATE EXTENSION IF NOT EXISTS gpujoin;
 		SELECT setseed(0.19);
@@ -179,8 +182,7 @@ if has blocksab; then
 	# issue 17: the blocks' key dimensions by the sampled model (block_index.c)
 	# against every dimension keyed (the base build, GJ_AB_BASE), in SQL:
 	# Syn16D2M and 2M clustered rows in 16-D, auto and each method forced
-	. regress/gpuhost_pg_up.sh
-	psql -qc "CREATE DATABASE gj_regress" postgres 2>/dev/null
+	pg_db
 	psql -X -q -v ON_ERROR_STOP=1 gj_regress > "$OUT/blocks_ab_setup.txt" 2>&1 <<-'SQL'
 		CREATE EXTENSION IF NOT EXISTS gpujoin;
 		SELECT setseed(0.16);
