@@ -432,9 +432,10 @@ PlanBlocks(GjJob *job)
 static void
 OrderPoints(GjJob *job, gj_points *p)
 {
-	double		t0 = gj_now_ms();
+	double		t0;
 
-	PlanBlocks(job);
+	PlanBlocks(job);			/* its own time into index_ms */
+	t0 = gj_now_ms();
 	CheckStatus(gj_points_block_order_by(p, &job->block_plan), "sorting the rows into blocks");
 	job->stats.index_ms += gj_now_ms() - t0;
 }
