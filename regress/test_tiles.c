@@ -134,9 +134,10 @@ static int64_t skipped_total = 0;
 
 /*
  * The tile join of p against the oracle, in ids and in rows mode: brute
- * force, the index (prune) on the rows as given, and the index on the rows
- * sorted into blocks (gj_points_block_order: the order the SQL functions
- * use, where the bounds are tight).
+ * force, the index (prune) on the rows as given, the index on the rows
+ * sorted into blocks keyed on every dimension (gj_points_block_order, as
+ * kNN keys them), and on the rows sorted as the eps functions sort them
+ * (the key's dimensions by the model, gj_block_plan_make_for).
  */
 static void
 check_join(const char *name, uint64_t seed, const gj_points *p, double eps2, int threads)

@@ -367,8 +367,9 @@ TilesPrune(GjJob *job)
 		 * Where the sampled grid keeps a small share of the pairs the data
 		 * is local at eps (clusters), and the blocks' bounds skip most
 		 * block pairs too; where it keeps a large share (2M exponential
-		 * points in 16-D: 41%) the bounds skip almost nothing, and the sort
-		 * would only cost.  job->tile_share is set: auto chose tiles.
+		 * points in 16-D: 41%) the bounds skip nothing with every dimension
+		 * in the key, and the blocks' model below decides.  job->tile_share
+		 * is set: auto chose tiles.
 		 */
 		double		n = (double) job->res->points.n,
 					within = job->stats.estimated_pairs / Max(n * (n - 1) / 2, 1.0);
