@@ -351,3 +351,33 @@ gj_gen_band_within(void *arg, const gj_points *p, int64_t i, int64_t j)
 	h *= 0xBF58476D1CE4E5B9ull;
 	return d2 <= r->out2 && ((h >> 29) & 1);
 }
+
+void
+gj_gen_two_sets(gj_points *out, const gj_points *p, int64_t nr, int same,
+				const gj_block_plan *plan, int64_t *ns)
+{
+	gj_points	r,
+				sv;
+
+	*ns = same ? nr : p->n - nr;
+	gj_points_copy(&r, p, nr);
+	gj_points_init(&sv, p->dims);
+	gj_points_init(out, p->dims);
+	if (gj_points_reserve(&sv, *ns + 1) != GJ_OK || gj_points_reserve(out, nr + *ns + 1) != GJ_OK)
+		exit(2);
+	for (int64_t i = 0; i < *ns; i++)
+	{
+		int64_t		row = same ? i : nr + i;
+
+		gj_points_push(&sv, p->ids[row] + GJ_GEN_S_ID, p->x + row * p->dims);
+	}
+	if (plan != NULL &&
+		(gj_points_block_order_by(&r, plan) != GJ_OK || gj_points_block_order_by(&sv, plan) != GJ_OK))
+		exit(2);
+	for (int64_t i = 0; i < nr; i++)
+		gj_points_push(out, r.ids[i], r.x + i * p->dims);
+	for (int64_t i = 0; i < *ns; i++)
+		gj_points_push(out, sv.ids[i], sv.x + i * p->dims);
+	gj_points_free(&r);
+	gj_points_free(&sv);
+}

@@ -84,4 +84,15 @@ extern void gj_gen_clump(gj_points *p, int64_t n, int dims, int gap, uint64_t se
 extern int	gj_gen_boundary_case(int k, gj_points *p, const char **name,
 								 double *eps, int *neps);
 
+/*
+ * Two sets in one array, as an eps join by tiles takes them (opt.cross):
+ * R, rows [0, nr) of p, then S, the rest of p, or with same R again (the
+ * same coordinates), S's ids moved up by GJ_GEN_S_ID so that the order of
+ * a pair shows.  With plan, each set is sorted into blocks by it, as the
+ * job sorts them.  *ns: S's rows (out starts S at row nr).
+ */
+#define GJ_GEN_S_ID ((int64_t) 1 << 40)
+extern void gj_gen_two_sets(gj_points *out, const gj_points *p, int64_t nr, int same,
+							const gj_block_plan *plan, int64_t *ns);
+
 #endif

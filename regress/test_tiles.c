@@ -197,6 +197,107 @@ check_join(const char *name, uint64_t seed, const gj_points *p, double eps2, int
 }
 
 /*
+ * The join of two sets (eps_join by tiles, gj_gen_two_sets): R is rows [0,
+ * nr) of p, S the rest, or with same R again (every row pairs with itself,
+ * as eps_join(t, t) does).  Against the oracle over R x S: brute force, the
+ * index on the rows as given, and each set sorted into blocks by R's model
+ * plan (as the job does), in ids and rows mode; every pair must come
+ * (R's, S's).
+ */
+static void
+check_cross(const char *name, uint64_t seed, const gj_points *p, int64_t nr, int same,
+			double eps2, int threads)
+{
+	gj_points	two[2],			/* as given, then sorted */
+				r;
+	gj_pairset	want = {0};
+	int64_t		ns;
+	gj_block_plan plan;
+	double		kept;
+	static const char *what[3][2] = {{"cross", "cross-rows"}, {"cross-blocks", "cross-blocks-rows"},
+	{"cross-blocks-model", "cross-blocks-model-rows"}};
+
+	gj_points_copy(&r, p, nr);
+	if (gj_block_plan_make_for(&r, eps2, &plan, &kept) != GJ_OK)
+		exit(2);
+	gj_gen_two_sets(&two[0], p, nr, same, NULL, &ns);
+	gj_gen_two_sets(&two[1], p, nr, same, &plan, &ns);
+	gj_block_plan_free(&plan);
+	gj_points_free(&r);
+	for (int64_t i = 0; i < nr; i++)
+		for (int64_t k = nr; k < nr + ns; k++)
+		{
+			double		s = gj_sqdist(two[0].x + i * p->dims, two[0].x + k * p->dims, p->dims);
+
+			if (s <= eps2)
+				gj_pairset_add(&want, two[0].ids[i], two[0].ids[k], sqrt(s));
+		}
+	for (int mode = 0; mode < 3; mode++)
+		for (int rows = 0; rows <= 1; rows++)
+		{
+			const gj_points *q = &two[mode == 2 ? 1 : 0];
+			gj_pairset	got = {0};
+			gj_tiles_options opt = {.eps2 = eps2, .emit_rows = rows, .prune = mode > 0,
+			.cross = 1, .split = nr};
+			gj_cpu_tiles *j;
+			gj_status	st = gj_cpu_tiles_start(q, &opt, threads, &j);
+			const char *why = NULL;
+			int64_t		at = -1,
+						wrong = 0;
+			char		detail[256];
+
+			while (st == GJ_OK)
+			{
+				gj_chunk   *c;
+
+				st = gj_engine_next(GJ_ENGINE(j), 100, &c);
+				if (st == GJ_AGAIN)
+				{
+					st = GJ_OK;
+					continue;
+				}
+				if (st != GJ_OK)
+					break;
+				for (int k = 0; k < c->n; k++)
+				{
+					int64_t		a = rows ? q->ids[c->a[k]] : c->a[k],
+								b = rows ? q->ids[c->b[k]] : c->b[k];
+
+					/* (R's, S's): rows below split first, ids below GJ_GEN_S_ID */
+					if (a >= GJ_GEN_S_ID || b < GJ_GEN_S_ID ||
+						(rows && (c->a[k] >= nr || c->b[k] < nr)))
+						wrong++;
+					gj_pairset_add(&got, a, b, c->dist[k]);
+				}
+				gj_engine_release(GJ_ENGINE(j), c);
+			}
+			if (st == GJ_DONE)
+				st = GJ_OK;
+			if (j != NULL)
+			{
+				skipped_total += gj_cpu_tiles_skipped(j);
+				gj_engine_free(GJ_ENGINE(j));
+			}
+			if (st != GJ_OK)
+				why = gj_status_name(st);
+			else if (wrong > 0)
+				why = "pairs not (R's, S's)";
+			else
+				why = gj_pairset_diff(&want, &got, &at);
+			snprintf(detail, sizeof(detail), "%s (nr %lld, ns %lld%s; oracle %lld pairs, engine %lld, threads %d)",
+					 why ? why : "", (long long) nr, (long long) ns, same ? ", S = R" : "",
+					 (long long) want.n, (long long) got.n, threads);
+			result(why == NULL, what[mode][rows], name, seed, p->n, p->dims, eps2, detail);
+			if (why != NULL && at >= 0)
+				gj_pairset_print_at("oracle", &want, "engine", &got, at);
+			gj_pairset_free(&got);
+		}
+	gj_points_free(&two[0]);
+	gj_points_free(&two[1]);
+	gj_pairset_free(&want);
+}
+
+/*
  * The blocks' sampled model (block_index.c): on exponential rows in 16-D at
  * a small eps, where keying all 16 dimensions skips nothing, it keys fewer,
  * and the share of block pairs the CPU join then keeps is near the one it
@@ -506,6 +607,13 @@ join_cases(int dims, int64_t n, uint64_t *seed)
 		}
 		if (dims >= 7)
 			check_knn(kinds[k].name, *seed, &p, 1 + (int) (*seed % 3));
+		/* two sets: R of odd sizes (blocks restart at S), S = R, an empty side */
+		check_cross(kinds[k].name, *seed, &p, n / 3 + 1, 0, e1, 1 + (int) (*seed % 3));
+		check_cross(kinds[k].name, *seed, &p, n - 33, 0, e10, 2);
+		check_cross(kinds[k].name, *seed, &p, n / 2, 1, e1, 3);
+		check_cross(kinds[k].name, *seed, &p, 1, 0, e10, 2);
+		check_cross(kinds[k].name, *seed, &p, n, 0, e10, 2);
+		check_cross(kinds[k].name, *seed, &p, 0, 0, e10, 2);
 		if (kinds[k].kind == GJ_GEN_LATTICE_STEPS)
 		{
 			/* the exact distances of the steps */

@@ -41,6 +41,7 @@ struct gj_cpu_tiles
 	gj_tiles_options opt;
 	gj_tile_plan plan;
 	gj_block_bounds bounds;		/* with opt.prune: of each block of the plan */
+	gj_block_bounds bounds_b;	/* ... cross: of the second set's blocks */
 	double		s0;				/* gj_rule_s0(eps2) */
 	int64_t    *piece_start;	/* per run, its first piece; nruns + 1 */
 	int64_t		npieces;
@@ -77,6 +78,11 @@ emit(struct gj_cpu_tiles *j, gj_chunk **chp, int64_t i, int64_t k, double s)
 	{
 		ch->a[ch->n] = i;
 		ch->b[ch->n] = k;
+	}
+	else if (j->opt.cross)
+	{
+		ch->a[ch->n] = j->p->ids[i];
+		ch->b[ch->n] = j->p->ids[k];
 	}
 	else
 	{
@@ -137,11 +143,14 @@ run_piece(struct gj_cpu_tiles *j, int64_t run, int64_t r0, int64_t r1,
 	{
 		/* within the query block itself only the rows before k pair with it */
 		int			lanes = k < q1 ? (int) (k - q0) : (int) (q1 - q0);
+		/* the reference block's bounds: the second set's blocks start at split */
+		int64_t		kr = k - j->plan.split;
+		const gj_block_bounds *rb = j->opt.cross ? &j->bounds_b : &j->bounds;
 
 		if ((k & 255) == 0 && stopped(j))
 			return 0;
-		if (j->opt.prune && k % GJ_TILE_REFS == 0 && k / GJ_TILE_REFS != qb &&
-			gj_block_far(gj_block_pair_lb2(&j->bounds, qb, &j->bounds, k / GJ_TILE_REFS), j->s0))
+		if (j->opt.prune && kr % GJ_TILE_REFS == 0 && (j->opt.cross || k / GJ_TILE_REFS != qb) &&
+			gj_block_far(gj_block_pair_lb2(&j->bounds, qb, rb, kr / GJ_TILE_REFS), j->s0))
 		{
 			/* no pair of the two blocks can pass: the next block */
 			int64_t		next = k + GJ_TILE_REFS < r1 ? k + GJ_TILE_REFS : r1;
@@ -218,10 +227,19 @@ gj_cpu_tiles_start(const gj_points *p, const gj_tiles_options *opt, int nthreads
 	j->eng.free = cpu_tiles_free;
 	j->p = p;
 	j->opt = *opt;
-	st = gj_tile_plan_brute(&j->plan, p->n, GJ_TILE_REFS);
+	if (opt->cross && !(opt->split >= 0 && opt->split <= p->n))
+		st = GJ_ERR_ARG;
+	else if (opt->cross)
+		st = gj_tile_plan_cross(&j->plan, p->n, opt->split, GJ_TILE_REFS);
+	else
+		st = gj_tile_plan_brute(&j->plan, p->n, GJ_TILE_REFS);
 	j->s0 = gj_rule_s0(opt->eps2, p->dims);
 	if (st == GJ_OK && opt->prune)
-		st = gj_block_bounds_build(&j->bounds, p->x, p->n, p->dims, GJ_TILE_REFS);
+		st = gj_block_bounds_build(&j->bounds, p->x, opt->cross ? opt->split : p->n, p->dims,
+								   GJ_TILE_REFS);
+	if (st == GJ_OK && opt->prune && opt->cross)
+		st = gj_block_bounds_build(&j->bounds_b, p->x + opt->split * p->dims, p->n - opt->split,
+								   p->dims, GJ_TILE_REFS);
 	if (st == GJ_OK)
 	{
 		j->piece_start = malloc(sizeof(int64_t) * (j->plan.nruns + 1));
@@ -235,7 +253,14 @@ gj_cpu_tiles_start(const gj_points *p, const gj_tiles_options *opt, int nthreads
 	}
 	for (int64_t r = 0; r < j->plan.nruns; r++)
 	{
-		int64_t		rows = (j->plan.run_hi[r] - j->plan.run_lo[r]) * (int64_t) GJ_TILE_REFS;
+		int64_t		first,
+					last,
+					end,
+					rows;
+
+		gj_tile_block_rows(&j->plan, j->plan.run_lo[r], &first, &last);
+		gj_tile_block_rows(&j->plan, j->plan.run_hi[r] - 1, &last, &end);
+		rows = end - first;
 
 		j->piece_start[r] = j->npieces;
 		j->npieces += (rows + GJ_TILES_PIECE - 1) / GJ_TILES_PIECE;
@@ -293,6 +318,7 @@ cpu_tiles_free(gj_engine *e)
 	gj_queue_destroy(j->eng.q);
 	gj_tile_plan_free(&j->plan);
 	gj_block_bounds_free(&j->bounds);
+	gj_block_bounds_free(&j->bounds_b);
 	free(j->piece_start);
 	free(j->threads);
 	free(j);

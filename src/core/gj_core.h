@@ -523,6 +523,8 @@ typedef struct gj_tile_plan
 	int64_t		n;
 	int			block;
 	int64_t		nblocks;
+	int64_t		split;			/* cross plans: the second set's first row (0: one set) */
+	int64_t		split_block;	/* ... and first block: blocks restart there */
 	int64_t		nruns;
 	int64_t    *run_qb;
 	int64_t    *run_lo;
@@ -531,6 +533,7 @@ typedef struct gj_tile_plan
 } gj_tile_plan;
 
 extern gj_status gj_tile_plan_brute(gj_tile_plan *tp, int64_t n, int block);
+extern gj_status gj_tile_plan_cross(gj_tile_plan *tp, int64_t n, int64_t split, int block);
 extern void gj_tile_plan_free(gj_tile_plan *tp);
 extern void gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0,
 							   int64_t *r1);
@@ -598,7 +601,8 @@ extern double gj_bounds_lb2(const double *lo1, const double *hi1, const double *
  * The CPU eps self-join by tiles (cpu_tiles.c), an engine like
  * gj_cpu_selfjoin over p's rows in their current order.  Chunks carry
  * (smaller id, larger id, distance), or with emit_rows the rows' numbers
- * (smaller first) for the per-row shapes.
+ * (smaller first) for the per-row shapes; a join of two sets (cross)
+ * carries (first set's, second set's).
  */
 typedef struct gj_tiles_options
 {
@@ -607,6 +611,13 @@ typedef struct gj_tiles_options
 	double		expected_pairs; /* GPU: sizes its result buffers (0: unknown) */
 	int			no_filter;		/* GPU: every pair by the float64 rule (tests) */
 	int			prune;			/* skip block pairs the bounds rule out (the index) */
+	/*
+	 * 0: a self-join.  1: a join of two sets, rows [0, split) and [split,
+	 * n): only pairs across, each (first set's, second set's) in that
+	 * order, as ids or rows.  Blocks restart at split.
+	 */
+	int			cross;
+	int64_t		split;
 } gj_tiles_options;
 
 typedef struct gj_cpu_tiles gj_cpu_tiles;

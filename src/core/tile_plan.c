@@ -11,6 +11,11 @@
  * unless it provably fails the distance rule.
  *
  * Brute force is one run per query block, [qb, nblocks): every pair.
+ *
+ * Two sets (a cross plan): rows [0, split) and [split, n), each cut into
+ * blocks from its own first row, so that no block holds rows of both; a
+ * run is a block of the first set with every block of the second, and
+ * only pairs across are compared.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +63,38 @@ gj_tile_plan_brute(gj_tile_plan *tp, int64_t n, int block)
 	return GJ_OK;
 }
 
+/* Every pair across rows [0, split) and [split, n), in blocks of block rows. */
+gj_status
+gj_tile_plan_cross(gj_tile_plan *tp, int64_t n, int64_t split, int block)
+{
+	int64_t		nb_a;
+	gj_status	st;
+
+	memset(tp, 0, sizeof(*tp));
+	if (block < 1 || n < 0 || split < 0 || split > n)
+		return GJ_ERR_ARG;
+	nb_a = (split + block - 1) / block;
+	tp->n = n;
+	tp->block = block;
+	tp->split = split;
+	tp->split_block = nb_a;
+	tp->nblocks = nb_a + (n - split + block - 1) / block;
+	st = plan_alloc(tp, nb_a);
+	if (st != GJ_OK)
+		return st;
+	if (tp->nblocks == nb_a)
+		return GJ_OK;			/* the second set is empty: no runs */
+	for (int64_t qb = 0; qb < nb_a; qb++)
+	{
+		tp->run_qb[qb] = qb;
+		tp->run_lo[qb] = nb_a;
+		tp->run_hi[qb] = tp->nblocks;
+	}
+	tp->nruns = nb_a;
+	tp->units = nb_a * (tp->nblocks - nb_a);
+	return GJ_OK;
+}
+
 void
 gj_tile_plan_free(gj_tile_plan *tp)
 {
@@ -72,8 +109,11 @@ gj_tile_plan_free(gj_tile_plan *tp)
 void
 gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0, int64_t *r1)
 {
-	*r0 = b * tp->block;
-	*r1 = *r0 + tp->block < tp->n ? *r0 + tp->block : tp->n;
+	int64_t		end = tp->split > 0 && b < tp->split_block ? tp->split : tp->n;
+
+	*r0 = tp->split > 0 && b >= tp->split_block ?
+		tp->split + (b - tp->split_block) * tp->block : b * tp->block;
+	*r1 = *r0 + tp->block < end ? *r0 + tp->block : end;
 }
 
 /*
