@@ -51,19 +51,25 @@ typedef struct tiles_params
 	double		s0;				/* sqrt(eps2 (1 + (d + 3) 2^-52)), rounded up */
 	int			use_filter;
 	int			emit_rows;
+	int			cross;			/* two sets: i (slice a) is the first set's row */
 	int			prune;			/* skip units whose blocks' bounds are apart */
 	dev_bounds	B;
 	unsigned long long *skipped;	/* units skipped, for the stats */
 	const int  *stop;
 } tiles_params;
 
-/* Emit rows i < j at squared distance s: as rows, or as ids, smaller first. */
+/*
+ * Emit rows i < j at squared distance s: as rows, or as ids, smaller first
+ * (two sets: the first set's, then the second's).
+ */
 __device__ __forceinline__ void
 tiles_emit(const tiles_params &P, const gj_out &O, int64_t i, int64_t j, double s)
 {
 	if (P.emit_rows)
 		gj_out_put(O, i < P.split ? P.off_a + i : P.off_b + (i - P.split),
 				   j < P.split ? P.off_a + j : P.off_b + (j - P.split), sqrt(s));
+	else if (P.cross)
+		gj_out_put(O, P.ids[i], P.ids[j], sqrt(s));
 	else
 	{
 		int64_t		a = P.ids[i],
@@ -465,6 +471,7 @@ struct gj_gpu_tiles
 	gj_tiles_options opt;
 	int64_t		m;				/* rows a slice */
 	int64_t		nslices;
+	int64_t		nslices_a;		/* two sets: the first set's slices come first */
 	int64_t		nwin;
 	int32_t    *win_a;			/* per window: its slices */
 	int32_t    *win_b;
@@ -519,13 +526,33 @@ launch_units(void *ctx, uint64_t b0, uint64_t b1, const gj_out &O, cudaStream_t 
 	return cudaGetLastError();
 }
 
+/*
+ * Slice a's first row.  Two sets: the first set's slices from row 0, then
+ * the second's from opt.split, so that no slice holds rows of both.
+ */
+static int64_t
+slice_start(const struct gj_gpu_tiles *j, int64_t a)
+{
+	if (j->opt.cross && a >= j->nslices_a)
+		return j->opt.split + (a - j->nslices_a) * j->m;
+	return a * j->m;
+}
+
 /* Rows of slice a. */
 static int64_t
 slice_rows(const struct gj_gpu_tiles *j, int64_t a)
 {
-	int64_t		r0 = a * j->m;
+	int64_t		r0 = slice_start(j, a),
+				end = j->opt.cross && a < j->nslices_a ? j->opt.split : j->p->n;
 
-	return j->p->n - r0 < j->m ? j->p->n - r0 : j->m;
+	return end - r0 < j->m ? (end - r0 > 0 ? end - r0 : 0) : j->m;
+}
+
+/* Where slice b goes in a slot after rows_a rows of slice a: a block boundary. */
+static int64_t
+slot_at_b(int64_t rows_a)
+{
+	return (rows_a + TILE - 1) / TILE * TILE;
 }
 
 /* Device bytes a row takes in a slot, and a block of TILE rows beyond that. */
@@ -591,7 +618,7 @@ slot_put_slice(struct gj_gpu_tiles *j, tiles_slot *sl, int64_t c, int64_t at, do
 	const gj_points *p = j->p;
 	int			dims = p->dims,
 				dp = j->slot[0].P.dp;
-	int64_t		r0 = c * j->m,
+	int64_t		r0 = slice_start(j, c),
 				rows = slice_rows(j, c),
 				b0 = at / TILE;
 	cudaStream_t s = j->load_stream;
@@ -634,6 +661,7 @@ load_window(void *ctx, int64_t w, int k)
 				b = j->win_b[w];
 	int64_t		rows_a = slice_rows(j, a),
 				rows_b = a == b ? 0 : slice_rows(j, b),
+				at_b = slot_at_b(rows_a),
 				nba = (rows_a + TILE - 1) / TILE,
 				nbb = (rows_b + TILE - 1) / TILE,
 				nruns = nba,
@@ -650,8 +678,24 @@ load_window(void *ctx, int64_t w, int k)
 		if (e == cudaSuccess)
 			sl->slice_a = a;
 	}
+	/*
+	 * Slice b from a block boundary.  Rows between (a's last block is short
+	 * only where a is the first set's last slice) are NaN: no pair with
+	 * them passes the filter or the rule.
+	 */
+	if (e == cudaSuccess && a != b && at_b > rows_a)
+	{
+		e = cudaMemsetAsync(sl->x + rows_a * P->dims, 0xff,
+							sizeof(double) * (at_b - rows_a) * P->dims, j->load_stream);
+		if (e == cudaSuccess)
+			e = cudaMemsetAsync(sl->f + rows_a * P->dp, 0xff,
+								sizeof(float) * (at_b - rows_a) * P->dp, j->load_stream);
+		if (e == cudaSuccess)
+			e = cudaMemsetAsync(sl->h + rows_a, 0xff, sizeof(float) * (at_b - rows_a),
+								j->load_stream);
+	}
 	if (e == cudaSuccess && a != b)
-		e = slot_put_slice(j, sl, b, rows_a, &maxr_b);
+		e = slot_put_slice(j, sl, b, at_b, &maxr_b);
 
 	/* the runs: within a, every block pair; across, every block of a with every one of b */
 	for (int64_t qb = 0; qb < nruns; qb++)
@@ -693,10 +737,10 @@ load_window(void *ctx, int64_t w, int k)
 	P->run_lo = sl->runs + nruns;
 	P->run_u0 = sl->runs + 2 * nruns;
 	P->nruns = nruns;
-	P->n = rows_a + rows_b;
-	P->split = rows_a;
-	P->off_a = a * j->m;
-	P->off_b = b * j->m;
+	P->n = a == b ? rows_a : at_b + rows_b;
+	P->split = a == b ? rows_a : at_b;
+	P->off_a = slice_start(j, a);
+	P->off_b = slice_start(j, b);
 	P->B = sl->bounds;
 
 	/*
@@ -766,7 +810,18 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 	budget = (size_t) (free_b * 0.9);
 	if (gopt != NULL && gopt->memory_limit > 0 && gopt->memory_limit < budget)
 		budget = gopt->memory_limit;
-	if (fixed + (size_t) n * per_row <= budget && (forced <= 0 || forced >= n))
+	if (opt->cross && !(opt->split >= 0 && opt->split <= n))
+		return GJ_ERR_ARG;
+	if (opt->cross && fixed + (size_t) (n + TILE) * per_row <= budget &&
+		(forced <= 0 || forced >= n))
+	{
+		/* two sets, each one slice: one window, the second set from a block boundary */
+		int64_t		big = opt->split > n - opt->split ? opt->split : n - opt->split;
+
+		j->m = big > 0 ? (big + TILE - 1) / TILE * TILE : TILE;
+		j->nslots = 1;
+	}
+	else if (!opt->cross && fixed + (size_t) n * per_row <= budget && (forced <= 0 || forced >= n))
 	{
 		j->m = n > 0 ? n : 1;
 		j->nslots = 1;
@@ -788,10 +843,23 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 			return GJ_ERR_DEVICE_OOM;
 		}
 	}
-	j->nslices = (n + j->m - 1) / j->m;
-	if (j->nslices < 1)
-		j->nslices = 1;
-	j->nwin = j->nslices * (j->nslices + 1) / 2;
+	if (opt->cross)
+	{
+		/* each set in its own slices (at least one, maybe empty); windows across */
+		int64_t		sa = (opt->split + j->m - 1) / j->m,
+					sb = (n - opt->split + j->m - 1) / j->m;
+
+		j->nslices_a = sa > 0 ? sa : 1;
+		j->nslices = j->nslices_a + (sb > 0 ? sb : 1);
+		j->nwin = j->nslices_a * (j->nslices - j->nslices_a);
+	}
+	else
+	{
+		j->nslices = (n + j->m - 1) / j->m;
+		if (j->nslices < 1)
+			j->nslices = 1;
+		j->nwin = j->nslices * (j->nslices + 1) / 2;
+	}
 	j->win_a = (int32_t *) malloc(sizeof(int32_t) * j->nwin);
 	j->win_b = (int32_t *) malloc(sizeof(int32_t) * j->nwin);
 	j->win_u0 = (int64_t *) malloc(sizeof(int64_t) * (j->nwin + 1));
@@ -806,8 +874,8 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 		int64_t		w = 0,
 					u = 0;
 
-		for (int64_t a = 0; a < j->nslices; a++)
-			for (int64_t b = a; b < j->nslices; b++, w++)
+		for (int64_t a = 0; a < (opt->cross ? j->nslices_a : j->nslices); a++)
+			for (int64_t b = opt->cross ? j->nslices_a : a; b < j->nslices; b++, w++)
 			{
 				int64_t		nba = (slice_rows(j, a) + TILE - 1) / TILE,
 							nbb = (slice_rows(j, b) + TILE - 1) / TILE;
@@ -830,7 +898,10 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 	sample_centre(p, m);
 	{
 		cudaError_t e = cudaMalloc(&j->d_m, sizeof(double) * dims);
-		int64_t		rows = j->nslots == 1 ? j->m : 2 * j->m;
+		int64_t		fa = opt->split < j->m ? opt->split : j->m,
+					fb = n - opt->split < j->m ? n - opt->split : j->m;
+		/* self: a slice, or two; two sets: one of each, b from a block boundary */
+		int64_t		rows = opt->cross ? slot_at_b(fa) + fb : j->nslots == 1 ? j->m : 2 * j->m;
 
 		if (e == cudaSuccess)
 			e = cudaMemcpy(j->d_m, m, sizeof(double) * dims, cudaMemcpyHostToDevice);
@@ -858,6 +929,7 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 		P->eps2 = opt->eps2;
 		P->s0 = filter_s0(opt->eps2, dims);
 		P->emit_rows = opt->emit_rows;
+		P->cross = opt->cross;
 		P->prune = opt->prune;
 		P->skipped = j->d_skipped;
 		P->stop = j->d_stop;

@@ -193,6 +193,112 @@ check_join(const char *name, uint64_t seed, const gj_points *p, double eps2)
 	gj_pairset_free(&want);
 }
 
+/*
+ * Two sets (eps_join by tiles, gj_gen_two_sets: R rows [0, nr) of p, S the
+ * rest or, with same, R again): the GPU against the CPU engine as ids, as
+ * rows, unfiltered, with the index on each set sorted by R's model plan,
+ * and in slices of about a quarter of the rows; every pair (R's, S's).
+ */
+static void
+check_cross(const char *name, uint64_t seed, const gj_points *p, int64_t nr, int same,
+			double eps2)
+{
+	gj_points	two[2],
+				r;
+	gj_pairset	want = {0};
+	int64_t		ns;
+	gj_block_plan plan;
+	double		kept;
+	gj_tiles_options co = {.eps2 = eps2, .cross = 1, .split = nr};
+	gj_cpu_tiles *cj;
+	gj_status	cst;
+
+	gj_points_copy(&r, p, nr);
+	if (gj_block_plan_make_for(&r, eps2, &plan, &kept) != GJ_OK)
+		exit(2);
+	gj_gen_two_sets(&two[0], p, nr, same, NULL, &ns);
+	gj_gen_two_sets(&two[1], p, nr, same, &plan, &ns);
+	gj_block_plan_free(&plan);
+	gj_points_free(&r);
+	cst = gj_cpu_tiles_start(&two[0], &co, 0, &cj);
+	if (cst == GJ_OK)
+	{
+		cst = drain(GJ_ENGINE(cj), &want, 0, &two[0]);
+		gj_engine_free(GJ_ENGINE(cj));
+	}
+	for (int v = 0; v < 6; v++)
+	{
+		gj_tiles_options o = {.eps2 = eps2, .emit_rows = v == 1 || v == 4, .no_filter = v == 2,
+		.prune = v >= 3, .cross = 1, .split = nr};
+		const gj_points *q = &two[v >= 3 ? 1 : 0];
+		int64_t		slice = v == 5 ? (p->n / 4 > 128 ? p->n / 4 : 128) : 0;
+		gj_pairset	got = {0};
+		gj_gpu_tiles_info info;
+		gj_gpu_tiles *j = NULL;
+		char		err[256] = "",
+					detail[512];
+		const char *why = NULL;
+		int64_t		at = -1,
+					wrong = 0;
+		gj_status	st = cst;
+		static const char *what[] = {"cross-ids", "cross-rows", "cross-no-filter",
+		"cross-blocks-sorted", "cross-blocks-sorted-rows", "cross-slices-blocks-sorted"};
+
+		memset(&info, 0, sizeof(info));
+		if (st == GJ_OK)
+		{
+			gj_gpu_options g = {.slice_rows = slice};
+			gj_chunk   *c;
+
+			st = gj_gpu_tiles_start(q, &o, &g, &j, err, sizeof(err));
+			while (st == GJ_OK && ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN))
+			{
+				if (st == GJ_AGAIN)
+				{
+					st = GJ_OK;
+					continue;
+				}
+				for (int k = 0; k < c->n; k++)
+				{
+					int64_t		a = o.emit_rows ? q->ids[c->a[k]] : c->a[k],
+								b = o.emit_rows ? q->ids[c->b[k]] : c->b[k];
+
+					if (a >= GJ_GEN_S_ID || b < GJ_GEN_S_ID ||
+						(o.emit_rows && (c->a[k] >= nr || c->b[k] < nr)))
+						wrong++;
+					gj_pairset_add(&got, a, b, c->dist[k]);
+				}
+				gj_engine_release(GJ_ENGINE(j), c);
+			}
+			if (st == GJ_DONE)
+				st = GJ_OK;
+			if (j != NULL)
+			{
+				gj_gpu_tiles_stats(j, &info);
+				if (st != GJ_OK && err[0] == '\0')
+					snprintf(err, sizeof(err), "%s", gj_gpu_tiles_error(j));
+				gj_engine_free(GJ_ENGINE(j));
+			}
+		}
+		skipped_total += info.units_skipped;
+		why = st != GJ_OK ? gj_status_name(st) : wrong > 0 ? "pairs not (R's, S's)" :
+			gj_pairset_diff(&want, &got, &at);
+		if (why == NULL && slice > 0 && p->n > 2 * slice + 256 && info.windows < 2)
+			why = "not sliced";
+		snprintf(detail, sizeof(detail), "%s: %s %s (nr %lld, ns %lld%s; cpu %lld pairs, gpu %lld, filter %d, %lld of %lld units skipped, %lld windows)",
+				 what[v], why ? why : "", err, (long long) nr, (long long) ns, same ? ", S = R" : "",
+				 (long long) want.n, (long long) got.n, info.filter,
+				 (long long) info.units_skipped, (long long) info.units, (long long) info.windows);
+		result(why == NULL, "tiles", name, seed, p, eps2, detail);
+		if (why != NULL && at >= 0)
+			gj_pairset_print_at("cpu", &want, "gpu", &got, at);
+		gj_pairset_free(&got);
+	}
+	gj_points_free(&two[0]);
+	gj_points_free(&two[1]);
+	gj_pairset_free(&want);
+}
+
 static const struct
 {
 	gj_kind		kind;
@@ -459,6 +565,11 @@ check_main(uint64_t seed)
 				check_join(kinds[k].name, seed, &p, 1e300);
 			if (dims <= 128)
 				check_shapes(kinds[k].name, seed, &p, e10);
+			/* two sets: R of odd size, S = R, a lone R row */
+			check_cross(kinds[k].name, seed, &p, n / 3 + 1, 0, e1);
+			check_cross(kinds[k].name, seed, &p, n - 200, 0, e10);
+			check_cross(kinds[k].name, seed, &p, n / 2, 1, e10);
+			check_cross(kinds[k].name, seed, &p, 1, 0, e10);
 			gj_points_free(&p);
 			}
 		}
