@@ -75,6 +75,66 @@ SELECT count(*) AS counts_vs_naive FROM (
 SELECT count(*) FILTER (WHERE cluster IS NOT NULL) > 0 AS some_clustered,
        count(*) FILTER (WHERE cluster IS NULL) > 0 AS some_noise FROM dbscan_b;
 
+-- eps_join in 16 dimensions: r and s of odd sizes (duplicates and rows
+-- exactly 0.5 apart on both sides), every method against the naive pairs,
+-- oriented (r, s); and a table with itself: every ordered pair and (a, a)
+CREATE TABLE h16r AS SELECT * FROM h16 WHERE id % 3 = 0 OR id > 2000;
+CREATE TABLE h16s AS SELECT * FROM h16 WHERE id % 3 <> 0 OR id > 2000;
+ALTER TABLE h16r ADD PRIMARY KEY (id);
+ALTER TABLE h16s ADD PRIMARY KEY (id);
+CREATE TEMP TABLE naive_rs AS
+    SELECT a AS r, b AS s, sqrt(sq) AS dist FROM (
+        SELECT r.id AS a, s.id AS b, pg_temp.sq(r.v, s.v) AS sq FROM h16r r, h16s s) x
+    WHERE sq <= 0.12::float8 * 0.12::float8;
+SELECT count(*) > 100 AS enough_rs, count(*) FILTER (WHERE r = s) > 0 AS some_same_id FROM naive_rs;
+SET gpujoin.eps_method = brute;
+SELECT count(*) AS diff_join_brute FROM (
+    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+SET gpujoin.eps_method = blocks;
+SELECT count(*) AS diff_join_blocks FROM (
+    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+SELECT count(*) AS diff_join_blocks_swapped FROM (
+    (SELECT s, r, dist FROM naive_rs EXCEPT ALL SELECT * FROM eps_join('h16s', 'h16r', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join('h16s', 'h16r', '{v}', 0.12) EXCEPT ALL SELECT s, r, dist FROM naive_rs)) d;
+SET gpujoin.eps_method = grid;
+SELECT count(*) AS diff_join_grid FROM (
+    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+RESET gpujoin.eps_method;
+SELECT count(*) AS diff_join_auto FROM (
+    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+-- pairs exactly 0.5 apart across the tables
+SET gpujoin.eps_method = blocks;
+SELECT count(*) AS diff_join_at_half FROM (
+    (SELECT r.id, s.id FROM h16r r, h16s s WHERE pg_temp.sq(r.v, s.v) <= 0.25
+     EXCEPT ALL SELECT r, s FROM eps_join('h16r', 'h16s', '{v}', 0.5))
+    UNION ALL
+    (SELECT r, s FROM eps_join('h16r', 'h16s', '{v}', 0.5)
+     EXCEPT ALL SELECT r.id, s.id FROM h16r r, h16s s WHERE pg_temp.sq(r.v, s.v) <= 0.25)) d;
+-- a table with itself: the naive self pairs both ways, and (a, a) at 0
+SELECT count(*) AS diff_join_itself FROM (
+    (SELECT a, b, sqrt(s) FROM sq16 WHERE s <= 0.12::float8 * 0.12::float8
+     UNION ALL SELECT id, id, 0 FROM h16
+     EXCEPT ALL SELECT * FROM eps_join('h16', 'h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join('h16', 'h16', '{v}', 0.12)
+     EXCEPT ALL (SELECT a, b, sqrt(s) FROM sq16 WHERE s <= 0.12::float8 * 0.12::float8
+                 UNION ALL SELECT id, id, 0 FROM h16))) d;
+-- a restriction on r reads fewer rows, by tiles too
+SELECT count(*) AS diff_join_restricted FROM (
+    (SELECT * FROM naive_rs WHERE r = 3 EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) WHERE r = 3)
+    UNION ALL
+    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) WHERE r = 3 EXCEPT ALL SELECT * FROM naive_rs WHERE r = 3)) d;
+RESET gpujoin.eps_method;
+
 -- kNN in 16 dimensions (brute force by tiles) against a ranking of every pair
 CREATE TEMP TABLE knn16 AS
     SELECT a, b, rank::int, sqrt(s) AS dist FROM (

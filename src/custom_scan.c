@@ -499,6 +499,7 @@ EndJob(GjScanState *st)
 	st->stats.batches += js.batches;
 	st->stats.slices = Max(st->stats.slices, js.slices);
 	st->stats.slice_rows = Max(st->stats.slice_rows, js.slice_rows);
+	st->stats.slice_pairs = Max(st->stats.slice_pairs, js.slice_pairs);
 	st->stats.slab_steps = Max(st->stats.slab_steps, js.slab_steps);
 	st->stats.slab_early = Max(st->stats.slab_early, js.slab_early);
 	st->stats.geography = js.geography;
@@ -674,7 +675,7 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	else if (js->slices > 1)
 		ExplainPropertyText("GPU Slices",
 							psprintf(INT64_FORMAT " of up to " INT64_FORMAT " rows, " INT64_FORMAT " pairs of slices",
-									 js->slices, js->slice_rows, js->slices * (js->slices + 1) / 2),
+									 js->slices, js->slice_rows, js->slice_pairs),
 							es);
 	if (js->geography)
 		ExplainPropertyText("Geography",

@@ -83,6 +83,7 @@ typedef struct GjResources
 	MemoryContext cxt;
 	gj_points	points;			/* the (reference) points */
 	gj_points	queries;		/* kNN join: the query points */
+	gj_points	both;			/* eps_join by tiles: queries' rows, then points' */
 	gj_grid		grid;
 	bool		have_grid;
 	bool		block_ordered;	/* points (and queries) sorted for the tile index */
@@ -278,6 +279,7 @@ typedef struct GjJobStats
 	double		knn_contrast;	/* ... and the sampled contrast it came from */
 	int64		slices;			/* GPU tiles: slices the rows were joined in (> 1: */
 	int64		slice_rows;		/* ... they did not fit the GPU at once) */
+	int64		slice_pairs;	/* ... and the pairs of slices joined */
 	int64		slab_steps;		/* GPU slabs: the steps they took (slices: the slabs) */
 	int64		slab_early;		/* ... steps started while the previous one's rows went out */
 	bool		geography;		/* PostGIS geography: metres on the Earth */

@@ -17,7 +17,10 @@
  * way); for counts the GPU indexes the s set (each r row's count is its
  * own probe's) and the CPU the smaller (an s row's probe adds to the
  * counts of the r rows it finds).  A restriction on r or s
- * (WHERE r = 42) just reads fewer rows of that side.
+ * (WHERE r = 42) just reads fewer rows of that side.  In many dimensions
+ * eps_join's pairs come from the tile engines instead, as the self-join's
+ * do (UseTiles): both sets in one array, every block of r against every
+ * block of s (PrepareJoinTiles).
  *
  * Engine choice.  A self-join restricted by an id qual (WHERE a = 42) runs
  * from the listed rows only, on the CPU (cpu_probe.c), by brute force when
@@ -320,6 +323,17 @@ StartGpuSelfJoin(GjJob *job)
 #define GJ_TILES_GAIN_GPU 30.0
 #define GJ_TILES_SAMPLE_WORK 4e8	/* sampled pairs times dimensions, at most */
 
+/* The pairs an eps function could find: a self-join's, or r x s. */
+static double
+AllPairs(const GjJob *job)
+{
+	double		n = (double) job->res->points.n;
+
+	if (job->spec.has_query)
+		return n * (double) job->res->queries.n;
+	return n * (n - 1) / 2;
+}
+
 static bool
 UseTiles(GjJob *job, GjEngine engine)
 {
@@ -339,7 +353,7 @@ UseTiles(GjJob *job, GjEngine engine)
 		CheckStatus(gj_sample_pair_shares(p, job->spec.eps2, m, &cand, &within),
 					"sampling the input");
 		job->tile_share = cand;
-		job->stats.estimated_pairs = within * (double) p->n * (double) (p->n - 1) / 2;
+		job->stats.estimated_pairs = within * AllPairs(job);
 	}
 	return job->tile_share * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
 }
@@ -371,8 +385,7 @@ TilesPrune(GjJob *job)
 		 * in the key, and the blocks' model below decides.  job->tile_share
 		 * is set: auto chose tiles.
 		 */
-		double		n = (double) job->res->points.n,
-					within = job->stats.estimated_pairs / Max(n * (n - 1) / 2, 1.0);
+		double		within = job->stats.estimated_pairs / Max(AllPairs(job), 1.0);
 
 		/*
 		 * Measured on an H100: 2M clustered rows in 16-D with 15 pairs in
@@ -462,13 +475,82 @@ static GjEngine
 ChooseEpsEngine(GjJob *job)
 {
 	const gj_points *p = &job->res->points;
-	double		work = p->dims > GJ_TILES_MIN_DIMS ?
-		0.5 * (double) p->n * (double) p->n * p->dims : 0.0;
+	double		work = p->dims > GJ_TILES_MIN_DIMS ? AllPairs(job) * p->dims : 0.0;
 
-	return GjChooseEngineFor(p->n, work);
+	return GjChooseEngineFor(p->n + (job->spec.has_query ? job->res->queries.n : 0), work);
 }
 
-/* The self-join by tiles on the GPU; false (after a NOTICE) when the CPU must run it. */
+/*
+ * eps_join by tiles: r's rows, then s's, in one array (res->both), each
+ * set sorted into the index's blocks by one plan (s's) when the index is
+ * used; the engines' cross plan then compares every block of r with every
+ * block of s and gives pairs as (r, s), as the grid's probes do.  The
+ * array is a copy: the reader's arrays stay as they are for a rerun on the
+ * CPU by the grid.
+ */
+static void
+PrepareJoinTiles(GjJob *job)
+{
+	GjResources *res = job->res;
+	gj_points  *r = &res->queries,
+			   *s = &res->points;
+	int64		n = r->n + s->n;
+	double		t0;
+	double	   *x;
+	int64_t    *ids;
+
+	if (res->both.n > 0)
+		return;
+	if (TilesPrune(job) && !res->block_ordered)
+	{
+		OrderPoints(job, r);
+		OrderPoints(job, s);
+		res->block_ordered = true;
+	}
+	t0 = gj_now_ms();
+	x = malloc(sizeof(double) * (size_t) s->dims * (n + 1));
+	ids = malloc(sizeof(int64_t) * (n + 1));
+	if (x == NULL || ids == NULL)
+	{
+		free(x);
+		free(ids);
+		CheckStatus(GJ_ERR_NOMEM, "copying the rows for the tiles");
+	}
+	memcpy(x, r->x, sizeof(double) * (size_t) r->dims * r->n);
+	memcpy(x + (size_t) r->dims * r->n, s->x, sizeof(double) * (size_t) s->dims * s->n);
+	memcpy(ids, r->ids, sizeof(int64_t) * r->n);
+	memcpy(ids + r->n, s->ids, sizeof(int64_t) * s->n);
+	gj_points_init(&res->both, s->dims);
+	res->both.n = n;
+	gj_points_replace(&res->both, x, ids);
+	job->stats.index_ms += gj_now_ms() - t0;
+}
+
+/*
+ * The rows a tile engine runs on, and its options: the self-join's rows
+ * (sorted into blocks when the index is used), or eps_join's two sets.
+ */
+static const gj_points *
+TileInput(GjJob *job, gj_tiles_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->eps2 = job->spec.eps2;
+	o->prune = TilesPrune(job);
+	if (job->spec.has_query)
+	{
+		PrepareJoinTiles(job);
+		o->cross = 1;
+		o->split = job->res->queries.n;
+		return &job->res->both;
+	}
+	PrepareTiles(job);
+	return &job->res->points;
+}
+
+/*
+ * The self-join or eps_join by tiles on the GPU; false (after a NOTICE)
+ * when the CPU must run it.
+ */
 static bool
 StartGpuTiles(GjJob *job)
 {
@@ -478,17 +560,14 @@ StartGpuTiles(GjJob *job)
 	gj_gpu_tiles *tj;
 	char		err[256];
 	gj_status	st;
+	const gj_points *p = TileInput(job, &o);	/* its sort and copy: index_ms */
 	double		t0 = gj_now_ms();
 
-	PrepareTiles(job);
-	memset(&o, 0, sizeof(o));
-	o.eps2 = job->spec.eps2;
-	o.prune = TilesPrune(job);
 	o.expected_pairs = Max(job->stats.estimated_pairs, 0.0);
 	memset(&gopt, 0, sizeof(gopt));
 	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
 	gopt.batch_pairs = gj_gpu_batch_pairs_guc;
-	st = gj_gpu_tiles_start(&res->points, &o, &gopt, &tj, err, sizeof(err));
+	st = gj_gpu_tiles_start(p, &o, &gopt, &tj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GpuStartFailed(job, st, err);
 	res->engine = GJ_ENGINE(tj);
@@ -501,22 +580,19 @@ StartGpuTiles(GjJob *job)
 	return true;
 }
 
-/* The self-join by tiles on the CPU (pairs as ids). */
+/* The self-join or eps_join by tiles on the CPU (pairs as ids). */
 static void
 StartCpuTiles(GjJob *job)
 {
 	GjResources *res = job->res;
 	gj_tiles_options o;
 	gj_cpu_tiles *tj;
+	const gj_points *p = TileInput(job, &o);
 
-	PrepareTiles(job);
-	memset(&o, 0, sizeof(o));
-	o.eps2 = job->spec.eps2;
-	o.prune = TilesPrune(job);
 	if (job->stats.estimated_pairs >= 0)
 		NoticeIfEnormous(job, job->stats.estimated_pairs);
 	job->t_engine = gj_now_ms();
-	CheckStatus(gj_cpu_tiles_start(&res->points, &o, GjCpuThreads(), &tj), job->spec.fname);
+	CheckStatus(gj_cpu_tiles_start(p, &o, GjCpuThreads(), &tj), job->spec.fname);
 	res->engine = GJ_ENGINE(tj);
 	job->stats.engine = "cpu (tiles)";
 	job->stats.threads = GjCpuThreads();
@@ -952,7 +1028,14 @@ StartJoin(GjJob *job, bool allow_gpu)
 	double		t0 = gj_now_ms();
 
 	job->twice = false;
-	if (allow_gpu && GjChooseEngine(res->points.n + res->queries.n) == GJ_ENGINE_GPU)
+	/* many dimensions: tiles where the sample says, as for the self-join */
+	if (allow_gpu && ChooseEpsEngine(job) == GJ_ENGINE_GPU && UseTiles(job, GJ_ENGINE_GPU))
+	{
+		if (StartGpuTiles(job))
+			return;
+		allow_gpu = false;		/* after its NOTICE: the CPU engine */
+	}
+	else if (allow_gpu && ChooseEpsEngine(job) == GJ_ENGINE_GPU)
 	{
 		gj_gpu_options opt;
 		gj_gpu_stats gs;
@@ -983,6 +1066,11 @@ StartJoin(GjJob *job, bool allow_gpu)
 			return;
 		}
 		GpuStartFailed(job, st, err);
+	}
+	if (UseTiles(job, GJ_ENGINE_CPU))
+	{
+		StartCpuTiles(job);
+		return;
 	}
 
 	/* the same choice on a rerun: the same rows give the same plan */
@@ -1363,6 +1451,7 @@ GeoBandRows(GjJob *job, bool allow_gpu)
 		{
 			job->stats.slices = si.nslabs;
 			job->stats.slice_rows = max_rows;
+			job->stats.slab_steps = si.calls;
 		}
 	}
 	else
@@ -1821,8 +1910,10 @@ EngineDoneMs(GjJob *job)
 
 		gj_gpu_tiles_stats((gj_gpu_tiles *) res->engine, &ti);
 		job->stats.batches = ti.batches;
-		job->stats.slices = ti.slices;
+		/* eps_join: a slice of each set is one window, not a cut for memory */
+		job->stats.slices = ti.windows > 1 ? ti.slices : 1;
 		job->stats.slice_rows = ti.slice_rows;
+		job->stats.slice_pairs = ti.windows;
 	}
 	else if (job->running == RUN_GPU_LISTS)
 	{

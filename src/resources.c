@@ -38,6 +38,7 @@ GjResourcesCreate(MemoryContext parent)
 	res->cxt = cxt;
 	gj_points_init(&res->points, 0);
 	gj_points_init(&res->queries, 0);
+	gj_points_init(&res->both, 0);
 	cb->func = ResourcesCallback;
 	cb->arg = res;
 	MemoryContextRegisterResetCallback(cxt, cb);
@@ -89,6 +90,7 @@ GjResourcesRelease(GjResources *res)
 	res->list_nd = NULL;
 	gj_points_free(&res->points);
 	gj_points_free(&res->queries);
+	gj_points_free(&res->both);
 	gj_geo_side_free(&res->geo_points);
 	gj_geo_side_free(&res->geo_queries);
 }
