@@ -250,6 +250,8 @@ has densitysql && sql_step regress/gpuhost_density.sql density_sql.txt 30
 has lists && sql_step regress/gpuhost_lists.sql lists.txt 8
 has join && sql_step regress/gpuhost_join.sql join.txt 18
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
+# issue 19: eps_join in 16-D by tiles against the grid it ran on before
+has joinhd && sql_step regress/gpuhost_join_hd.sql join_hd.txt 40
 if has knnsql; then
 	sql_step regress/gpuhost_knnsql.sql knn_sql.txt 30
 	# the read's rows in a file or a segment, with and without the main region, side by side
