@@ -128,6 +128,34 @@ SELECT count(*) AS diff_join_itself FROM (
     (SELECT * FROM eps_join('h16', 'h16', '{v}', 0.12)
      EXCEPT ALL (SELECT a, b, sqrt(s) FROM sq16 WHERE s <= 0.12::float8 * 0.12::float8
                  UNION ALL SELECT id, id, 0 FROM h16))) d;
+-- eps_join_counts by tiles: every r row's count of s rows, none included
+CREATE TEMP TABLE naive_rs_counts AS
+    SELECT r.id AS r, count(n.s) AS n FROM h16r r LEFT JOIN naive_rs n ON n.r = r.id GROUP BY r.id;
+SELECT count(*) FILTER (WHERE n = 0) > 0 AS some_none, max(n) > 1 AS some_many FROM naive_rs_counts;
+SET gpujoin.eps_method = brute;
+SELECT count(*) AS diff_counts_brute FROM (
+    (TABLE naive_rs_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs_counts)) d;
+SET gpujoin.eps_method = blocks;
+SELECT count(*) AS diff_counts_blocks FROM (
+    (TABLE naive_rs_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs_counts)) d;
+SET gpujoin.eps_method = grid;
+SELECT count(*) AS diff_counts_grid FROM (
+    (TABLE naive_rs_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs_counts)) d;
+SET gpujoin.eps_method = blocks;
+CREATE TEMP TABLE naive_self_counts AS
+    SELECT h.id AS r, 1 + count(q.b) AS n FROM h16 h
+    LEFT JOIN sq16 q ON q.a = h.id AND q.s <= 0.12::float8 * 0.12::float8 GROUP BY h.id;
+SELECT count(*) AS diff_counts_itself FROM (
+    (TABLE naive_self_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16', 'h16', '{v}', 0.12))
+    UNION ALL
+    (SELECT * FROM eps_join_counts('h16', 'h16', '{v}', 0.12) EXCEPT ALL TABLE naive_self_counts)) d;
+RESET gpujoin.eps_method;
 -- a restriction on r reads fewer rows, by tiles too
 SELECT count(*) AS diff_join_restricted FROM (
     (SELECT * FROM naive_rs WHERE r = 3 EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) WHERE r = 3)

@@ -608,11 +608,10 @@ StartCpuTileRows(void *arg, gj_engine **out)
 	gj_cpu_tiles *tj;
 	gj_status	st;
 
-	memset(&o, 0, sizeof(o));
-	o.eps2 = job->spec.eps2;
+	const gj_points *p = TileInput(job, &o);
+
 	o.emit_rows = 1;
-	o.prune = TilesPrune(job);
-	st = gj_cpu_tiles_start(&job->res->points, &o, GjCpuThreads(), &tj);
+	st = gj_cpu_tiles_start(p, &o, GjCpuThreads(), &tj);
 	*out = st == GJ_OK ? GJ_ENGINE(tj) : NULL;
 	return st;
 }
@@ -631,17 +630,16 @@ StartGpuTileRows(void *arg, gj_engine **out)
 	gj_gpu_tiles *tj;
 	gj_status	st;
 
+	const gj_points *p;
+
 	if (job->gpu_status != GJ_OK)
 		return StartCpuTileRows(arg, out);
-	memset(&o, 0, sizeof(o));
-	o.eps2 = job->spec.eps2;
+	p = TileInput(job, &o);
 	o.emit_rows = 1;
-	o.prune = TilesPrune(job);
 	o.expected_pairs = Max(job->stats.estimated_pairs, 0.0);
 	memset(&gopt, 0, sizeof(gopt));
 	gopt.memory_limit = (size_t) gj_gpu_memory_limit_guc * 1024 * 1024;
-	st = gj_gpu_tiles_start(&job->res->points, &o, &gopt, &tj, job->gpu_err,
-							sizeof(job->gpu_err));
+	st = gj_gpu_tiles_start(p, &o, &gopt, &tj, job->gpu_err, sizeof(job->gpu_err));
 	if (st == GJ_OK)
 	{
 		*out = GJ_ENGINE(tj);
@@ -653,12 +651,28 @@ StartGpuTileRows(void *arg, gj_engine **out)
 	return StartCpuTileRows(arg, out);
 }
 
-/* Counts, DBSCAN or lists from the pairs of job->source. */
+/*
+ * Counts, DBSCAN or lists from the pairs of job->source; eps_join_counts
+ * from the cross plan's pairs (rows: r's first), each r row's count being
+ * its pairs, itself not among them.
+ */
 static gj_status
 TileRowsFrom(GjJob *job, int64_t *entries)
 {
 	GjResources *res = job->res;
 	int64		n = res->points.n;
+
+	if (job->spec.has_query)
+	{
+		int32_t    *all = malloc(sizeof(int32_t) * (res->both.n + 1));
+		gj_status	st = all != NULL ? gj_pairs_count(&job->source, res->both.n, all) :
+			GJ_ERR_NOMEM;
+
+		for (int64 i = 0; st == GJ_OK && i < res->queries.n; i++)
+			res->rowval[i] = all[i] - 1;
+		free(all);
+		return st;
+	}
 
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 		return gj_pairs_lists(&job->source, &res->points, GjHostMemoryLimit() / 16,
@@ -682,7 +696,10 @@ TileRows(GjJob *job, GjEngine engine)
 	int64_t		entries = 0;
 	gj_status	st;
 
-	PrepareTiles(job);
+	if (job->spec.has_query)
+		PrepareJoinTiles(job);	/* eps_join_counts: r's rows first, in the order counted */
+	else
+		PrepareTiles(job);
 	job->source.start = engine == GJ_ENGINE_GPU ? StartGpuTileRows : StartCpuTileRows;
 	job->source.arg = job;
 	job->source.store_bytes = 0;
@@ -1122,7 +1139,19 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 		FinishRows(job);
 		return;
 	}
-	if (allow_gpu && GjChooseEngine(res->points.n + res->queries.n) == GJ_ENGINE_GPU)
+	{
+		GjEngine	e = allow_gpu ? ChooseEpsEngine(job) : GJ_ENGINE_CPU;
+
+		if (UseTiles(job, e))
+		{
+			/* many dimensions: each r row's pairs of the tile engines' cross plan */
+			job->t_engine = gj_now_ms();
+			TileRows(job, e);
+			FinishRows(job);
+			return;
+		}
+	}
+	if (allow_gpu && ChooseEpsEngine(job) == GJ_ENGINE_GPU)
 	{
 		gj_gpu_options opt;
 		gj_gpu_density_info gi;
