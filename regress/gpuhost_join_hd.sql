@@ -1,6 +1,7 @@
 -- eps_join in many dimensions on the GPU host (regress/gpuhost_run.sh, step joinhd):
 -- two tables of Syn16's law (16 exponential columns, rate 40), 1M rows each,
 -- eps_join count(*) at eps 0.03 and 0.04 by tiles (auto, and the index forced),
+-- eps_join_counts' sum (the same number),
 -- by brute force and by the grid (what eps_join ran before it had tiles), each
 -- on the GPU; then 100K x 100K of the same law on the CPU engine (16 threads),
 -- tiles against the grid.  Every method must give the same count.
@@ -31,11 +32,20 @@ SELECT pg_temp.timed('1M x 1M eps 0.03, brute', $$SELECT count(*) FROM eps_join(
 SET gpujoin.eps_method = grid;
 SELECT pg_temp.timed('1M x 1M eps 0.03, grid', $$SELECT count(*) FROM eps_join('j16a', 'j16b', '{v}', 0.03)$$, 1);
 RESET gpujoin.eps_method;
+SELECT pg_temp.timed('1M x 1M eps 0.03, counts auto', $$SELECT sum(n) FROM eps_join_counts('j16a', 'j16b', '{v}', 0.03)$$);
+SET gpujoin.eps_method = grid;
+SELECT pg_temp.timed('1M x 1M eps 0.03, counts grid', $$SELECT sum(n) FROM eps_join_counts('j16a', 'j16b', '{v}', 0.03)$$, 1);
+RESET gpujoin.eps_method;
 SELECT pg_temp.timed('1M x 1M eps 0.04, auto', $$SELECT count(*) FROM eps_join('j16a', 'j16b', '{v}', 0.04)$$);
 SET gpujoin.eps_method = brute;
 SELECT pg_temp.timed('1M x 1M eps 0.04, brute', $$SELECT count(*) FROM eps_join('j16a', 'j16b', '{v}', 0.04)$$);
 RESET gpujoin.eps_method;
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_join('j16a', 'j16b', '{v}', 0.03);
+-- beyond the device: slices of each table, every pair of slices across
+SET gpujoin.gpu_memory_limit = 200;
+SELECT pg_temp.timed('1M x 1M eps 0.03, auto in 200 MB', $$SELECT count(*) FROM eps_join('j16a', 'j16b', '{v}', 0.03)$$, 1);
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_join('j16a', 'j16b', '{v}', 0.03);
+RESET gpujoin.gpu_memory_limit;
 
 SET gpujoin.device = cpu;
 SELECT pg_temp.timed('100K x 100K eps 0.03, cpu auto', $$SELECT count(*) FROM eps_join('j16a_100k', 'j16b_100k', '{v}', 0.03, 'id', 'id')$$, 1);
