@@ -248,30 +248,10 @@ check_cross(const char *name, uint64_t seed, const gj_points *p, int64_t nr, int
 		if (st == GJ_OK)
 		{
 			gj_gpu_options g = {.slice_rows = slice};
-			gj_chunk   *c;
 
 			st = gj_gpu_tiles_start(q, &o, &g, &j, err, sizeof(err));
-			while (st == GJ_OK && ((st = gj_engine_next(GJ_ENGINE(j), 100, &c)) == GJ_OK || st == GJ_AGAIN))
-			{
-				if (st == GJ_AGAIN)
-				{
-					st = GJ_OK;
-					continue;
-				}
-				for (int k = 0; k < c->n; k++)
-				{
-					int64_t		a = o.emit_rows ? q->ids[c->a[k]] : c->a[k],
-								b = o.emit_rows ? q->ids[c->b[k]] : c->b[k];
-
-					if (a >= GJ_GEN_S_ID || b < GJ_GEN_S_ID ||
-						(o.emit_rows && (c->a[k] >= nr || c->b[k] < nr)))
-						wrong++;
-					gj_pairset_add(&got, a, b, c->dist[k]);
-				}
-				gj_engine_release(GJ_ENGINE(j), c);
-			}
-			if (st == GJ_DONE)
-				st = GJ_OK;
+			if (st == GJ_OK)
+				st = gj_pairset_drain_cross(GJ_ENGINE(j), &got, o.emit_rows, q, nr, &wrong);
 			if (j != NULL)
 			{
 				gj_gpu_tiles_stats(j, &info);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pairset.h"
+#include "datagen.h"
 
 /* Append a pair, normalised to a <= b; exits on OOM (tests only). */
 void
@@ -89,4 +90,32 @@ gj_pairset_print_at(const char *want_label, const gj_pairset *want,
 		   want_label, (long long) want->v[at].a, (long long) want->v[at].b,
 		   want->v[at].dist, got_label, (long long) got->v[at].a,
 		   (long long) got->v[at].b, got->v[at].dist);
+}
+
+gj_status
+gj_pairset_drain_cross(gj_engine *e, gj_pairset *got, int rows, const gj_points *q,
+					   int64_t nr, int64_t *wrong)
+{
+	gj_status	st;
+	gj_chunk   *c;
+
+	*wrong = 0;
+	while ((st = gj_engine_next(e, 100, &c)) == GJ_OK || st == GJ_AGAIN)
+	{
+		if (st == GJ_AGAIN)
+			continue;
+		for (int k = 0; k < c->n; k++)
+		{
+			int64_t		a = rows ? q->ids[c->a[k]] : c->a[k],
+						b = rows ? q->ids[c->b[k]] : c->b[k];
+
+			/* (R's, S's): rows below nr first, ids below GJ_GEN_S_ID */
+			if (a >= GJ_GEN_S_ID || b < GJ_GEN_S_ID ||
+				(rows && (c->a[k] >= nr || c->b[k] < nr)))
+				(*wrong)++;
+			gj_pairset_add(got, a, b, c->dist[k]);
+		}
+		gj_engine_release(e, c);
+	}
+	return st == GJ_DONE ? GJ_OK : st;
 }

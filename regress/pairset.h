@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "../src/core/gj_core.h"
+
 typedef struct gj_pair
 {
 	int64_t		a;				/* a <= b after gj_pairset_add */
@@ -35,5 +37,14 @@ extern const char *gj_pairset_diff(gj_pairset *want, gj_pairset *got, int64_t *a
 extern void gj_pairset_print_at(const char *want_label, const gj_pairset *want,
 								const char *got_label, const gj_pairset *got,
 								int64_t at);
+
+/*
+ * Drain a join of two sets (tiles' cross plan, gj_gen_two_sets' layout: S's
+ * rows from row nr of q, S's ids from GJ_GEN_S_ID) into got, as ids; rows:
+ * the engine emits rows.  *wrong counts the pairs not (R's, S's).  GJ_OK
+ * when the engine ended normally.
+ */
+extern gj_status gj_pairset_drain_cross(gj_engine *e, gj_pairset *got, int rows,
+										const gj_points *q, int64_t nr, int64_t *wrong);
 
 #endif

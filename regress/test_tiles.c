@@ -246,33 +246,8 @@ check_cross(const char *name, uint64_t seed, const gj_points *p, int64_t nr, int
 						wrong = 0;
 			char		detail[256];
 
-			while (st == GJ_OK)
-			{
-				gj_chunk   *c;
-
-				st = gj_engine_next(GJ_ENGINE(j), 100, &c);
-				if (st == GJ_AGAIN)
-				{
-					st = GJ_OK;
-					continue;
-				}
-				if (st != GJ_OK)
-					break;
-				for (int k = 0; k < c->n; k++)
-				{
-					int64_t		a = rows ? q->ids[c->a[k]] : c->a[k],
-								b = rows ? q->ids[c->b[k]] : c->b[k];
-
-					/* (R's, S's): rows below split first, ids below GJ_GEN_S_ID */
-					if (a >= GJ_GEN_S_ID || b < GJ_GEN_S_ID ||
-						(rows && (c->a[k] >= nr || c->b[k] < nr)))
-						wrong++;
-					gj_pairset_add(&got, a, b, c->dist[k]);
-				}
-				gj_engine_release(GJ_ENGINE(j), c);
-			}
-			if (st == GJ_DONE)
-				st = GJ_OK;
+			if (st == GJ_OK)
+				st = gj_pairset_drain_cross(GJ_ENGINE(j), &got, rows, q, nr, &wrong);
 			if (j != NULL)
 			{
 				skipped_total += gj_cpu_tiles_skipped(j);

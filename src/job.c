@@ -733,6 +733,20 @@ TileRows(GjJob *job, GjEngine engine)
 	CheckStatus(st, job->spec.fname);
 }
 
+/* The per-row answers by tiles, when the sample says so (UseTiles): true when done. */
+static bool
+RowsByTiles(GjJob *job, bool allow_gpu)
+{
+	GjEngine	e = allow_gpu ? ChooseEpsEngine(job) : GJ_ENGINE_CPU;
+
+	if (!UseTiles(job, e))
+		return false;
+	job->t_engine = gj_now_ms();
+	TileRows(job, e);
+	FinishRows(job);
+	return true;
+}
+
 /* The self-join restricted to the listed rows' pairs, on the CPU. */
 static void
 StartProbe(GjJob *job)
@@ -1139,18 +1153,9 @@ StartJoinCounts(GjJob *job, bool allow_gpu)
 		FinishRows(job);
 		return;
 	}
-	{
-		GjEngine	e = allow_gpu ? ChooseEpsEngine(job) : GJ_ENGINE_CPU;
-
-		if (UseTiles(job, e))
-		{
-			/* many dimensions: each r row's pairs of the tile engines' cross plan */
-			job->t_engine = gj_now_ms();
-			TileRows(job, e);
-			FinishRows(job);
-			return;
-		}
-	}
+	/* many dimensions: each r row's pairs of the tile engines' cross plan */
+	if (RowsByTiles(job, allow_gpu))
+		return;
 	if (allow_gpu && ChooseEpsEngine(job) == GJ_ENGINE_GPU)
 	{
 		gj_gpu_options opt;
@@ -1578,19 +1583,9 @@ StartRows(GjJob *job, bool allow_gpu)
 	int64		nrows = n;
 	gj_cpu_lists *lj;
 
-	if (!restricted)
-	{
-		GjEngine	e = allow_gpu ? ChooseEpsEngine(job) : GJ_ENGINE_CPU;
-
-		if (UseTiles(job, e))
-		{
-			/* many dimensions: the shapes from the tile join's pairs */
-			job->t_engine = gj_now_ms();
-			TileRows(job, e);
-			FinishRows(job);
-			return;
-		}
-	}
+	/* many dimensions: the shapes from the tile join's pairs */
+	if (!restricted && RowsByTiles(job, allow_gpu))
+		return;
 	if (job->geo.on && !restricted && job->spec.shape != GJ_SHAPE_LISTS)
 	{
 		job->t_engine = gj_now_ms();
