@@ -1176,10 +1176,10 @@ time_slabs(const gj_points *p, double eps, int dbscan, int pin, int32_t *v, uint
 		gj_slab_dbscan(&q, eps * eps, 3, 2005122, &e, v, k, &si);
 	else
 		gj_slab_counts(&q, NULL, eps * eps, 2005122, &e, v, &si);
-	printf("| %s in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, kernels %.1f, pinning %.1f ms) |\n",
+	printf("| %s in slabs, rows %s | %.1f ms (%lld slabs, %lld calls; index %.1f, of which uploads %.1f; kernels %.1f, pinning %.1f ms) |\n",
 		   dbscan ? "dbscan" : "counts", pin ? "pinned" : "pageable", gj_now_ms() - t0,
-		   (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms, ctx.info.kernel_ms,
-		   ctx.pin_ms);
+		   (long long) si.nslabs, (long long) si.calls, ctx.info.index_ms, ctx.info.upload_ms,
+		   ctx.info.kernel_ms, ctx.pin_ms);
 	printf("| ... plan, counts, link, border sweeps | %.1f, %.1f, %.1f, %.1f ms |\n",
 		   si.plan_ms, si.counts_ms, si.link_ms, si.border_ms);
 	gj_points_free(&q);
