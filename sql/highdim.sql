@@ -226,6 +226,16 @@ SELECT count(*) FROM eps_selfjoin_sql('SELECT id, v FROM hbig', 0.5);
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, v FROM hbig WHERE id <= 1000', 0.5);
 RESET gpujoin.host_memory_limit;
 SELECT count(*) FROM eps_selfjoin('hbig', '{v}', 0.5);
+-- eps_join's tiles copy both tables: past the limit the grid answers (the same pairs)
+CREATE TABLE hmid (id int PRIMARY KEY, v float8[]);
+INSERT INTO hmid SELECT i, ARRAY(SELECT (i % 97 + j) / 50.0 FROM generate_series(1, 16) j) FROM generate_series(1, 2500) i;
+SET gpujoin.eps_method = blocks;
+SELECT count(*) AS join_pairs FROM eps_join('hmid', 'hmid', '{v}', 0.05);
+SET gpujoin.host_memory_limit = '1MB';
+SELECT count(*) AS join_pairs_by_grid FROM eps_join('hmid', 'hmid', '{v}', 0.05);
+SELECT sum(n) AS join_counts_by_grid FROM eps_join_counts('hmid', 'hmid', '{v}', 0.05);
+RESET gpujoin.host_memory_limit;
+RESET gpujoin.eps_method;
 
 -- auto's kNN method in many dimensions, from the sampled contrast: the
 -- blocks' index for clustered rows, brute force for uniform ones (where the

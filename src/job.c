@@ -132,6 +132,7 @@ struct GjJob
 	bool		geo_band;		/* per-row answers already within d (GeoBandRows) */
 
 	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
+	int			join_copy;		/* eps_join's tiles' copy: 0 not asked, 1 fits, -1 not */
 	bool		blocks_planned; /* block_plan made (PlanBlocks) */
 	gj_block_plan block_plan;	/* the index's key, its cuts in the job's memory */
 	double		block_kept;		/* the share of block pairs its model keeps */
@@ -334,6 +335,31 @@ AllPairs(const GjJob *job)
 	return n * (n - 1) / 2;
 }
 
+/*
+ * eps_join's tiles copy both sets into one array (PrepareJoinTiles): where
+ * the sets and the copy pass gpujoin.host_memory_limit, the grid, which
+ * needs no copy, answers instead (a NOTICE when tiles were asked for).
+ * Decided once a job.
+ */
+static bool
+JoinTilesFit(GjJob *job)
+{
+	if (job->join_copy == 0)
+	{
+		const gj_points *p = &job->res->points;
+		double		rows = (double) p->n + (double) job->res->queries.n,
+					bytes = 2.0 * rows * (8.0 * p->dims + 8.0);
+
+		job->join_copy = bytes <= (double) GjHostMemoryLimit() ? 1 : -1;
+		if (job->join_copy < 0 && gj_eps_method_guc != GJ_EPS_AUTO &&
+			gj_eps_method_guc != GJ_EPS_GRID)
+			ereport(NOTICE,
+					(errmsg("%s: tiles need %.0f MB of host memory for both tables and their copy, more than gpujoin.host_memory_limit allows; the grid runs instead",
+							job->spec.fname, ceil(bytes / 1048576.0))));
+	}
+	return job->join_copy > 0;
+}
+
 static bool
 UseTiles(GjJob *job, GjEngine engine)
 {
@@ -342,6 +368,8 @@ UseTiles(GjJob *job, GjEngine engine)
 				within;
 	int64		m;
 
+	if (job->spec.has_query && !JoinTilesFit(job))
+		return false;
 	if (gj_eps_method_guc != GJ_EPS_AUTO)
 		return gj_eps_method_guc != GJ_EPS_GRID;
 	if (p->dims <= GJ_TILES_MIN_DIMS)
