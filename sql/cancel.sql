@@ -116,3 +116,17 @@ RESET gpujoin.knn_method;
 RESET statement_timeout;
 SELECT pg_temp.threads_back(:tasks_before) AS threads_gone;
 SELECT count(*) FROM knn_join_sql('SELECT id, x, y FROM u200k WHERE id <= 100', 'SELECT id, x, y FROM u200k', 20000);
+
+-- eps_join and eps_join_counts in 32 dimensions by tiles (the cross plan):
+-- 60,000 x 60,000 rows all within eps, 3.6e9 pairs, far past the timeout
+CREATE VIEW big16a AS SELECT * FROM big16 WHERE id <= 60000;
+SELECT count(*) AS tasks_before FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task') \gset
+SET statement_timeout = '1s';
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_join('big16a', 'big16a', '{v}', 1e9, 'id', 'id')$$, 2);
+SET gpujoin.eps_method = blocks;
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_join('big16a', 'big16a', '{v}', 1e9, 'id', 'id')$$, 2);
+SELECT pg_temp.cancel_within($$SELECT count(*) FROM eps_join_counts('big16a', 'big16a', '{v}', 1e9, 'id', 'id')$$, 2);
+RESET gpujoin.eps_method;
+RESET statement_timeout;
+SELECT pg_temp.threads_back(:tasks_before) AS threads_gone;
+SELECT count(*) FROM eps_join_sql('SELECT id, v FROM big16 WHERE id <= 300', 'SELECT id, v FROM big16 WHERE id <= 300', 0.5);

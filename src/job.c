@@ -195,19 +195,34 @@ ListedRows(const gj_points *p, const int64 *ids, int nids, int64 *nrows)
 	return rows;
 }
 
+/* The pairs an eps function could find: a self-join's, or r x s. */
+static double
+AllPairs(const GjJob *job)
+{
+	double		n = (double) job->res->points.n;
+
+	if (job->spec.has_query)
+		return n * (double) job->res->queries.n;
+	return n * (n - 1) / 2;
+}
+
 /* A NOTICE when the sampled size says eps covers much of the data. */
 static void
 NoticeIfEnormous(GjJob *job, double pairs)
 {
 	double		n = (double) job->res->points.n;
-	double		all = n * (n - 1) / 2;
+	double		all = AllPairs(job);
 	double		rows = pairs * (job->spec.symmetric ? 2 : 1);
 
 	job->stats.estimated_pairs = pairs;
 	if (pairs < 1e7 || (pairs < 0.1 * all && pairs < 1e10))
 		return;
 	ereport(NOTICE,
-			(errmsg("%s: the sample estimates %.3g result rows, %.0f%% of all pairs of the %.0f input rows",
+			(job->spec.has_query ?
+			 errmsg("%s: the sample estimates %.3g result rows, %.0f%% of all pairs of the %.0f r rows and %.0f s rows",
+					job->spec.fname, rows, Min(100.0, 100.0 * pairs / all),
+					(double) job->res->queries.n, n) :
+			 errmsg("%s: the sample estimates %.3g result rows, %.0f%% of all pairs of the %.0f input rows",
 					job->spec.fname, rows, Min(100.0, 100.0 * pairs / all), n),
 			 errhint("An eps wider than the data pairs nearly everything (say, metres against degrees). Cancel and check eps if that was not intended.")));
 }
@@ -323,17 +338,6 @@ StartGpuSelfJoin(GjJob *job)
 #define GJ_TILES_GAIN_CPU 4.0
 #define GJ_TILES_GAIN_GPU 30.0
 #define GJ_TILES_SAMPLE_WORK 4e8	/* sampled pairs times dimensions, at most */
-
-/* The pairs an eps function could find: a self-join's, or r x s. */
-static double
-AllPairs(const GjJob *job)
-{
-	double		n = (double) job->res->points.n;
-
-	if (job->spec.has_query)
-		return n * (double) job->res->queries.n;
-	return n * (n - 1) / 2;
-}
 
 /*
  * eps_join's tiles copy both sets into one array (PrepareJoinTiles): where
