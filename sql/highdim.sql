@@ -212,6 +212,27 @@ SELECT count(*) AS same_direction_at_zero FROM eps_selfjoin('hc', '{v}', 1e-9, m
 WHERE b = a + 1000;
 SELECT a, b, rank FROM knn_selfjoin('hc', '{v}', 2, metric => 'cosine') WHERE a IN (1, 1001) ORDER BY a, rank;
 SELECT count(*) AS rows_counted FROM eps_neighbor_counts('hc', '{v}', 0.002, metric => 'cosine');
+-- eps_join with cosine, by tiles: the naive pairs across two halves, (r, s),
+-- the zero row dropped on either side; and the _sql form gives the same
+CREATE TABLE hc_r AS SELECT * FROM hc WHERE id % 2 = 0;
+CREATE TABLE hc_s AS SELECT * FROM hc WHERE id % 2 = 1 OR id = 5000;
+ALTER TABLE hc_r ADD PRIMARY KEY (id);
+ALTER TABLE hc_s ADD PRIMARY KEY (id);
+CREATE TEMP TABLE naive_cos_rs AS
+    SELECT a AS r, b AS s, d * d * 0.5 AS dist FROM naive_cos WHERE a % 2 = 0 AND b % 2 = 1
+    UNION ALL SELECT b, a, d * d * 0.5 FROM naive_cos WHERE b % 2 = 0 AND a % 2 = 1;
+SET gpujoin.eps_method = blocks;
+SELECT count(*) AS cosine_join_differ FROM (
+    (TABLE naive_cos_rs EXCEPT ALL SELECT * FROM eps_join('hc_r', 'hc_s', '{v}', 0.002, metric => 'cosine'))
+    UNION ALL
+    (SELECT * FROM eps_join('hc_r', 'hc_s', '{v}', 0.002, metric => 'cosine') EXCEPT ALL TABLE naive_cos_rs)) d;
+SELECT count(*) AS cosine_join_sql_differ FROM (
+    (TABLE naive_cos_rs
+     EXCEPT ALL SELECT * FROM eps_join_sql('SELECT id, v FROM hc_r', 'SELECT id, v FROM hc_s', 0.002, metric => 'cosine'))
+    UNION ALL
+    (SELECT * FROM eps_join_sql('SELECT id, v FROM hc_r', 'SELECT id, v FROM hc_s', 0.002, metric => 'cosine')
+     EXCEPT ALL TABLE naive_cos_rs)) d;
+RESET gpujoin.eps_method;
 -- bad metrics
 SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => 'L2');
 SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => NULL);
