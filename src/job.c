@@ -341,9 +341,9 @@ StartGpuSelfJoin(GjJob *job)
 
 /*
  * eps_join's tiles copy both sets into one array (PrepareJoinTiles): where
- * the sets and the copy pass gpujoin.host_memory_limit, the grid, which
- * needs no copy, answers instead (a NOTICE when tiles were asked for).
- * Decided once a job.
+ * the sets and the copy pass gpujoin.host_memory_limit (or the engines'
+ * 2^31 rows), the grid, which needs no copy, answers instead (a NOTICE
+ * when tiles were asked for).  Decided once a job.
  */
 static bool
 JoinTilesFit(GjJob *job)
@@ -354,7 +354,8 @@ JoinTilesFit(GjJob *job)
 		double		rows = (double) p->n + (double) job->res->queries.n,
 					bytes = 2.0 * rows * (8.0 * p->dims + 8.0);
 
-		job->join_copy = bytes <= (double) GjHostMemoryLimit() ? 1 : -1;
+		job->join_copy = bytes <= (double) GjHostMemoryLimit() && rows <= (double) GJ_MAX_ROWS ?
+			1 : -1;
 		if (job->join_copy < 0 && gj_eps_method_guc != GJ_EPS_AUTO &&
 			gj_eps_method_guc != GJ_EPS_GRID)
 			ereport(NOTICE,
