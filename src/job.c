@@ -359,7 +359,10 @@ JoinTilesFit(GjJob *job)
 		if (job->join_copy < 0 && gj_eps_method_guc != GJ_EPS_AUTO &&
 			gj_eps_method_guc != GJ_EPS_GRID)
 			ereport(NOTICE,
-					(errmsg("%s: tiles need %.0f MB of host memory for both tables and their copy, more than gpujoin.host_memory_limit allows; the grid runs instead",
+					(rows > (double) GJ_MAX_ROWS ?
+					 errmsg("%s: tiles take at most %d rows of both tables together; the grid runs instead",
+							job->spec.fname, GJ_MAX_ROWS) :
+					 errmsg("%s: tiles need %.0f MB of host memory for both tables and their copy, more than gpujoin.host_memory_limit allows; the grid runs instead",
 							job->spec.fname, ceil(bytes / 1048576.0))));
 	}
 	return job->join_copy > 0;
