@@ -381,3 +381,20 @@ gj_gen_two_sets(gj_points *out, const gj_points *p, int64_t nr, int same,
 	gj_points_free(&r);
 	gj_points_free(&sv);
 }
+
+void
+gj_gen_two_sets_sorted(gj_points two[2], const gj_points *p, int64_t nr, int same, double eps2,
+					   int64_t *ns)
+{
+	gj_points	r;
+	gj_block_plan plan;
+	double		kept;
+
+	gj_points_copy(&r, p, nr);
+	if (gj_block_plan_make_for(&r, eps2, &plan, &kept) != GJ_OK)
+		exit(2);
+	gj_gen_two_sets(&two[0], p, nr, same, NULL, ns);
+	gj_gen_two_sets(&two[1], p, nr, same, &plan, ns);
+	gj_block_plan_free(&plan);
+	gj_points_free(&r);
+}

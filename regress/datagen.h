@@ -94,5 +94,8 @@ extern int	gj_gen_boundary_case(int k, gj_points *p, const char **name,
 #define GJ_GEN_S_ID ((int64_t) 1 << 40)
 extern void gj_gen_two_sets(gj_points *out, const gj_points *p, int64_t nr, int same,
 							const gj_block_plan *plan, int64_t *ns);
+/* Both arrangements: two[0] as given, two[1] sorted by R's model plan at eps2. */
+extern void gj_gen_two_sets_sorted(gj_points two[2], const gj_points *p, int64_t nr, int same,
+								   double eps2, int64_t *ns);
 
 #endif

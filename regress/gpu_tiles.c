@@ -203,23 +203,14 @@ static void
 check_cross(const char *name, uint64_t seed, const gj_points *p, int64_t nr, int same,
 			double eps2)
 {
-	gj_points	two[2],
-				r;
+	gj_points	two[2];
 	gj_pairset	want = {0};
 	int64_t		ns;
-	gj_block_plan plan;
-	double		kept;
 	gj_tiles_options co = {.eps2 = eps2, .cross = 1, .split = nr};
 	gj_cpu_tiles *cj;
 	gj_status	cst;
 
-	gj_points_copy(&r, p, nr);
-	if (gj_block_plan_make_for(&r, eps2, &plan, &kept) != GJ_OK)
-		exit(2);
-	gj_gen_two_sets(&two[0], p, nr, same, NULL, &ns);
-	gj_gen_two_sets(&two[1], p, nr, same, &plan, &ns);
-	gj_block_plan_free(&plan);
-	gj_points_free(&r);
+	gj_gen_two_sets_sorted(two, p, nr, same, eps2, &ns);
 	cst = gj_cpu_tiles_start(&two[0], &co, 0, &cj);
 	if (cst == GJ_OK)
 	{

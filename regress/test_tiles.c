@@ -208,22 +208,13 @@ static void
 check_cross(const char *name, uint64_t seed, const gj_points *p, int64_t nr, int same,
 			double eps2, int threads)
 {
-	gj_points	two[2],			/* as given, then sorted */
-				r;
+	gj_points	two[2];			/* as given, then sorted */
 	gj_pairset	want = {0};
 	int64_t		ns;
-	gj_block_plan plan;
-	double		kept;
 	static const char *what[3][2] = {{"cross", "cross-rows"}, {"cross-blocks", "cross-blocks-rows"},
 	{"cross-blocks-model", "cross-blocks-model-rows"}};
 
-	gj_points_copy(&r, p, nr);
-	if (gj_block_plan_make_for(&r, eps2, &plan, &kept) != GJ_OK)
-		exit(2);
-	gj_gen_two_sets(&two[0], p, nr, same, NULL, &ns);
-	gj_gen_two_sets(&two[1], p, nr, same, &plan, &ns);
-	gj_block_plan_free(&plan);
-	gj_points_free(&r);
+	gj_gen_two_sets_sorted(two, p, nr, same, eps2, &ns);
 	for (int64_t i = 0; i < nr; i++)
 		for (int64_t k = nr; k < nr + ns; k++)
 		{
