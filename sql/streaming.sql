@@ -49,10 +49,10 @@ SELECT pg_temp.same_rows($$SELECT * FROM knn_join_sql('SELECT id, x, y FROM s_pt
 
 -- LIMIT over 5e9 pairs returns at once; the engine stops with the query
 -- (its threads gone once the statement is, but for the one that may still
--- be unmapping a parallel read's rows for a moment: up to 2 s for that)
+-- be unmapping a parallel read's rows for a moment: up to 10 s for that)
 CREATE FUNCTION pg_temp.threads_back(n bigint) RETURNS bool LANGUAGE plpgsql AS $$
 BEGIN
-    FOR i IN 1..200 LOOP
+    FOR i IN 1..1000 LOOP
         IF (SELECT count(*) FROM pg_ls_dir('/proc/' || pg_backend_pid() || '/task')) = n THEN
             RETURN true;
         END IF;
