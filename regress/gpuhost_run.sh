@@ -16,7 +16,8 @@
 #      read's segment in the main shared memory: regress/gpuhost_dsm.sh);
 #      eps_neighbors
 #      against its arrays read from a table (regress/gpuhost_lists.sql);
-#      joins between two tables (regress/gpuhost_join.sql)
+#      joins between two tables (regress/gpuhost_join.sql); auto against
+#      each forced eps method (regress/gpuhost_auto.sql, step auto)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpuhost_exitcheck.sh), and the exit stress run: hundreds of
 #      sessions joining, cancelling and leaving (regress/gpuhost_exitstress.sh)
@@ -252,8 +253,17 @@ has join && sql_step regress/gpuhost_join.sql join.txt 18
 has highdimsql && sql_step regress/gpuhost_highdim.sql highdim_sql.txt 16
 # issue 19: eps_join in 16-D by tiles against the grid it ran on before
 has joinhd && sql_step regress/gpuhost_join_hd.sql join_hd.txt 40
+if has auto; then
+	# issue 17: auto against each forced eps method, alternated
+	sql_step regress/gpuhost_auto.sql auto.txt 0
+	sed -n '/auto_over_best/,/rows)/p' "$OUT/auto.txt"
+	summary+=("auto / best forced method: $(sed -n '/auto_over_best/,/rows)/p' "$OUT/auto.txt" | grep '|' | tail -n +2 | tr -s ' ' | tr '\n' ';')")
+fi
 if has knnsql; then
 	sql_step regress/gpuhost_knnsql.sql knn_sql.txt 30
+	summary+=("kNN 1M x 128 in SQL, best and worst of 3: $(grep 'c128' "$OUT/knn_sql.txt" | tail -1 | tr -s ' ')")
+fi
+if has knnsql && [ "${GJ_KNN_DSM:-1}" = 1 ]; then	# GJ_KNN_DSM=0: not this comparison
 	# the read's rows in a file or a segment, with and without the main region, side by side
 	timeout 300 bash regress/gpuhost_dsm.sh gj_regress > "$OUT/knn_dsm.txt" 2>&1
 	tail -4 "$OUT/knn_dsm.txt"
