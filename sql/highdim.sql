@@ -291,3 +291,47 @@ SELECT count(*) AS auto_vs_brute_differ FROM (
 SELECT pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_unif', '{v}', 5)$$) AS forced;
 RESET gpujoin.knn_method;
 SELECT count(*) FROM hk_auto;
+
+-- auto's eps method on tiles (EXPLAIN's Tiles line, numbers masked): brute
+-- force without the sample or the blocks' model where brute force is
+-- predicted to cost less than choosing (a small table), else on the CPU
+-- engine the blocks' index; a setting other than auto is taken as it is;
+-- the same pairs every way.  On the CPU engine with one thread, so that the
+-- prediction is the same on every machine and in the GPU host's pass.
+CREATE TABLE he_exp (id int PRIMARY KEY, v float8[]);
+SELECT setseed(0.31);
+INSERT INTO he_exp SELECT i, ARRAY(SELECT -ln(1 - random()) / 40 FROM generate_series(1, 16) d WHERE i > 0)
+    FROM generate_series(1, 12000) i;
+CREATE VIEW he_small AS SELECT * FROM he_exp WHERE id <= 500;
+ANALYZE he_exp;
+CREATE FUNCTION pg_temp.tiles_method(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; m text := 'none';
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line LIKE '%Tiles:%' THEN
+            m := regexp_replace(trim(substr(line, strpos(line, ':') + 1)), '[0-9][0-9.]*', 'N', 'g');
+        END IF;
+    END LOOP;
+    RETURN m;
+END $$;
+SET gpujoin.device = cpu;
+SET gpujoin.cpu_threads = 1;
+SELECT pg_temp.tiles_method($$SELECT * FROM eps_selfjoin('he_small', '{v}', 0.03, 'id')$$) AS small_self,
+       pg_temp.tiles_method($$SELECT * FROM eps_join('he_small', 'he_small', '{v}', 0.03, 'id', 'id')$$) AS small_join;
+SELECT pg_temp.tiles_method($$SELECT * FROM eps_selfjoin('he_exp', '{v}', 0.03)$$) AS large_self;
+SELECT pg_temp.tiles_method($$SELECT * FROM eps_join('he_exp', 'he_exp', '{v}', 0.03)$$) AS large_join;
+SELECT pg_temp.tiles_method($$SELECT * FROM eps_neighbor_counts('he_exp', '{v}', 0.03)$$) AS large_counts;
+SET gpujoin.eps_method = brute;
+SELECT pg_temp.tiles_method($$SELECT * FROM eps_selfjoin('he_exp', '{v}', 0.03)$$) AS forced_brute;
+SET gpujoin.eps_method = blocks;
+SELECT pg_temp.tiles_method($$SELECT * FROM eps_selfjoin('he_small', '{v}', 0.03, 'id')$$) AS forced_blocks;
+RESET gpujoin.eps_method;
+CREATE TEMP TABLE he_auto AS SELECT * FROM eps_selfjoin('he_exp', '{v}', 0.045);
+RESET gpujoin.cpu_threads;
+SET gpujoin.eps_method = brute;
+SELECT (SELECT count(*) FROM he_auto) AS pairs, count(*) AS auto_vs_brute_differ FROM (
+    (TABLE he_auto EXCEPT SELECT * FROM eps_selfjoin('he_exp', '{v}', 0.045))
+    UNION ALL
+    (SELECT * FROM eps_selfjoin('he_exp', '{v}', 0.045) EXCEPT TABLE he_auto)) d;
+RESET gpujoin.eps_method;
+RESET gpujoin.device;

@@ -512,6 +512,13 @@ EndJob(GjScanState *st)
 	st->stats.runs += js.runs;
 	st->stats.knn_method = js.knn_method;
 	st->stats.knn_contrast = js.knn_contrast;
+	if (js.tiles_method != NULL)
+	{
+		st->stats.tiles_method = js.tiles_method;
+		st->stats.tiles_cheap = js.tiles_cheap;
+		st->stats.tiles_key_dims = js.tiles_key_dims;
+		st->stats.tiles_kept = js.tiles_kept;
+	}
 }
 
 /* ExecScan's access method: the next row into the scan slot. */
@@ -610,6 +617,25 @@ PlannedEngine(GjScanState *st)
 		"gpu for " CppAsString2(GJ_AUTO_GPU_MIN_ROWS) " rows or more, else cpu" : "cpu";
 }
 
+/*
+ * How an eps function's tile join ran: "blocks keyed on 4 of 16 dimensions
+ * (the model kept 31.2% of block pairs)", "brute force", or "brute force
+ * (cheaper than choosing)" where auto took it without the sample's choice.
+ */
+static const char *
+TilesMethodText(const GjJobStats *js)
+{
+	if (strcmp(js->tiles_method, "blocks") != 0)
+		return js->tiles_cheap ? psprintf("%s (cheaper than choosing)", js->tiles_method) :
+			js->tiles_method;
+	if (js->tiles_key_dims == 0)
+		return "blocks in the rows' own order";	/* too few rows to sort */
+	if (js->tiles_kept < 0)
+		return psprintf("blocks keyed on %d dimensions", js->tiles_key_dims);
+	return psprintf("blocks keyed on %d dimensions (the model keeps %.1f%% of block pairs)",
+					js->tiles_key_dims, 100.0 * js->tiles_kept);
+}
+
 /* The output column's name as the function declares it. */
 static const char *
 OutputColumnName(GjFunction fn, int column)
@@ -655,6 +681,8 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("kNN Method",
 							psprintf("%s (sampled contrast %.3f)", js->knn_method, js->knn_contrast),
 							es);
+	if (js->tiles_method != NULL)
+		ExplainPropertyText("Tiles", TilesMethodText(js), es);
 	if (js->runs > 1)
 		ExplainPropertyInteger("Runs", NULL, js->runs, es);
 	ExplainPropertyInteger("Rows Read", NULL, js->read.rows, es);

@@ -277,6 +277,10 @@ typedef struct GjJobStats
 	int			runs;			/* jobs (a rescan starts another) */
 	const char *knn_method;		/* auto's kNN choice in many dimensions, or NULL */
 	double		knn_contrast;	/* ... and the sampled contrast it came from */
+	const char *tiles_method;	/* eps by tiles: "blocks" or "brute force", or NULL */
+	bool		tiles_cheap;	/* ... auto took brute force without choosing */
+	int			tiles_key_dims; /* ... blocks: the key's dimensions, */
+	double		tiles_kept;		/* ... and the share of block pairs the model keeps */
 	int64		slices;			/* GPU tiles: slices the rows were joined in (> 1: */
 	int64		slice_rows;		/* ... they did not fit the GPU at once) */
 	int64		slice_pairs;	/* ... and the pairs of slices joined */

@@ -132,6 +132,9 @@ struct GjJob
 	bool		geo_band;		/* per-row answers already within d (GeoBandRows) */
 
 	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
+	GjEngine	tiles_engine;	/* the engine auto's choice was made for */
+	bool		brute_cheap;	/* auto: brute force costs less than choosing */
+	int			tiles_prune;	/* auto: the index or not, once a job (-1: not yet) */
 	int			join_copy;		/* eps_join's tiles' copy: 0 not asked, 1 fits, -1 not */
 	bool		blocks_planned; /* block_plan made (PlanBlocks) */
 	gj_block_plan block_plan;	/* the index's key, its cuts in the job's memory */
@@ -347,6 +350,34 @@ StartGpuSelfJoin(GjJob *job)
 #define GJ_TILES_SAMPLE_WORK 1e8
 
 /*
+ * Choosing costs time: the sample above, and the blocks' model and sort
+ * (PlanBlocks), 60-90 ms together on the GPU host and on this 2-core
+ * machine.  Where brute force itself is predicted to take less than
+ * GJ_BRUTE_CHEAP_MS, auto takes it without either, and samples only
+ * GJ_TILES_SAMPLE_WORK_CHEAP for the result's estimate (the huge-result
+ * NOTICE and the GPU's buffers).  Measured (16-D exponential rows, eps
+ * 0.03): 20K rows on an H200 took 92 ms under auto against 10 ms by brute
+ * force; on 2 cores 10K rows 178 against 101 ms.  The rates are brute
+ * force's pair-dimensions a second, conservative (the filter makes wide,
+ * far-apart rows faster): the tile kernel on an H100 or H200 2.2e13 on
+ * Syn16D2M, the CPU's tiles 3.7-4.2e9 a thread on 16-D rows.
+ */
+#define GJ_BRUTE_CHEAP_MS 100.0
+#define GJ_BRUTE_RATE_GPU 1e13
+#define GJ_BRUTE_RATE_CPU_THREAD 4e9
+#define GJ_TILES_SAMPLE_WORK_CHEAP 1e7
+
+static bool
+BruteIsCheap(GjJob *job, GjEngine engine)
+{
+	double		work = AllPairs(job) * job->res->points.dims,
+				rate = engine == GJ_ENGINE_GPU ? GJ_BRUTE_RATE_GPU :
+		GJ_BRUTE_RATE_CPU_THREAD * GjCpuThreads();
+
+	return work / rate * 1000.0 <= GJ_BRUTE_CHEAP_MS;
+}
+
+/*
  * eps_join's tiles copy both sets into one array (PrepareJoinTiles): where
  * the sets and the copy pass gpujoin.host_memory_limit (or the engines'
  * 2^31 rows), the grid, which needs no copy, answers instead (a NOTICE
@@ -391,13 +422,27 @@ UseTiles(GjJob *job, GjEngine engine)
 		return false;
 	if (job->tile_share < 0)
 	{
-		/* once a job: a fallback to the CPU decides again from the same sample */
-		m = (int64) Min(8192.0, sqrt(2.0 * GJ_TILES_SAMPLE_WORK / p->dims));
+		/*
+		 * once a job, for the engine first asked: a fallback to the CPU
+		 * decides again from the same sample, and keeps brute_cheap
+		 */
+		double		t0 = gj_now_ms();
+
+		job->tiles_engine = engine;
+		job->brute_cheap = BruteIsCheap(job, engine);
+		m = (int64) Min(8192.0, sqrt(2.0 * (job->brute_cheap ? GJ_TILES_SAMPLE_WORK_CHEAP :
+											 GJ_TILES_SAMPLE_WORK) / p->dims));
 		CheckStatus(gj_sample_pair_shares(p, job->spec.eps2, m, &cand, &within),
 					"sampling the input");
 		job->tile_share = cand;
 		job->stats.estimated_pairs = within * AllPairs(job);
+		job->stats.index_ms += gj_now_ms() - t0;
+		elog(DEBUG1, "%s: a sample of " INT64_FORMAT " rows: the grid keeps %.3f of pairs, %.2e are within eps (%.1f ms)%s",
+			 job->spec.fname, m, cand, within, gj_now_ms() - t0,
+			 job->brute_cheap ? "; brute force is cheaper than choosing" : "");
 	}
+	if (job->brute_cheap)
+		return true;
 	return job->tile_share * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
 }
 
@@ -409,50 +454,77 @@ UseTiles(GjJob *job, GjEngine engine)
  * several; they must all see the same row numbers).  A grid built before
  * (on the other order) is dropped.
  */
-#define GJ_BLOCKS_MAX_SHARE 0.2	/* auto: the index when the grid keeps at most this share */
+#define GJ_BLOCKS_MAX_SHARE 0.2	/* auto, GPU: the index when the grid keeps at most this share */
 #define GJ_BLOCKS_MAX_KEPT 0.5	/* ... or the blocks' model keeps at most this share */
 #define GJ_BLOCKS_MAX_WITHIN 1e-3	/* ... and at most this share of all pairs is within eps */
 
 static void PlanBlocks(GjJob *job);
 
+/*
+ * auto's choice of the index, for the engine auto chose tiles for.
+ */
+static bool
+AutoPrune(GjJob *job)
+{
+	double		within = job->stats.estimated_pairs / Max(AllPairs(job), 1.0);
+
+	if (job->tile_share < 0 || job->brute_cheap)
+		return false;
+	if (job->tiles_engine == GJ_ENGINE_CPU)
+	{
+		/*
+		 * The CPU's blocks were never slower than brute force by more than
+		 * the plan's fixed cost, wherever measured (2 cores, one run each):
+		 * 20K-40K exponential rows in 16-D at eps 0.03-0.08, with the model
+		 * keeping 52-96% of block pairs and up to 4% of all pairs within
+		 * eps, took 0.79-0.88 of brute force's time; 40K uniform rows in
+		 * 16-D 0.30-0.85; 8K clustered rows in 768-D with 5% of all pairs
+		 * within (cosine) 0.80.  A kept pair costs what brute force pays for
+		 * it, a skipped one nothing, and the sorted rows are read in order.
+		 */
+		return true;
+	}
+
+	/*
+	 * On the GPU: where the sampled grid keeps a small share of the pairs
+	 * the data is local at eps (clusters), and the blocks' bounds skip most
+	 * block pairs too; where it keeps a large share (2M exponential points
+	 * in 16-D: 41%) the bounds skip nothing with every dimension in the
+	 * key, and the blocks' model below decides.
+	 *
+	 * Measured on an H100: 2M clustered rows in 16-D with 15 pairs in a
+	 * million within eps, 4x faster with the index; 100K clustered
+	 * embeddings with 5% of all pairs within eps, 4x slower: sorted rows
+	 * put the pairs into few dense tiles, which one CTA each runs by the
+	 * float64 rule.  So the index only where pairs are rare too.
+	 */
+	if (!(within <= GJ_BLOCKS_MAX_WITHIN))
+		return false;
+	if (job->tile_share <= GJ_BLOCKS_MAX_SHARE)
+		return true;
+
+	/*
+	 * Elsewhere the blocks' sampled model says (block_index.c): 2M
+	 * exponential rows in 16-D at eps 0.03 keep 41% of the grid's pairs,
+	 * yet keyed on their 4 widest dimensions the bounds skip two block
+	 * pairs in three.
+	 */
+	PlanBlocks(job);
+	return job->block_kept <= GJ_BLOCKS_MAX_KEPT;
+}
+
+/*
+ * gpujoin.eps_method, or under auto AutoPrune's choice, made once a job:
+ * the rows' order and every engine of the job follow it.
+ */
 static bool
 TilesPrune(GjJob *job)
 {
-	if (gj_eps_method_guc == GJ_EPS_AUTO)
-	{
-		/*
-		 * Where the sampled grid keeps a small share of the pairs the data
-		 * is local at eps (clusters), and the blocks' bounds skip most
-		 * block pairs too; where it keeps a large share (2M exponential
-		 * points in 16-D: 41%) the bounds skip nothing with every dimension
-		 * in the key, and the blocks' model below decides.  job->tile_share
-		 * is set: auto chose tiles.
-		 */
-		double		within = job->stats.estimated_pairs / Max(AllPairs(job), 1.0);
-
-		/*
-		 * Measured on an H100: 2M clustered rows in 16-D with 15 pairs in
-		 * a million within eps, 4x faster with the index; 100K clustered
-		 * embeddings with 5% of all pairs within eps, 4x slower: sorted
-		 * rows put the pairs into few dense tiles, which one CTA each
-		 * runs by the float64 rule.  So the index only where pairs are
-		 * rare too.
-		 */
-		if (!(job->tile_share >= 0 && within <= GJ_BLOCKS_MAX_WITHIN))
-			return false;
-		if (job->tile_share <= GJ_BLOCKS_MAX_SHARE)
-			return true;
-
-		/*
-		 * Elsewhere the blocks' sampled model says (block_index.c): 2M
-		 * exponential rows in 16-D at eps 0.03 keep 41% of the grid's pairs,
-		 * yet keyed on their 4 widest dimensions the bounds skip two block
-		 * pairs in three.
-		 */
-		PlanBlocks(job);
-		return job->block_kept <= GJ_BLOCKS_MAX_KEPT;
-	}
-	return gj_eps_method_guc == GJ_EPS_BLOCKS;
+	if (gj_eps_method_guc != GJ_EPS_AUTO)
+		return gj_eps_method_guc == GJ_EPS_BLOCKS;
+	if (job->tiles_prune < 0)
+		job->tiles_prune = AutoPrune(job) ? 1 : 0;
+	return job->tiles_prune > 0;
 }
 
 /*
@@ -576,6 +648,8 @@ PrepareJoinTiles(GjJob *job)
 static const gj_points *
 TileInput(GjJob *job, gj_tiles_options *o)
 {
+	const gj_points *p;
+
 	memset(o, 0, sizeof(*o));
 	o->eps2 = job->spec.eps2;
 	o->prune = TilesPrune(job);
@@ -584,10 +658,19 @@ TileInput(GjJob *job, gj_tiles_options *o)
 		PrepareJoinTiles(job);
 		o->cross = 1;
 		o->split = job->res->queries.n;
-		return &job->res->both;
+		p = &job->res->both;
 	}
-	PrepareTiles(job);
-	return &job->res->points;
+	else
+	{
+		PrepareTiles(job);
+		p = &job->res->points;
+	}
+	/* for EXPLAIN: what the engines run */
+	job->stats.tiles_method = o->prune ? "blocks" : "brute force";
+	job->stats.tiles_cheap = !o->prune && job->brute_cheap && gj_eps_method_guc == GJ_EPS_AUTO;
+	job->stats.tiles_key_dims = job->block_plan.m;
+	job->stats.tiles_kept = job->blocks_planned ? job->block_kept : -1.0;
+	return p;
 }
 
 /*
@@ -1859,6 +1942,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	job->restart_ok = restart_ok;
 	job->stats.estimated_pairs = -1;
 	job->tile_share = -1;
+	job->tiles_prune = -1;
 	job->stats.engine = "none";
 	job->stats.runs = 1;
 	job->t_progress = gj_now_ms();
