@@ -355,9 +355,11 @@ StartGpuSelfJoin(GjJob *job)
  * machine.  Where brute force itself is predicted to take less than
  * GJ_BRUTE_CHEAP_MS, auto takes it without either, and samples only
  * GJ_TILES_SAMPLE_WORK_CHEAP for the result's estimate (the huge-result
- * NOTICE and the GPU's buffers).  Measured (16-D exponential rows, eps
- * 0.03): 20K rows on an H200 took 92 ms under auto against 10 ms by brute
- * force; on 2 cores 10K rows 178 against 101 ms.  The rates are brute
+ * NOTICE, which needs a tenth of all pairs within eps, and the GPU's
+ * buffers).  Measured (16-D exponential rows, eps 0.03): 20K rows on an
+ * H200 took 92 ms under auto against 6-10 ms by brute force, 10 ms with
+ * this and a sample of 1e7 (4.3 ms of it); on 2 cores 10K rows 178 against
+ * 101 ms.  The rates are brute
  * force's pair-dimensions a second, conservative (the filter makes wide,
  * far-apart rows faster): the tile kernel on an H100 or H200 2.2e13 on
  * Syn16D2M, the CPU's tiles 3.7-4.2e9 a thread on 16-D rows.
@@ -365,7 +367,7 @@ StartGpuSelfJoin(GjJob *job)
 #define GJ_BRUTE_CHEAP_MS 100.0
 #define GJ_BRUTE_RATE_GPU 1e13
 #define GJ_BRUTE_RATE_CPU_THREAD 4e9
-#define GJ_TILES_SAMPLE_WORK_CHEAP 1e7
+#define GJ_TILES_SAMPLE_WORK_CHEAP 2e6
 
 static bool
 BruteIsCheap(GjJob *job, GjEngine engine)
