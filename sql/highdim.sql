@@ -281,6 +281,20 @@ BEGIN
 END $$;
 SELECT pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5)$$) AS clustered,
        pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_unif', '{v}', 5)$$) AS uniform;
+-- the blocks' key: kNN keys every dimension up to 16 (its threshold is not
+-- known before the join; the eps joins' model at eps 0 once keyed one)
+CREATE FUNCTION pg_temp.knn_method_text(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; m text := 'none';
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line LIKE '%kNN Method:%' THEN
+            m := regexp_replace(trim(substr(line, strpos(line, ':') + 1)), 'contrast [0-9.]+', 'contrast N');
+        END IF;
+    END LOOP;
+    RETURN m;
+END $$;
+SELECT pg_temp.knn_method_text($$SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5)$$) AS self_join;
+SELECT pg_temp.knn_method_text($$SELECT * FROM knn_join('hk_clust', 'hk_clust', '{v}', 5)$$) AS two_tables;
 CREATE TEMP TABLE hk_auto AS SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5);
 SET gpujoin.knn_method = brute;
 SELECT count(*) AS auto_vs_brute_differ FROM (

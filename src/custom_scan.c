@@ -512,6 +512,7 @@ EndJob(GjScanState *st)
 	st->stats.runs += js.runs;
 	st->stats.knn_method = js.knn_method;
 	st->stats.knn_contrast = js.knn_contrast;
+	st->stats.knn_key_dims = js.knn_key_dims;
 	if (js.tiles_method != NULL)
 	{
 		st->stats.tiles_method = js.tiles_method;
@@ -677,7 +678,11 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Engine", psprintf("%s, %d threads", js->engine, js->threads), es);
 	else
 		ExplainPropertyText("Engine", js->engine, es);
-	if (js->knn_method != NULL)
+	if (js->knn_method != NULL && js->knn_key_dims > 0 && strcmp(js->knn_method, "blocks") == 0)
+		ExplainPropertyText("kNN Method",
+							psprintf("blocks keyed on %d dimensions (sampled contrast %.3f)",
+									 js->knn_key_dims, js->knn_contrast), es);
+	else if (js->knn_method != NULL)
 		ExplainPropertyText("kNN Method",
 							psprintf("%s (sampled contrast %.3f)", js->knn_method, js->knn_contrast),
 							es);

@@ -277,6 +277,7 @@ typedef struct GjJobStats
 	int			runs;			/* jobs (a rescan starts another) */
 	const char *knn_method;		/* auto's kNN choice in many dimensions, or NULL */
 	double		knn_contrast;	/* ... and the sampled contrast it came from */
+	int			knn_key_dims;	/* kNN by blocks: the key's dimensions (0: unsorted) */
 	const char *tiles_method;	/* eps by tiles: "blocks" or "brute force", or NULL */
 	bool		tiles_cheap;	/* ... auto took brute force without choosing */
 	int			tiles_key_dims; /* ... blocks: the key's dimensions, */
