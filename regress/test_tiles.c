@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../src/core/gj_core.h"
+#include "../src/core/block_key.h"
 #include "datagen.h"
 #include "knnset.h"
 #include "pairset.h"
@@ -681,6 +682,51 @@ check_normalize(uint64_t seed)
 	gj_points_free(&q);
 }
 
+/*
+ * The block key's level (block_key.h, the host's and the device's): the
+ * cuts <= v, counted one by one, for sorted cuts with runs of equal values,
+ * 1 to 65,535 of them (both of its paths), v on and between them, beyond
+ * both ends, infinite and NaN (none).
+ */
+static void
+check_block_level(uint64_t seed)
+{
+	uint64_t	rng = seed;
+	int64_t		bad = 0,
+				tried = 0;
+	char		detail[128] = "";
+
+	for (int trial = 0; trial < 600; trial++)
+	{
+		int			ncut = trial % 3 == 0 ? (1 << (1 + trial / 3 % 16)) - 1 :
+			1 + (int) (gj_rng_next(&rng) % 5000),
+					vals = 1 + (int) (gj_rng_next(&rng) % 50);
+		double	   *cut = malloc(sizeof(double) * ncut);
+
+		if (cut == NULL)
+			exit(2);
+		for (int i = 0; i < ncut; i++)
+			cut[i] = (double) (gj_rng_next(&rng) % vals);
+		qsort(cut, ncut, sizeof(double), cmp_double);
+		for (int q = 0; q < 100; q++)
+		{
+			double		v = q == 0 ? NAN : q == 1 ? INFINITY : q == 2 ? -INFINITY :
+				(double) (gj_rng_next(&rng) % (vals + 4)) - 2.0 + 0.5 * (q % 2);
+			int64_t		want = 0,
+						got = gj_block_level(cut, ncut, v);
+
+			for (int i = 0; i < ncut; i++)
+				want += cut[i] <= v;
+			if (got != want && bad++ == 0)
+				snprintf(detail, sizeof(detail), "ncut %d v %g: %lld, counted %lld", ncut, v,
+						 (long long) got, (long long) want);
+			tried++;
+		}
+		free(cut);
+	}
+	result(bad == 0, "block-level", "against counting", seed, tried, 1, 0, detail);
+}
+
 /* Cosine: the tile join of normalised rows at eps2 = 2 eps. */
 static void
 check_cosine(uint64_t seed)
@@ -721,6 +767,7 @@ main(int argc, char **argv)
 	check_cosine(seed++);
 	check_cancel(seed++);
 	check_block_model(seed++);
+	check_block_level(seed++);
 	/* the bounds must have skipped something on clustered data, or the index is untested */
 	result(skipped_total > 0, "index-skips", "all cases", base, 0, 0, 0, "no pair skipped");
 	printf("index: %lld pairs skipped by the block bounds\n", (long long) skipped_total);
