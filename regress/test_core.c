@@ -258,6 +258,64 @@ check_borrowed(uint64_t seed)
 	gj_points_free(&src);
 }
 
+/*
+ * gj_points_concat: a's rows then b's, ids and coordinates bit for bit,
+ * for empty sides, one row, and sets large enough to be copied on several
+ * threads with the seam inside a thread's range; mismatched dims refused.
+ */
+static void
+check_concat(uint64_t seed)
+{
+	static const int64_t sizes[][2] = {{0, 0}, {0, 3}, {3, 0}, {1, 1}, {70001, 5}, {5, 300000},
+	{250000, 250001}};
+
+	for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++)
+	{
+		gj_points	a,
+					b,
+					out;
+		int			dims = c % 2 ? 2 : 7;
+		bool		ok;
+
+		gj_gen_points(&a, GJ_GEN_UNIFORM, sizes[c][0], dims, seed + c);
+		gj_gen_points(&b, GJ_GEN_CLUSTERS, sizes[c][1], dims, seed + 100 + c);
+		for (int64_t i = 0; i < b.n; i++)
+			b.ids[i] += 1000000000;
+		ok = gj_points_concat(&out, &a, &b) == GJ_OK && out.n == a.n + b.n && out.dims == dims &&
+			(a.n == 0 || (memcmp(out.x, a.x, sizeof(double) * a.n * dims) == 0 &&
+						  memcmp(out.ids, a.ids, sizeof(int64_t) * a.n) == 0)) &&
+			(b.n == 0 || (memcmp(out.x + a.n * dims, b.x, sizeof(double) * b.n * dims) == 0 &&
+						  memcmp(out.ids + a.n, b.ids, sizeof(int64_t) * b.n) == 0));
+		if (ok)
+			passed++;
+		else
+		{
+			failed++;
+			printf("FAIL concat %lld + %lld rows of %d dims seed=%llu\n", (long long) a.n,
+				   (long long) b.n, dims, (unsigned long long) seed);
+		}
+		gj_points_free(&out);
+		gj_points_free(&a);
+		gj_points_free(&b);
+	}
+	{
+		gj_points	a,
+					b,
+					out;
+
+		gj_points_init(&a, 2);
+		gj_points_init(&b, 3);
+		gj_points_init(&out, 2);
+		if (gj_points_concat(&out, &a, &b) == GJ_ERR_ARG && out.n == 0)
+			passed++;
+		else
+		{
+			failed++;
+			printf("FAIL concat of 2 and 3 dimensions was not refused\n");
+		}
+	}
+}
+
 /* The shared hand-made boundary sets (datagen.c), each eps, 2 threads. */
 /*
  * The radix sort in 1, 3 and 7 slices (whatever this machine's cores):
@@ -636,6 +694,7 @@ main(int argc, char **argv)
 	check_boundaries();
 	check_cancel(seed++);
 	check_borrowed(seed++);
+	check_concat(seed++);
 	check_sort(seed++);
 	check_shared_rows();
 

@@ -619,10 +619,7 @@ PrepareJoinTiles(GjJob *job)
 	GjResources *res = job->res;
 	gj_points  *r = &res->queries,
 			   *s = &res->points;
-	int64		n = r->n + s->n;
 	double		t0;
-	double	   *x;
-	int64_t    *ids;
 
 	if (res->both.n > 0)
 		return;
@@ -633,21 +630,7 @@ PrepareJoinTiles(GjJob *job)
 		res->block_ordered = true;
 	}
 	t0 = gj_now_ms();
-	x = malloc(sizeof(double) * (size_t) s->dims * (n + 1));
-	ids = malloc(sizeof(int64_t) * (n + 1));
-	if (x == NULL || ids == NULL)
-	{
-		free(x);
-		free(ids);
-		CheckStatus(GJ_ERR_NOMEM, "copying the rows for the tiles");
-	}
-	memcpy(x, r->x, sizeof(double) * (size_t) r->dims * r->n);
-	memcpy(x + (size_t) r->dims * r->n, s->x, sizeof(double) * (size_t) s->dims * s->n);
-	memcpy(ids, r->ids, sizeof(int64_t) * r->n);
-	memcpy(ids + r->n, s->ids, sizeof(int64_t) * s->n);
-	gj_points_init(&res->both, s->dims);
-	res->both.n = n;
-	gj_points_replace(&res->both, x, ids);
+	CheckStatus(gj_points_concat(&res->both, r, s), "copying the rows for the tiles");
 	job->stats.index_ms += gj_now_ms() - t0;
 }
 

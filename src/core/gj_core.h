@@ -84,6 +84,7 @@ extern gj_status gj_points_push(gj_points *p, int64_t id, const double *coords);
 extern void gj_points_replace(gj_points *p, double *x, int64_t *ids);
 extern void gj_points_free(gj_points *p);
 extern gj_status gj_points_apply_order(gj_points *p, const uint32_t *perm);
+extern gj_status gj_points_concat(gj_points *out, const gj_points *a, const gj_points *b);
 
 /*
  * big_buffers.c: buffers of many megabytes get huge pages (a hint) and are
