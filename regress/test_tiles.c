@@ -683,6 +683,48 @@ check_normalize(uint64_t seed)
 }
 
 /*
+ * The sampled pair shares (tile_plan.c, auto's choice), the sample being
+ * every row: within times all pairs is the oracle's count exactly, however
+ * the threads cut the cells (one dense cell of 3,000 rows gives 4.5M
+ * candidate pairs, several threads' worth), and the candidates include
+ * every pair within.
+ */
+static void
+check_pair_shares(uint64_t seed)
+{
+	static const gj_kind kinds[] = {GJ_GEN_UNIFORM, GJ_GEN_CLUSTERS, GJ_GEN_DUPLICATES,
+	GJ_GEN_ONE_CELL, GJ_GEN_GRID_SNAPPED};
+	static const int dims_list[] = {2, 7, 16};
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (size_t d = 0; d < sizeof(dims_list) / sizeof(dims_list[0]); d++)
+		{
+			gj_points	p;
+			int64_t		n = 3000,
+						want = 0;
+			double		eps = kinds[k] == GJ_GEN_GRID_SNAPPED ? 0.5 :
+				gj_gen_typical_eps(kinds[k], n, dims_list[d], 20.0),
+						cand,
+						within,
+						all = (double) n * (n - 1) / 2;
+			char		detail[160] = "";
+			bool		ok;
+
+			gj_gen_points(&p, kinds[k], n, dims_list[d], seed);
+			for (int64_t i = 0; i < n; i++)
+				for (int64_t j = i + 1; j < n; j++)
+					want += gj_sqdist(p.x + i * p.dims, p.x + j * p.dims, p.dims) <= eps * eps;
+			ok = gj_sample_pair_shares(&p, eps * eps, n, &cand, &within) == GJ_OK &&
+				fabs(within * all - (double) want) < 0.5 && cand >= within && cand <= 1.0;
+			if (!ok)
+				snprintf(detail, sizeof(detail), "within %.17g of %.0f pairs, oracle %lld, cand %.6f",
+						 within, all, (long long) want, cand);
+			result(ok, "pair-shares", "whole sample", seed, n, dims_list[d], eps * eps, detail);
+			gj_points_free(&p);
+		}
+}
+
+/*
  * The block key's level (block_key.h, the host's and the device's): the
  * cuts <= v, counted one by one, for sorted cuts with runs of equal values,
  * 1 to 65,535 of them (both of its paths), v on and between them, beyond
@@ -768,6 +810,7 @@ main(int argc, char **argv)
 	check_cancel(seed++);
 	check_block_model(seed++);
 	check_block_level(seed++);
+	check_pair_shares(seed++);
 	/* the bounds must have skipped something on clustered data, or the index is untested */
 	result(skipped_total > 0, "index-skips", "all cases", base, 0, 0, 0, "no pair skipped");
 	printf("index: %lld pairs skipped by the block bounds\n", (long long) skipped_total);

@@ -347,14 +347,24 @@ void
 gj_grid_count_pairs(const gj_grid *g, const gj_points *p, int64_t *same,
 					int64_t *other)
 {
-	int64_t		nbr[GJ_MAX_FWD_NEIGHBOURS];
-	gj_nbr_iter it;
-
 	*same = *other = 0;
 	if (p->n < 2 || g->ncells == 0)
 		return;
-	gj_nbr_iter_init(&it, g, 0);
-	for (int64_t c = 0; c < g->ncells; c++)
+	gj_grid_count_pairs_cells(g, p, 0, g->ncells, same, other);
+}
+
+/* The same for the pairs whose first row is in cells [c0, c1), added to *same and *other. */
+void
+gj_grid_count_pairs_cells(const gj_grid *g, const gj_points *p, int64_t c0, int64_t c1,
+						  int64_t *same, int64_t *other)
+{
+	int64_t		nbr[GJ_MAX_FWD_NEIGHBOURS];
+	gj_nbr_iter it;
+
+	if (c0 >= c1)
+		return;
+	gj_nbr_iter_init(&it, g, c0);
+	for (int64_t c = c0; c < c1; c++)
 	{
 		int			nn = gj_nbr_forward(&it, c, nbr);
 		int64_t		a1 = g->cell_start[c + 1];

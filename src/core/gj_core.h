@@ -212,6 +212,8 @@ extern double gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p,
 /* Exact pair count of small inputs, split by equal and unequal ids. */
 extern void gj_grid_count_pairs(const gj_grid *g, const gj_points *p,
 								int64_t *same, int64_t *other);
+extern void gj_grid_count_pairs_cells(const gj_grid *g, const gj_points *p, int64_t c0,
+									  int64_t c1, int64_t *same, int64_t *other);
 
 /*
  * Result chunks and the queue that carries them from producers (CPU worker

@@ -116,6 +116,65 @@ gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0, int64_t *r1)
 	*r1 = *r0 + tp->block < end ? *r0 + tp->block : end;
 }
 
+/* One thread's share of the sample's pairs: the cells [c0, c1). */
+typedef struct pair_slice
+{
+	const gj_grid *g;
+	const gj_points *p;
+	int64_t		c0,
+				c1,
+				same,
+				other;
+} pair_slice;
+
+static void
+count_pair_slice(void *arg, int64_t r0, int64_t r1)
+{
+	pair_slice *ps = arg;
+
+	(void) r0;
+	(void) r1;
+	gj_grid_count_pairs_cells(ps->g, ps->p, ps->c0, ps->c1, &ps->same, &ps->other);
+}
+
+#define GJ_SAMPLE_SLICE_PAIRS 200000	/* candidate pairs a thread is worth starting for */
+
+/*
+ * The sample's pairs within eps2 on threads, the cells cut where the
+ * candidate pairs before them (acc, per cell and one more) reach each
+ * thread's equal share: a sample's dense cells would leave an even cut of
+ * its rows on one thread.  One thread took 30-71 ms for 3,535 rows of 16-D
+ * on the GPU host, 4% to 7% of the joins it chose for.
+ */
+static gj_status
+count_sample_pairs(const gj_grid *g, const gj_points *s, const double *acc, int64_t *within)
+{
+	pair_slice	ps[GJ_MAX_SLICES];
+	double		total = acc[g->ncells];
+	int			nt = gj_cpu_count();
+	int64_t		cell = 0;
+	gj_status	st;
+
+	if (total / GJ_SAMPLE_SLICE_PAIRS < nt)
+		nt = (int) (total / GJ_SAMPLE_SLICE_PAIRS);
+	nt = nt < 1 ? 1 : nt > GJ_MAX_SLICES ? GJ_MAX_SLICES : nt;
+	for (int t = 0; t < nt; t++)
+	{
+		ps[t].g = g;
+		ps[t].p = s;
+		ps[t].c0 = cell;
+		while (cell < g->ncells && (t == nt - 1 || acc[cell] < total * (t + 1) / nt))
+			cell++;
+		ps[t].c1 = cell;
+		ps[t].same = ps[t].other = 0;
+	}
+	st = gj_run_rows(count_pair_slice, ps, sizeof(pair_slice), nt, nt);
+	*within = 0;
+	for (int t = 0; t < nt; t++)
+		*within += ps[t].same + ps[t].other;
+	return st;
+}
+
 /*
  * What the grid would cost against tiles, from a strided sample of up to m
  * rows of p: *cand, the share of all pairs the grid compares (pairs of
@@ -132,10 +191,10 @@ gj_sample_pair_shares(const gj_points *p, double eps2, int64_t m, double *cand,
 	gj_grid		g;
 	int64_t		step,
 				nbr[GJ_MAX_FWD_NEIGHBOURS],
-				same = 0,
-				other = 0;
+				pairs = 0;
 	double		c = 0.0,
-				all;
+				all,
+			   *acc;
 	gj_nbr_iter it;
 	gj_status	st;
 
@@ -155,21 +214,37 @@ gj_sample_pair_shares(const gj_points *p, double eps2, int64_t m, double *cand,
 		gj_points_free(&s);
 		return st;
 	}
-	gj_nbr_iter_init(&it, &g, 0);
-	for (int64_t cell = 0; cell < g.ncells; cell++)
+	/* acc[cell]: the candidate pairs of the cells before it */
+	acc = malloc(sizeof(double) * (g.ncells + 1));
+	if (acc == NULL)
+		st = GJ_ERR_NOMEM;
+	if (st == GJ_OK && g.ncells > 0)
 	{
-		int			nn = gj_nbr_forward(&it, cell, nbr);
-		double		mc = (double) (g.cell_start[cell + 1] - g.cell_start[cell]);
+		gj_nbr_iter_init(&it, &g, 0);
+		for (int64_t cell = 0; cell < g.ncells; cell++)
+		{
+			int			nn = gj_nbr_forward(&it, cell, nbr);
+			double		mc = (double) (g.cell_start[cell + 1] - g.cell_start[cell]);
 
-		c += mc * (mc - 1) / 2;
-		for (int k = 0; k < nn; k++)
-			c += mc * (double) (g.cell_start[nbr[k] + 1] - g.cell_start[nbr[k]]);
+			acc[cell] = c;
+			c += mc * (mc - 1) / 2;
+			for (int k = 0; k < nn; k++)
+				c += mc * (double) (g.cell_start[nbr[k] + 1] - g.cell_start[nbr[k]]);
+		}
 	}
-	gj_grid_count_pairs(&g, &s, &same, &other);
-	all = (double) m * (double) (m - 1) / 2;
-	*cand = c / all;
-	*within = (double) (same + other) / all;
+	if (st == GJ_OK)
+	{
+		acc[g.ncells] = c;
+		st = count_sample_pairs(&g, &s, acc, &pairs);
+	}
+	if (st == GJ_OK)
+	{
+		all = (double) m * (double) (m - 1) / 2;
+		*cand = c / all;
+		*within = (double) pairs / all;
+	}
+	free(acc);
 	gj_grid_free(&g);
 	gj_points_free(&s);
-	return GJ_OK;
+	return st;
 }
