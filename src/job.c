@@ -352,8 +352,9 @@ StartGpuSelfJoin(GjJob *job)
 /*
  * Choosing costs time: the sample above, and the blocks' model and sort
  * (PlanBlocks), 31-44 ms together on the GPU host (60-90 ms before both
- * went on threads) and 75-95 ms on this 2-core machine.  Where brute force itself is predicted to take less than
- * GJ_BRUTE_CHEAP_MS, auto takes it without either, and samples only
+ * went on threads) and 75-95 ms on this 2-core machine.  Where brute
+ * force itself is predicted to take less than GJ_BRUTE_CHEAP_MS, auto
+ * takes it without either, and samples only
  * GJ_TILES_SAMPLE_WORK_CHEAP for the result's estimate (the huge-result
  * NOTICE, which needs a tenth of all pairs within eps, and the GPU's
  * buffers).  Measured (16-D exponential rows, eps 0.03): 20K rows on an
