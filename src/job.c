@@ -354,16 +354,15 @@ StartGpuSelfJoin(GjJob *job)
  * (PlanBlocks), 31-44 ms together on the GPU host (60-90 ms before both
  * went on threads) and 75-95 ms on this 2-core machine.  Where brute
  * force itself is predicted to take less than GJ_BRUTE_CHEAP_MS, auto
- * takes it without either, and samples only
- * GJ_TILES_SAMPLE_WORK_CHEAP for the result's estimate (the huge-result
- * NOTICE, which needs a tenth of all pairs within eps, and the GPU's
- * buffers).  Measured (16-D exponential rows, eps 0.03): 20K rows on an
- * H200 took 92 ms under auto against 6-10 ms by brute force, 10 ms with
- * this and a sample of 1e7 (4.3 ms of it); on 2 cores 10K rows 178 against
- * 101 ms.  The rates are brute
- * force's pair-dimensions a second, conservative (the filter makes wide,
- * far-apart rows faster): the tile kernel on an H100 or H200 2.2e13 on
- * Syn16D2M, the CPU's tiles 3.7-4.2e9 a thread on 16-D rows.
+ * takes it without either, and samples only GJ_TILES_SAMPLE_WORK_CHEAP
+ * for the result's estimate (the huge-result NOTICE, which needs a tenth
+ * of all pairs within eps, and the GPU's buffers).  Measured (16-D
+ * exponential rows, eps 0.03): 20K rows on an H200 took 92 ms under auto
+ * against 6-10 ms by brute force, 10 ms with this and a sample of 1e7
+ * (4.3 ms of it); on 2 cores 10K rows 178 against 101 ms.  The rates are
+ * brute force's pair-dimensions a second, conservative (the filter makes
+ * wide, far-apart rows faster): the tile kernel on an H100 or H200 2.2e13
+ * on Syn16D2M, the CPU's tiles 3.7-4.2e9 a thread on 16-D rows.
  */
 #define GJ_BRUTE_CHEAP_MS 100.0
 #define GJ_BRUTE_RATE_GPU 1e13
