@@ -285,13 +285,12 @@ typedef struct model_arg
 } model_arg;
 
 static void
-model_plan(void *arg, int64_t r0, int64_t r1)
+model_plans(void *arg, int64_t r0, int64_t r1)
 {
 	model_arg  *a = arg;
 
-	(void) r0;
-	(void) r1;
-	a->kept = model_kept(a->os, &a->plan, a->p->n, a->s02, a->p);
+	for (int64_t c = r0; c < r1; c++)
+		a[c].kept = model_kept(a[c].os, &a[c].plan, a[c].p->n, a[c].s02, a[c].p);
 }
 
 /*
@@ -337,7 +336,7 @@ plan_order(const gj_points *p, gj_block_plan *o, int64_t s, int64_t step, double
 		}
 		/* the plans' scores on threads: 9 of them took 25 ms on one */
 		if (st == GJ_OK)
-			st = gj_run_rows(model_plan, cand, sizeof(model_arg), nc, nc);
+			st = gj_run_rows(model_plans, cand, 0, nc, nc < gj_cpu_count() ? nc : gj_cpu_count());
 		for (int c = 1; st == GJ_OK && c < nc; c++)
 			if (cand[c].kept < cand[best].kept)
 				best = c;
