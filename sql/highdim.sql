@@ -11,6 +11,15 @@ BEGIN
     END LOOP;
     RETURN s;
 END $$;
+-- rows of want missing from got plus rows of got missing from want (0: the
+-- same multiset): the two queries as text
+CREATE FUNCTION pg_temp.differ(want text, got text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
+                   want, got, got, want) INTO n;
+    RETURN n;
+END $$;
 CREATE TABLE h16 (id int PRIMARY KEY, v float8[]);
 INSERT INTO h16 SELECT i, ARRAY(SELECT -ln(1 - random()) / 40 + 0 * i FROM generate_series(1, 16))
 FROM generate_series(1, 500) i;
@@ -88,79 +97,50 @@ CREATE TEMP TABLE naive_rs AS
     WHERE sq <= 0.12::float8 * 0.12::float8;
 SELECT count(*) > 100 AS enough_rs, count(*) FILTER (WHERE r = s) > 0 AS some_same_id FROM naive_rs;
 SET gpujoin.eps_method = brute;
-SELECT count(*) AS diff_join_brute FROM (
-    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs$$,
+                      $$SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12)$$) AS diff_join_brute;
 SET gpujoin.eps_method = blocks;
-SELECT count(*) AS diff_join_blocks FROM (
-    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
-SELECT count(*) AS diff_join_blocks_swapped FROM (
-    (SELECT s, r, dist FROM naive_rs EXCEPT ALL SELECT * FROM eps_join('h16s', 'h16r', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join('h16s', 'h16r', '{v}', 0.12) EXCEPT ALL SELECT s, r, dist FROM naive_rs)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs$$,
+                      $$SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12)$$) AS diff_join_blocks;
+SELECT pg_temp.differ($$SELECT s, r, dist FROM naive_rs$$,
+                      $$SELECT * FROM eps_join('h16s', 'h16r', '{v}', 0.12)$$) AS diff_join_blocks_swapped;
 SET gpujoin.eps_method = grid;
-SELECT count(*) AS diff_join_grid FROM (
-    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs$$,
+                      $$SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12)$$) AS diff_join_grid;
 RESET gpujoin.eps_method;
-SELECT count(*) AS diff_join_auto FROM (
-    (TABLE naive_rs EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs$$,
+                      $$SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12)$$) AS diff_join_auto;
 -- pairs exactly 0.5 apart across the tables
 SET gpujoin.eps_method = blocks;
-SELECT count(*) AS diff_join_at_half FROM (
-    (SELECT r.id, s.id FROM h16r r, h16s s WHERE pg_temp.sq(r.v, s.v) <= 0.25
-     EXCEPT ALL SELECT r, s FROM eps_join('h16r', 'h16s', '{v}', 0.5))
-    UNION ALL
-    (SELECT r, s FROM eps_join('h16r', 'h16s', '{v}', 0.5)
-     EXCEPT ALL SELECT r.id, s.id FROM h16r r, h16s s WHERE pg_temp.sq(r.v, s.v) <= 0.25)) d;
+SELECT pg_temp.differ($$SELECT r.id, s.id FROM h16r r, h16s s WHERE pg_temp.sq(r.v, s.v) <= 0.25$$,
+                      $$SELECT r, s FROM eps_join('h16r', 'h16s', '{v}', 0.5)$$) AS diff_join_at_half;
 -- a table with itself: the naive self pairs both ways, and (a, a) at 0
-SELECT count(*) AS diff_join_itself FROM (
-    (SELECT a, b, sqrt(s) FROM sq16 WHERE s <= 0.12::float8 * 0.12::float8
-     UNION ALL SELECT id, id, 0 FROM h16
-     EXCEPT ALL SELECT * FROM eps_join('h16', 'h16', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join('h16', 'h16', '{v}', 0.12)
-     EXCEPT ALL (SELECT a, b, sqrt(s) FROM sq16 WHERE s <= 0.12::float8 * 0.12::float8
-                 UNION ALL SELECT id, id, 0 FROM h16))) d;
+SELECT pg_temp.differ($$(SELECT a, b, sqrt(s) FROM sq16 WHERE s <= 0.12::float8 * 0.12::float8
+                        UNION ALL SELECT id, id, 0 FROM h16)$$,
+                      $$SELECT * FROM eps_join('h16', 'h16', '{v}', 0.12)$$) AS diff_join_itself;
 -- eps_join_counts by tiles: every r row's count of s rows, none included
 CREATE TEMP TABLE naive_rs_counts AS
     SELECT r.id AS r, count(n.s) AS n FROM h16r r LEFT JOIN naive_rs n ON n.r = r.id GROUP BY r.id;
 SELECT count(*) FILTER (WHERE n = 0) > 0 AS some_none, max(n) > 1 AS some_many FROM naive_rs_counts;
 SET gpujoin.eps_method = brute;
-SELECT count(*) AS diff_counts_brute FROM (
-    (TABLE naive_rs_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs_counts)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs_counts$$,
+                      $$SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12)$$) AS diff_counts_brute;
 SET gpujoin.eps_method = blocks;
-SELECT count(*) AS diff_counts_blocks FROM (
-    (TABLE naive_rs_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs_counts)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs_counts$$,
+                      $$SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12)$$) AS diff_counts_blocks;
 SET gpujoin.eps_method = grid;
-SELECT count(*) AS diff_counts_grid FROM (
-    (TABLE naive_rs_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12) EXCEPT ALL TABLE naive_rs_counts)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs_counts$$,
+                      $$SELECT * FROM eps_join_counts('h16r', 'h16s', '{v}', 0.12)$$) AS diff_counts_grid;
 SET gpujoin.eps_method = blocks;
 CREATE TEMP TABLE naive_self_counts AS
     SELECT h.id AS r, 1 + count(q.b) AS n FROM h16 h
     LEFT JOIN sq16 q ON q.a = h.id AND q.s <= 0.12::float8 * 0.12::float8 GROUP BY h.id;
-SELECT count(*) AS diff_counts_itself FROM (
-    (TABLE naive_self_counts EXCEPT ALL SELECT * FROM eps_join_counts('h16', 'h16', '{v}', 0.12))
-    UNION ALL
-    (SELECT * FROM eps_join_counts('h16', 'h16', '{v}', 0.12) EXCEPT ALL TABLE naive_self_counts)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_self_counts$$,
+                      $$SELECT * FROM eps_join_counts('h16', 'h16', '{v}', 0.12)$$) AS diff_counts_itself;
 RESET gpujoin.eps_method;
 -- a restriction on r reads fewer rows, by tiles too
-SELECT count(*) AS diff_join_restricted FROM (
-    (SELECT * FROM naive_rs WHERE r = 3 EXCEPT ALL SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) WHERE r = 3)
-    UNION ALL
-    (SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) WHERE r = 3 EXCEPT ALL SELECT * FROM naive_rs WHERE r = 3)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_rs WHERE r = 3$$,
+                      $$SELECT * FROM eps_join('h16r', 'h16s', '{v}', 0.12) WHERE r = 3$$) AS diff_join_restricted;
 RESET gpujoin.eps_method;
 
 -- kNN in 16 dimensions (brute force by tiles) against a ranking of every pair
@@ -222,16 +202,10 @@ CREATE TEMP TABLE naive_cos_rs AS
     SELECT a AS r, b AS s, d * d * 0.5 AS dist FROM naive_cos WHERE a % 2 = 0 AND b % 2 = 1
     UNION ALL SELECT b, a, d * d * 0.5 FROM naive_cos WHERE b % 2 = 0 AND a % 2 = 1;
 SET gpujoin.eps_method = blocks;
-SELECT count(*) AS cosine_join_differ FROM (
-    (TABLE naive_cos_rs EXCEPT ALL SELECT * FROM eps_join('hc_r', 'hc_s', '{v}', 0.002, metric => 'cosine'))
-    UNION ALL
-    (SELECT * FROM eps_join('hc_r', 'hc_s', '{v}', 0.002, metric => 'cosine') EXCEPT ALL TABLE naive_cos_rs)) d;
-SELECT count(*) AS cosine_join_sql_differ FROM (
-    (TABLE naive_cos_rs
-     EXCEPT ALL SELECT * FROM eps_join_sql('SELECT id, v FROM hc_r', 'SELECT id, v FROM hc_s', 0.002, metric => 'cosine'))
-    UNION ALL
-    (SELECT * FROM eps_join_sql('SELECT id, v FROM hc_r', 'SELECT id, v FROM hc_s', 0.002, metric => 'cosine')
-     EXCEPT ALL TABLE naive_cos_rs)) d;
+SELECT pg_temp.differ($$SELECT * FROM naive_cos_rs$$,
+                      $$SELECT * FROM eps_join('hc_r', 'hc_s', '{v}', 0.002, metric => 'cosine')$$) AS cosine_join_differ;
+SELECT pg_temp.differ($$SELECT * FROM naive_cos_rs$$,
+                      $$SELECT * FROM eps_join_sql('SELECT id, v FROM hc_r', 'SELECT id, v FROM hc_s', 0.002, metric => 'cosine')$$) AS cosine_join_sql_differ;
 RESET gpujoin.eps_method;
 -- bad metrics
 SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => 'L2');
@@ -271,28 +245,25 @@ INSERT INTO hk_unif SELECT i, ARRAY(SELECT random() * 100 FROM generate_series(1
     FROM generate_series(1, 5000) i;
 ANALYZE hk_clust;
 ANALYZE hk_unif;
-CREATE FUNCTION pg_temp.knn_method(q text) RETURNS text LANGUAGE plpgsql AS $$
+-- the value of one EXPLAIN ANALYZE property of q ('none' where absent)
+CREATE FUNCTION pg_temp.explain_value(q text, prop text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE line text; m text := 'none';
 BEGIN
     FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-        IF line LIKE '%kNN Method:%' THEN m := split_part(trim(split_part(line, ':', 2)), ' ', 1); END IF;
+        IF line LIKE '%' || prop || ':%' THEN m := trim(substr(line, strpos(line, ':') + 1)); END IF;
     END LOOP;
     RETURN m;
 END $$;
+CREATE FUNCTION pg_temp.knn_method(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT split_part(pg_temp.explain_value(q, 'kNN Method'), ' ', 1)
+$$;
 SELECT pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5)$$) AS clustered,
        pg_temp.knn_method($$SELECT * FROM knn_selfjoin('hk_unif', '{v}', 5)$$) AS uniform;
 -- the blocks' key: kNN keys every dimension up to 16 (its threshold is not
 -- known before the join; the eps joins' model at eps 0 once keyed one)
-CREATE FUNCTION pg_temp.knn_method_text(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE line text; m text := 'none';
-BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-        IF line LIKE '%kNN Method:%' THEN
-            m := regexp_replace(trim(substr(line, strpos(line, ':') + 1)), 'contrast [0-9.]+', 'contrast N');
-        END IF;
-    END LOOP;
-    RETURN m;
-END $$;
+CREATE FUNCTION pg_temp.knn_method_text(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT regexp_replace(pg_temp.explain_value(q, 'kNN Method'), 'contrast [0-9.]+', 'contrast N')
+$$;
 SELECT pg_temp.knn_method_text($$SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5)$$) AS self_join;
 SELECT pg_temp.knn_method_text($$SELECT * FROM knn_join('hk_clust', 'hk_clust', '{v}', 5)$$) AS two_tables;
 CREATE TEMP TABLE hk_auto AS SELECT * FROM knn_selfjoin('hk_clust', '{v}', 5);
@@ -318,16 +289,9 @@ INSERT INTO he_exp SELECT i, ARRAY(SELECT -ln(1 - random()) / 40 FROM generate_s
     FROM generate_series(1, 12000) i;
 CREATE VIEW he_small AS SELECT * FROM he_exp WHERE id <= 500;
 ANALYZE he_exp;
-CREATE FUNCTION pg_temp.tiles_method(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE line text; m text := 'none';
-BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-        IF line LIKE '%Tiles:%' THEN
-            m := regexp_replace(trim(substr(line, strpos(line, ':') + 1)), '[0-9][0-9.]*', 'N', 'g');
-        END IF;
-    END LOOP;
-    RETURN m;
-END $$;
+CREATE FUNCTION pg_temp.tiles_method(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT regexp_replace(pg_temp.explain_value(q, 'Tiles'), '[0-9][0-9.]*', 'N', 'g')
+$$;
 SET gpujoin.device = cpu;
 SET gpujoin.cpu_threads = 1;
 SELECT pg_temp.tiles_method($$SELECT * FROM eps_selfjoin('he_small', '{v}', 0.03, 'id')$$) AS small_self,
