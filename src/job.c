@@ -564,6 +564,8 @@ PlanBlocks(GjJob *job)
 	}
 	job->block_kept = kept;
 	job->blocks_planned = true;
+	if (job->spec.is_knn)
+		job->stats.knn_key_dims = plan.m;	/* EXPLAIN's kNN Method */
 	job->stats.index_ms += gj_now_ms() - t0;
 	elog(DEBUG1, "%s: blocks keyed on %d of %d dimensions, the model keeps %.1f%% of block pairs (%.1f ms)",
 		 job->spec.fname, plan.m, job->res->points.dims, 100.0 * kept, gj_now_ms() - t0);
@@ -1886,7 +1888,6 @@ StartEngine(GjJob *job, bool allow_gpu)
 			if (job->qs != &res->points)
 				OrderPoints(job, &res->queries);
 			res->block_ordered = true;
-			job->stats.knn_key_dims = job->block_plan.m;
 		}
 		if (gpu)
 		{
@@ -1908,7 +1909,6 @@ StartEngine(GjJob *job, bool allow_gpu)
 				/* the CPU engine's index (the GPU may have ordered the rows: harmless) */
 				OrderPoints(job, &res->points);
 				res->block_ordered = true;
-				job->stats.knn_key_dims = job->block_plan.m;
 			}
 		}
 		/* few queries on the CPU: scanning beats building an index */
