@@ -4,21 +4,33 @@
 #   make install     install into the PostgreSQL that pg_config names
 #   make test        everything: core unit tests + pg_regress on a throwaway cluster
 #   make demo        build, install and run a sample join on a throwaway cluster
+#
+# Three parts, each built once: the core (src/core, pure C) as a static
+# library, the kernels (kernels/, CUDA behind kernels/gj_cuda.h), and the
+# PostgreSQL glue (src/*) around them, linked into gpujoin.so.  The unit
+# tests, GPU checks and benchmarks under regress/ link the same library.
 
 EXTENSION = gpujoin
 EXTVERSION = 0.6
 
 MODULE_big = gpujoin
-CORE_OBJS = src/core/points.o src/core/clock.o src/core/grid.o \
-	src/core/neighbours.o src/core/pair_queue.o src/core/cpu_selfjoin.o \
-	src/core/cpu_probe.o src/core/cpu_knn.o src/core/oracle.o \
-	src/core/density.o src/core/density_boxes.o src/core/lattice.o src/core/cpu_lists.o src/core/sort.o src/core/engine.o \
-	src/core/normalize.o src/core/tile_distances.o src/core/tile_plan.o src/core/cpu_tiles.o \
-	src/core/pair_rows.o src/core/block_index.o src/core/big_buffers.o \
-	src/core/knn_contrast.o src/core/slabs.o src/core/slab_density.o src/core/slab_cpu.o \
-	src/core/geodetic.o src/core/shared_rows.o
-OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o src/job.o src/functions.o \
-	src/custom_scan.o src/support.o src/pgvector.o src/postgis.o src/geography.o $(CORE_OBJS)
+
+# The glue, by part (docs/contributing.md says what each file does).
+GLUE_OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o \
+	src/job.o src/functions.o src/custom_scan.o src/support.o src/pgvector.o src/postgis.o \
+	src/geography.o
+
+# The core: what the extension and every test program link.
+CORE_OBJS = src/core/points.o src/core/clock.o src/core/threads.o src/core/grid.o \
+	src/core/neighbours.o src/core/pair_queue.o src/core/engine.o src/core/sort.o \
+	src/core/big_buffers.o src/core/normalize.o src/core/cpu_selfjoin.o src/core/cpu_probe.o \
+	src/core/cpu_knn.o src/core/knn_contrast.o src/core/density.o src/core/density_boxes.o \
+	src/core/lattice.o src/core/cpu_lists.o src/core/tile_distances.o src/core/tile_plan.o \
+	src/core/cpu_tiles.o src/core/pair_rows.o src/core/block_index.o src/core/slabs.o \
+	src/core/slab_density.o src/core/slab_cpu.o src/core/geodetic.o src/core/shared_rows.o
+CORE_LIB = src/core/libgjcore.a
+
+OBJS = $(GLUE_OBJS)
 
 # The install script of this version, built from sql/gpujoin.sql; the
 # upgrade chain; and the frozen 0.1 script, so that upgrades can be tested.
@@ -26,7 +38,6 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
 	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql
-EXTRA_CLEAN = kernels/ceilings.o regress/test_core regress/test_join regress/test_geodetic regress/test_tiles regress/gpu_tiles regress/test_probe regress/test_density regress/gpu_density regress/test_knn regress/bench_knn regress/gpu_knn regress/gpu_knn_prof regress/bench_core regress/bench_hostmem regress/bench_shm regress/gpu_check regress/bench_gpu
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
@@ -40,20 +51,21 @@ endif
 
 # No FMA contraction anywhere: distances must round identically everywhere.
 PG_CFLAGS = -ffp-contract=off -pthread -Wno-declaration-after-statement
-PG_CPPFLAGS = -I$(srcdir)/src
-SHLIB_LINK = -lm -lpthread
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/kernels
+SHLIB_LINK = $(CORE_LIB) -lm -lpthread
 
 # CUDA: found on PATH or in /usr/local/cuda; the runtime is linked
 # statically so the library loads where no driver is installed.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/knn.o \
+	kernels/density.o kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o \
+	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o kernels/lattice.o
 ifneq ($(strip $(NVCC)),)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -fno-strict-aliasing \
-	--fmad=false $(CUDA_ARCH)
-OBJS += kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o \
-	kernels/density.o kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o \
-	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o kernels/lattice.o
+	--fmad=false $(CUDA_ARCH) -I$(srcdir)/src/core -I$(srcdir)/kernels
+OBJS += $(KERNEL_OBJS)
 SHLIB_LINK += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 OBJS += kernels/nocuda.o
@@ -62,107 +74,89 @@ endif
 # LLVM bitcode for JIT is of no use here and cannot be made from .cu files.
 override with_llvm = no
 
+# Test programs (regress/unit, regress/gpu, regress/bench).
+UNIT_TESTS = regress/unit/test_core regress/unit/test_probe regress/unit/test_join \
+	regress/unit/test_knn regress/unit/test_density regress/unit/test_tiles \
+	regress/unit/test_geodetic
+GPU_PROGRAMS = regress/gpu/gpu_check regress/gpu/gpu_density regress/gpu/gpu_tiles \
+	regress/gpu/gpu_knn regress/bench/bench_gpu
+CPU_BENCHES = regress/bench/bench_core regress/bench/bench_knn regress/bench/bench_hostmem
+TEST_SUPPORT = regress/common/datagen.o regress/common/pairset.o regress/common/knnset.o \
+	regress/common/oracle.o
+BENCH_KERNELS = regress/gpu/bruteforce.o regress/gpu/ceilings.o
+
+EXTRA_CLEAN = $(CORE_LIB) $(UNIT_TESTS) $(GPU_PROGRAMS) $(CPU_BENCHES) regress/gpu/gpu_knn_prof \
+	regress/bench/bench_shm $(TEST_SUPPORT) $(BENCH_KERNELS) kernels/knn_tiles_prof.o \
+	$(CORE_OBJS) kernels/*.o
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-kernels/%.o: kernels/%.cu kernels/gj_cuda.h kernels/gpu_common.cuh kernels/tile_math.cuh kernels/density_boxes.cuh kernels/density_run.cuh src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h src/core/lattice.h
-	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+# --- the core library -----------------------------------------------------
 
-$(OBJS): src/core/gj_core.h src/core/knn_search.h src/core/block_bounds.h src/core/density_boxes.h src/core/lattice.h
-# (reader.h embeds shared_rows.h's struct: every user must see its size change)
-src/*.o: src/gpujoin.h src/reader.h kernels/gj_cuda.h src/core/shared_rows.h
-src/core/shared_rows.o: src/core/shared_rows.h
+CORE_HDRS = $(wildcard $(srcdir)/src/core/*.h)
+$(CORE_OBJS): $(CORE_HDRS)
+$(CORE_LIB): $(CORE_OBJS)
+	rm -f $@
+	$(AR) crs $@ $^
+$(shlib): $(CORE_LIB)
+
+# --- the glue and the kernels ----------------------------------------------
+
+GLUE_HDRS = $(wildcard $(srcdir)/src/*.h) $(srcdir)/src/core/gj_core.h \
+	$(srcdir)/src/core/shared_rows.h $(srcdir)/kernels/gj_cuda.h
+$(GLUE_OBJS): $(GLUE_HDRS)
+
+KERNEL_HDRS = $(wildcard $(srcdir)/kernels/*.h $(srcdir)/kernels/*.cuh) $(CORE_HDRS)
+kernels/%.o: kernels/%.cu $(KERNEL_HDRS)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+kernels/nocuda.o: $(srcdir)/kernels/gj_cuda.h $(srcdir)/src/core/gj_core.h
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
 
-# Core unit tests: no PostgreSQL involved.
-CORE_SRCS = $(CORE_OBJS:.o=.c)
-CORE_HDRS = $(wildcard src/core/*.h)
-regress/test_core: regress/test_core.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_core.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+# --- tests and benchmarks ---------------------------------------------------
 
-# Restricted joins, estimates, the interrupt hook.
-regress/test_probe: regress/test_probe.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_probe.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+TEST_CFLAGS = -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread \
+	-I$(srcdir)/src/core -I$(srcdir)/kernels -I$(srcdir)/regress/common -I$(srcdir)/regress/gpu
+TEST_HDRS = $(wildcard $(srcdir)/regress/common/*.h) $(CORE_HDRS)
 
-# Many dimensions: the tile join, the shapes built from its pairs, cosine.
-regress/test_tiles: regress/test_tiles.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h regress/knnset.c regress/knnset.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_tiles.c regress/datagen.c regress/pairset.c regress/knnset.c $(CORE_SRCS) -lm
+regress/common/%.o: regress/common/%.c $(TEST_HDRS)
+	$(CC) $(TEST_CFLAGS) -c -o $@ $<
 
-# Joins of two sets: pairs and counts.
-regress/test_join: regress/test_join.c regress/datagen.c regress/datagen.h regress/pairset.c regress/pairset.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_join.c regress/datagen.c regress/pairset.c $(CORE_SRCS) -lm
+# Core unit tests: no PostgreSQL involved; each ends with "<name>: N passed, N failed".
+$(UNIT_TESTS): regress/unit/%: regress/unit/%.c $(TEST_SUPPORT) $(CORE_LIB) $(TEST_HDRS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(CORE_LIB) -lm
 
-# Geography: earth-centred points and the chord bounds.
-regress/test_geodetic: regress/test_geodetic.c $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_geodetic.c $(CORE_SRCS) -lm
+# CPU benchmarks (numbers for docs/performance.md).
+$(CPU_BENCHES): regress/bench/%: regress/bench/%.c $(TEST_SUPPORT) $(CORE_LIB) $(TEST_HDRS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(CORE_LIB) -lm
+regress/bench/bench_shm: regress/bench/bench_shm.c
+	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -pthread -o $@ $<
 
-# Neighbour counts, neighbour lists, DBSCAN.
-regress/test_density: regress/test_density.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_density.c regress/datagen.c $(CORE_SRCS) -lm
+# GPU checks and benchmarks (need nvcc to build, a GPU to run): the
+# engine's kernels, the benchmark-only kernels, the core.
+GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
+regress/gpu/%.o: regress/gpu/%.cu $(KERNEL_HDRS) $(srcdir)/regress/gpu/gpu_bench.h
+	$(NVCC) $(NVCC_FLAGS) -I$(srcdir)/regress/gpu -c $< -o $@
+$(GPU_PROGRAMS): %: %.c $(TEST_SUPPORT) $(KERNEL_OBJS) $(BENCH_KERNELS) $(CORE_LIB) $(TEST_HDRS)
+	$(CC) $(filter-out -Wextra,$(TEST_CFLAGS)) -o $@ $< $(TEST_SUPPORT) $(KERNEL_OBJS) $(BENCH_KERNELS) \
+		$(CORE_LIB) $(GPU_LIBS)
+
+# gpu_knn with the kNN tile kernel's cycle counters (KT_PROFILE): where its time goes.
+regress/gpu/gpu_knn_prof: regress/gpu/gpu_knn.c $(TEST_SUPPORT) $(KERNEL_OBJS) $(BENCH_KERNELS) $(CORE_LIB)
+	$(NVCC) $(NVCC_FLAGS) -DKT_PROFILE -c kernels/knn_tiles.cu -o kernels/knn_tiles_prof.o
+	$(CC) $(filter-out -Wextra,$(TEST_CFLAGS)) -DKT_PROFILE -o $@ $< $(TEST_SUPPORT) \
+		$(filter-out kernels/knn_tiles.o,$(KERNEL_OBJS)) kernels/knn_tiles_prof.o \
+		$(BENCH_KERNELS) $(CORE_LIB) $(GPU_LIBS)
 
 .PHONY: test demo unittest
-unittest: regress/test_core
-	./regress/test_core
+unittest: regress/unit/test_core
+	./regress/unit/test_core
 
 test:
 	./regress/run_tests.sh
 
 demo:
 	./regress/demo.sh
-
-# Benchmarks (numbers for the README and the issue notes).
-regress/bench_hostmem: regress/bench_hostmem.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/bench_hostmem.c regress/datagen.c $(CORE_SRCS) -lm
-regress/bench_shm: regress/bench_shm.c
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -pthread -o $@ regress/bench_shm.c
-regress/bench_core: regress/bench_core.c regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/bench_core.c regress/datagen.c $(CORE_SRCS) -lm
-
-# GPU check and GPU benchmark (need nvcc to build, a GPU to run).
-KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/bruteforce.o kernels/knn.o kernels/density.o \
-	kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o kernels/tiles.o kernels/knn_tiles.o kernels/ceilings.o \
-	kernels/order.o kernels/lists.o kernels/lattice.o
-GPU_LIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++
-regress/gpu_check: regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/gpu_check.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
-regress/bench_gpu: regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/bench_gpu.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
-
-regress/gpu_density: regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/gpu_density.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
-
-regress/gpu_tiles: regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/gpu_tiles.c regress/datagen.c regress/pairset.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
-
-# kNN unit tests (CPU engine vs the sorting oracle).
-regress/test_knn: regress/test_knn.c regress/knnset.c regress/knnset.h regress/datagen.c regress/datagen.h $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -Wextra -ffp-contract=off -pthread -o $@ \
-		regress/test_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
-regress/bench_knn: regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/bench_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) -lm
-regress/gpu_knn: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -o $@ \
-		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(KERNEL_OBJS) $(GPU_LIBS)
-
-# The same with the kNN tile kernel's cycle counters (KT_PROFILE): where its time goes.
-regress/gpu_knn_prof: regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) $(CORE_HDRS) $(KERNEL_OBJS)
-	$(NVCC) $(NVCC_FLAGS) -DKT_PROFILE -c kernels/knn_tiles.cu -o kernels/knn_tiles_prof.o
-	$(CC) -std=gnu99 -O2 -g -Wall -ffp-contract=off -pthread -DKT_PROFILE -o $@ \
-		regress/gpu_knn.c regress/knnset.c regress/datagen.c $(CORE_SRCS) \
-		$(filter-out kernels/knn_tiles.o,$(KERNEL_OBJS)) kernels/knn_tiles_prof.o $(GPU_LIBS)

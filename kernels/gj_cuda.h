@@ -262,7 +262,7 @@ extern gj_status gj_gpu_order_along(const gj_points *p, int dim, const gj_gpu_op
 
 /*
  * perm: p's rows in plan's block order found on the device, the order
- * gj_block_plan_perm finds on the host (regress/gpu_knn checks the two
+ * gj_block_plan_perm finds on the host (regress/gpu/gpu_knn checks the two
  * agree; the kNN self join finds it beside its rows, gj_gpu_options).
  */
 extern gj_status gj_gpu_block_order(const gj_points *p, const gj_block_plan *plan,
@@ -306,26 +306,6 @@ extern void gj_gpu_slab_engine(gj_slab_engine *e, gj_gpu_slab_ctx *ctx);
  * join; this frees them.
  */
 extern void gj_gpu_release_cache(void);
-
-/* Brute-force pair count on the GPU (benchmark reference); *ms: kernel time. */
-extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps2,
-										 int64_t *pairs, double *ms,
-										 char *err, size_t errlen);
-
-/*
- * For the benchmarks only (kernels/ceilings.cu, not in the extension): the
- * device's arithmetic rates, measured, in flop/s.
- */
-typedef struct gj_gpu_ceilings
-{
-	double		fp64_tensor;	/* FP64 mma, the faster shape (the Gram form's products) */
-	double		fp64_mma_m8n8k4;
-	double		fp64_mma_m16n8k16;
-	double		tf32_tensor;	/* TF32 mma.sync m16n8k8 (the tile filters') */
-	double		fp64_fma;		/* FP64 fused multiply-adds, 2 flops each */
-} gj_gpu_ceilings;
-
-extern gj_status gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

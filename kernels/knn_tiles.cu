@@ -942,7 +942,7 @@ knn_tiles_kernel(knn_tiles_params P)
 }
 
 #ifdef KT_PROFILE
-/* Print and clear the counters (regress/gpu_knn built with -DKT_PROFILE). */
+/* Print and clear the counters (regress/gpu/gpu_knn built with -DKT_PROFILE). */
 extern "C" void
 gj_knn_prof_dump(const char *what)
 {

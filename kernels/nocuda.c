@@ -49,18 +49,6 @@ gj_gpu_selfjoin_error(const gj_gpu_selfjoin *j)
 	return "built without CUDA";
 }
 
-gj_status
-gj_gpu_bruteforce_count(const gj_points *p, double eps2, int64_t *pairs,
-						double *ms, char *err, size_t errlen)
-{
-	(void) p;
-	(void) eps2;
-	*pairs = 0;
-	*ms = 0;
-	snprintf(err, errlen, "built without CUDA");
-	return GJ_ERR_NODEVICE;
-}
-
 void
 gj_gpu_release_cache(void)
 {

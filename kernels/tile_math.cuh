@@ -31,7 +31,7 @@
  *     bounds a float32 sum that truncates instead of rounding, and twice
  *     that leaves room for coarser alignment; measured on an H100 with
  *     cancelling rows from 8 to 4,096 dimensions, the error stays under
- *     0.19 of K 2^-23: regress/gpu_tiles checks it stays under 1);
+ *     0.19 of K 2^-23: regress/gpu/gpu_tiles checks it stays under 1);
  *   - the float32 epilogue adds roundings of h and of its subtraction
  *     and addition (in either order).
  * So c = rho^2 / 2 + E_G + E_h, where E_G bounds the product and E_h the

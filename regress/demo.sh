@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: build, install and run a sample eps self-join on a throwaway
-# cluster (pg_virtualenv), printing the result and its timing.
+# cluster (pg_virtualenv -t: beside any other cluster), printing the result and its timing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PGVER=${PGVER:-15}
@@ -10,7 +10,9 @@ regress/install-deps.sh
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
 make -s -j2 >/dev/null
 $SUDO make -s install >/dev/null
-cat > /tmp/gpujoin-demo.sql <<'SQL'
+demo=$(mktemp --suffix=.sql)
+trap 'rm -f "$demo"' EXIT
+cat > "$demo" <<'SQL'
 \set ON_ERROR_STOP 1
 \pset footer off
 CREATE EXTENSION gpujoin;
@@ -39,4 +41,4 @@ GROUP BY cluster ORDER BY count(*) DESC LIMIT 5;
 \echo '== the neighbours of one point, nearest first'
 SELECT id, neighbors[1:5] AS nearest, dists[1:5] AS dists FROM eps_neighbors('places', '{x,y}', 0.3) WHERE id = 42;
 SQL
-pg_virtualenv -v "$PGVER" -o jit=off psql -X -f /tmp/gpujoin-demo.sql postgres
+pg_virtualenv -t -v "$PGVER" -o jit=off psql -X -f "$demo" postgres

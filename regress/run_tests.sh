@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test suite of gpujoin and ends with one line: "N passed, N failed".
-#   1. core unit tests (regress/test_core, test_probe, test_join, ...): CPU
-#      engines vs brute-force oracles
-#   2. pg_regress on a throwaway cluster (pg_virtualenv), once with
+#   1. the source tree's house rules (regress/unit/layout.sh)
+#   2. core unit tests (regress/unit/test_*): the CPU engines against
+#      brute-force oracles, no PostgreSQL involved
+#   3. pg_regress on a throwaway cluster (pg_virtualenv -t: a temporary
+#      directory, so it runs beside any other cluster), once with
 #      gpujoin.device = cpu and once with the default (auto)
 # Installs missing build dependencies and the extension (root or sudo).
 set -uo pipefail
@@ -10,17 +12,39 @@ cd "$(dirname "$0")/.."
 PGVER=${PGVER:-15}
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
+UNIT="core probe join knn density tiles geodetic"
 
 regress/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
-make -s -j2 >/dev/null || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+t0=$(date +%s)
+make -s -j2 all $(for t in $UNIT; do echo regress/unit/test_$t; done) >/dev/null ||
+	{ echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 $SUDO make -s install PG_CONFIG="$PG_CONFIG" >/dev/null || { echo "install failed"; echo "0 passed, 1 failed"; exit 1; }
+echo "built and installed in $(($(date +%s) - t0)) s"
 
 passed=0
 failed=0
 log=$(mktemp -d)
 
-# 1. core unit tests: each program ends with "<name>: N passed, N failed"
+# Adds a suite's "name: N passed, N failed" line from file $2 to the totals.
+count() {
+	local line
+	line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
+	if [ -n "$line" ]; then
+		passed=$((passed + $(echo "$line" | awk '{print $2}')))
+		failed=$((failed + $(echo "$line" | awk '{print $4}')))
+	else
+		echo "$1: no summary (crashed?)"
+		failed=$((failed + 1))
+	fi
+}
+
+# 1. the house rules
+regress/unit/layout.sh > "$log/layout.txt" 2>&1
+grep -E "^(FAIL|  |layout:)" "$log/layout.txt"
+count layout "$log/layout.txt"
+
+# 2. core unit tests: each program ends with "<name>: N passed, N failed"
 #    test_core  grid CPU self-join vs the brute-force oracle
 #    test_probe restricted self-join, size estimates, interrupt hook
 #    test_join  joins of two sets (pairs, counts) vs the brute-force oracle
@@ -28,36 +52,33 @@ log=$(mktemp -d)
 #    test_density neighbour counts, lists, DBSCAN vs brute-force oracles
 #    test_tiles many dimensions: tile join, shapes from pairs, tiled kNN, cosine
 #    test_geodetic geography: earth-centred points, chord bounds, pair lookup
-for t in core probe join knn density tiles geodetic; do
-	prog=regress/test_$t
-	make -s "$prog" >/dev/null && "./$prog" | tee "$log/$t.txt" | grep -E "^(FAIL|$t:)"
-	line=$(grep -E "^$t: [0-9]+ passed, [0-9]+ failed" "$log/$t.txt" | tail -1)
-	if [ -n "$line" ]; then
-		passed=$((passed + $(echo "$line" | awk '{print $2}')))
-		failed=$((failed + $(echo "$line" | awk '{print $4}')))
-	else
-		echo "$t: no summary (crashed?)"
-		failed=$((failed + 1))
-	fi
+t0=$(date +%s)
+for t in $UNIT; do
+	"./regress/unit/test_$t" > "$log/$t.txt" 2>&1
+	grep -E "^(FAIL|$t:)" "$log/$t.txt"
+	count "$t" "$log/$t.txt"
 done
+echo "unit tests in $(($(date +%s) - t0)) s"
 
-# 2. pg_regress, per device setting; the pgvector test where pgvector is installed
+# 3. pg_regress, per device setting; the pgvector test where pgvector is installed
 chmod 777 "$log"
 with_pgvector=
 if [ -f "$("$PG_CONFIG" --sharedir)/extension/vector.control" ]; then
 	with_pgvector="WITH_PGVECTOR=1"
 else
-	echo "pgvector is not installed (regress/install-deps.sh builds it from ../shared/deps): its test (sql/pgvector.sql) did not run"
+	echo "pgvector is not installed for $("$PG_CONFIG" --version): sql/pgvector.sql did not run" \
+		"(install pgvector 0.5 or later for this PostgreSQL, or point GJ_PGVECTOR_SCRIPT at a script that does)"
 fi
 for device in cpu auto; do
+	t0=$(date +%s)
 	outdir="$log/regress-$device"
 	mkdir -p "$outdir" && chmod 777 "$outdir"
-	pg_virtualenv -v "$PGVER" -o "max_worker_processes=8" sh -c \
+	pg_virtualenv -t -v "$PGVER" -o "max_worker_processes=8" sh -c \
 		"PGOPTIONS='-c gpujoin.device=$device' make -s installcheck $with_pgvector PG_CONFIG='$PG_CONFIG' \
 		 EXTRA_REGRESS_OPTS='--outputdir=$outdir'" >"$log/pg-$device.txt" 2>&1
 	ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$log/pg-$device.txt" || true)
 	bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log/pg-$device.txt" || true)
-	echo "pg_regress (gpujoin.device=$device): $ok passed, $bad failed"
+	echo "pg_regress (gpujoin.device=$device): $ok passed, $bad failed in $(($(date +%s) - t0)) s"
 	if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
 		echo "pg_regress did not run:"; tail -20 "$log/pg-$device.txt"
 		bad=1

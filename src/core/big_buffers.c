@@ -4,7 +4,7 @@
  *		for the first time on threads.
  *
  * A fresh page costs a fault and its zeroing when it is first written.
- * Measured on the 16-core H100 host (regress/BENCHMARKS.md): copying 1 GB
+ * Measured on the 16-core H100 host (regress/bench/BENCHMARKS.md): copying 1 GB
  * into fresh memory took 697 ms on one thread, into memory already
  * touched 165 ms, into fresh memory with MADV_HUGEPAGE 378 ms.  The reader
  * fills its buffer on one thread, and the sort into blocks gathers into a
@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_BIG_BYTES ((size_t) 32 << 20)	/* smaller buffers: plain malloc */
 #define GJ_TOUCH_STEP 4096					/* bytes between touched addresses */

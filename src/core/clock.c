@@ -5,7 +5,7 @@
  */
 #include <time.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 static gj_interrupt_fn interrupt_hook = NULL;
 

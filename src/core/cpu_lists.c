@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_LIST_BLOCK 256
 #define GJ_LIST_CHUNK_ENTRIES (256 * 1024)

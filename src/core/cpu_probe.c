@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_PROBE_BLOCK 64
 #define GJ_ESTIMATE_CANDIDATES 4096	/* tested per sampled row, at most */

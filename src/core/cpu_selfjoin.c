@@ -25,12 +25,10 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 typedef struct join_task
 {
@@ -74,53 +72,6 @@ struct gj_cpu_selfjoin
 };
 
 static void cpu_selfjoin_free(gj_engine *e);
-
-/*
- * Block every signal but the synchronous ones, saving the old mask: threads
- * started meanwhile inherit it, so PostgreSQL's handlers only ever run on
- * the backend thread, while a fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE) in a
- * helper thread still reaches a handler instead of killing the process
- * unannounced.
- */
-void
-gj_block_async_signals(sigset_t *old)
-{
-	sigset_t	set;
-
-	sigfillset(&set);
-	sigdelset(&set, SIGSEGV);
-	sigdelset(&set, SIGBUS);
-	sigdelset(&set, SIGILL);
-	sigdelset(&set, SIGFPE);
-	pthread_sigmask(SIG_SETMASK, &set, old);
-}
-
-int
-gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *), void *args,
-				 size_t stride)
-{
-	sigset_t	old;
-	int			started = 0;
-
-	gj_block_async_signals(&old);
-	for (int t = 0; t < n; t++)
-	{
-		if (pthread_create(&threads[t], NULL, fn, (char *) args + t * stride) != 0)
-			break;
-		started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return started;
-}
-
-/* Number of online CPUs, at least 1. */
-int
-gj_cpu_count(void)
-{
-	long		n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : (int) n;
-}
 
 static inline int
 should_stop(struct gj_cpu_selfjoin *j)

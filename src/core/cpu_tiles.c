@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 #include "block_bounds.h"
 
 #define GJ_TILES_PIECE 8192		/* reference rows in one piece of work */

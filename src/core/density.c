@@ -37,88 +37,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 #include "density_boxes.h"
 #include "lattice.h"
-
-#define DENSITY_BLOCK 256		/* rows a worker takes at a time */
-
-/* --- blocks of rows on worker threads ------------------------------------ */
-
-typedef struct par_run
-{
-	gj_block_fn fn;
-	void	   *arg;
-	int64_t		n;
-	int64_t		next;			/* atomic */
-	int			stop;			/* atomic */
-	int			active;			/* atomic: workers still running */
-} par_run;
-
-static void *
-par_worker(void *a)
-{
-	par_run    *r = a;
-
-	for (;;)
-	{
-		int64_t		b0 = __atomic_fetch_add(&r->next, DENSITY_BLOCK, __ATOMIC_RELAXED);
-
-		if (b0 >= r->n || __atomic_load_n(&r->stop, __ATOMIC_RELAXED))
-			break;
-		r->fn(r->arg, b0, b0 + DENSITY_BLOCK < r->n ? b0 + DENSITY_BLOCK : r->n, &r->stop);
-	}
-	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/*
- * fn over rows [0, n) in blocks on up to nthreads threads; the calling
- * thread polls the interrupt hook every millisecond until they finish.
- */
-gj_status
-gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads)
-{
-	par_run		r;
-	pthread_t  *threads;
-	int			started;
-	struct timespec ms = {0, 1000000L};
-
-	if (n <= 0)
-		return GJ_OK;
-	if (nthreads <= 0)
-		nthreads = gj_cpu_count();
-	if ((n + DENSITY_BLOCK - 1) / DENSITY_BLOCK < nthreads)
-		nthreads = (int) ((n + DENSITY_BLOCK - 1) / DENSITY_BLOCK);
-	memset(&r, 0, sizeof(r));
-	r.fn = fn;
-	r.arg = arg;
-	r.n = n;
-	r.active = nthreads;
-	threads = calloc(nthreads, sizeof(pthread_t));
-	if (threads == NULL)
-		return GJ_ERR_NOMEM;
-	started = gj_threads_start(threads, nthreads, par_worker, &r, 0);
-	if (started < nthreads)
-		__atomic_fetch_sub(&r.active, nthreads - started, __ATOMIC_RELAXED);
-	if (started == 0)
-	{
-		free(threads);
-		return GJ_ERR_THREAD;
-	}
-	while (__atomic_load_n(&r.active, __ATOMIC_ACQUIRE) > 0)
-	{
-		nanosleep(&ms, NULL);
-		if (gj_interrupted())
-			__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
-	}
-	for (int t = 0; t < started; t++)
-		pthread_join(threads[t], NULL);
-	free(threads);
-	return r.stop ? GJ_ERR_CANCELED : GJ_OK;
-}
 
 /* A worker's view of its current cell and that cell's neighbourhood. */
 typedef struct nbhd

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core_internal.h"
 #include "density_boxes.h"
 
 typedef struct cut_ctx

@@ -124,10 +124,6 @@ gj_box_within(const gj_boxes *b, int64_t k, const double *x, double eps2)
 	return gj_sqdist(x, c, b->dims) <= eps2;
 }
 
-/* The parallel loop of density.c: fn over items [0, n) in blocks on threads. */
-typedef void (*gj_block_fn) (void *arg, int64_t r0, int64_t r1, const int *stop);
-extern gj_status gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads);
-
 #ifdef __cplusplus
 }
 #endif

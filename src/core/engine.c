@@ -7,7 +7,7 @@
  * probe, the neighbour lists and both kNN joins, and the caller (job.c, the
  * tests, the benchmarks) holds one handle whichever engine runs.
  */
-#include "gj_core.h"
+#include "core_internal.h"
 
 /*
  * The next chunk, waiting up to timeout_ms: GJ_OK, GJ_AGAIN, GJ_DONE, or

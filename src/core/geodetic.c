@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 /* metres added on both sides of every bound: covers all rounding */
 #define GJ_GEO_MARGIN 1e-6

@@ -1,11 +1,15 @@
 /*
  * gj_core.h
- *		The pure-C core of gpujoin: point buffers, the eps grid index, the
- *		multi-threaded CPU self-join and the brute-force oracle.
+ *		The interface of gpujoin's pure-C core: point buffers, the grid
+ *		index, the engine interface and the CPU engines, the plans the
+ *		glue and the kernels share (blocks, slabs, geography).
  *
  * Nothing here includes a PostgreSQL header.  The core is the CPU engine,
  * the reference the GPU engine is checked against, and what the unit tests
- * under regress/ drive directly.  Every function that can fail returns a
+ * under regress/unit drive directly.  This header is what the PostgreSQL
+ * glue and the kernels use; the core's own files share more through
+ * core_internal.h, and the tests' brute-force oracles live with the tests
+ * (regress/common/oracle.h).  Every function that can fail returns a
  * gj_status; none of them aborts or longjmps, so the PostgreSQL glue can turn
  * each status into an ereport.
  *
@@ -81,17 +85,9 @@ typedef struct gj_points
 extern void gj_points_init(gj_points *p, int dims);
 extern gj_status gj_points_reserve(gj_points *p, int64_t n);
 extern gj_status gj_points_push(gj_points *p, int64_t id, const double *coords);
-extern void gj_points_replace(gj_points *p, double *x, int64_t *ids);
 extern void gj_points_free(gj_points *p);
 extern gj_status gj_points_apply_order(gj_points *p, const uint32_t *perm);
 extern gj_status gj_points_concat(gj_points *out, const gj_points *a, const gj_points *b);
-
-/*
- * big_buffers.c: buffers of many megabytes get huge pages (a hint) and are
- * faulted in on threads before first use; smaller ones are left alone.
- */
-extern void gj_big_prepare(void *p, size_t bytes);
-extern void *gj_big_alloc(size_t bytes);
 
 /* normalize.c: the cosine metric's rows, divided by their norms */
 extern int	gj_normalize_row(double *x, int dims);
@@ -148,7 +144,6 @@ typedef struct gj_dim_stats
 	double		sumsq;
 } gj_dim_stats;
 
-extern gj_status gj_points_stats(const gj_points *p, gj_dim_stats *st);
 extern gj_status gj_grid_plan_from_stats(gj_grid *g, int dims, int64_t n,
 										 double eps2, const gj_dim_stats *st);
 extern gj_status gj_grid_plan(gj_grid *g, const gj_points *p, double eps2);
@@ -159,16 +154,7 @@ extern gj_status gj_grid_build_planned(gj_grid *g, gj_points *p);
  * points in any order cost little?  Too many cells for its rows: no.
  */
 extern int	gj_grid_table_fits(const gj_grid *g);
-extern void gj_grid_use_morton(gj_grid *g, const gj_dim_stats *st);
 extern void gj_grid_free(gj_grid *g);
-/* sort.c: a stable radix sort by key, on threads for large n */
-extern gj_status gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n,
-								int64_t maxkey);
-extern gj_status gj_sort_by_key_slices(int64_t *keys, uint32_t *vals, int64_t n,
-									   int64_t maxkey, int nt);
-extern int64_t gj_grid_cell_of(const gj_grid *g, const double *coords);
-extern gj_status gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t *keys,
-								  uint32_t *perm, int64_t *maxkey);
 
 /*
  * Forward neighbours (LID-UNICOMP): the non-empty cells adjacent to a cell
@@ -178,27 +164,12 @@ extern gj_status gj_grid_cell_ids(const gj_grid *g, const gj_points *p, int64_t 
 #define GJ_MAX_FWD_PREFIXES 122	/* (3^(GJ_MAX_INDEXED_DIMS-1) - 1) / 2 + 1 */
 #define GJ_MAX_FWD_NEIGHBOURS (3 * GJ_MAX_FWD_PREFIXES)
 
-typedef struct gj_nbr_iter
-{
-	const gj_grid *g;
-	int			nprefix;
-	int64_t		prefix_off[GJ_MAX_FWD_PREFIXES];	/* linear offset */
-	int8_t		prefix_vec[GJ_MAX_FWD_PREFIXES][GJ_MAX_INDEXED_DIMS];
-	int64_t		cursor[GJ_MAX_FWD_PREFIXES];
-} gj_nbr_iter;
-
 extern int	gj_grid_forward_prefixes(const gj_grid *g, int64_t *off,
 									 int8_t (*vec)[GJ_MAX_INDEXED_DIMS]);
-extern void gj_nbr_iter_init(gj_nbr_iter *it, const gj_grid *g, int64_t first_cell);
-extern int	gj_nbr_forward(gj_nbr_iter *it, int64_t cell, int64_t *out);
 
 #define GJ_MAX_ALL_NEIGHBOURS 729	/* 3^GJ_MAX_INDEXED_DIMS */
-extern int	gj_grid_neighbourhood(const gj_grid *g, int64_t cell, int64_t *out);
 /* ... of any point, inside the grid's range or not: the cells that can hold its neighbours */
 extern int	gj_grid_point_neighbourhood(const gj_grid *g, const double *x, int64_t *out);
-
-/* The cell holding sorted row `row`; hint (a cell, or -1) is tried first. */
-extern int64_t gj_grid_cell_of_row(const gj_grid *g, int64_t row, int64_t hint);
 
 /*
  * Sampled estimate of the pairs within the grid's eps (unordered, a row
@@ -212,8 +183,6 @@ extern double gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p,
 /* Exact pair count of small inputs, split by equal and unequal ids. */
 extern void gj_grid_count_pairs(const gj_grid *g, const gj_points *p,
 								int64_t *same, int64_t *other);
-extern void gj_grid_count_pairs_cells(const gj_grid *g, const gj_points *p, int64_t c0,
-									  int64_t c1, int64_t *same, int64_t *other);
 
 /*
  * Result chunks and the queue that carries them from producers (CPU worker
@@ -281,7 +250,6 @@ gj_geodetic_long(const gj_geodetic *g)
 }
 
 extern gj_status gj_geodetic_init(gj_geodetic *g, double a, double b, int spheroid, double d);
-extern void gj_geodetic_to_xyz(const gj_geodetic *g, const double *ll, double *xyz, int64_t n);
 extern double gj_geodetic_chord_metres(const gj_geodetic *g, double c);
 
 /*
@@ -312,18 +280,14 @@ extern gj_status gj_geo_side_index(gj_geo_side *s);
 typedef struct gj_pair_queue gj_pair_queue;
 
 extern gj_pair_queue *gj_queue_create(int nchunks, int with_rank);
-extern gj_pair_queue *gj_queue_create_lists(int nchunks);
-extern int	gj_chunk_reserve_list(gj_chunk *c, int64_t entries);
 extern gj_pair_queue *gj_queue_create_external(gj_chunk *pool, int nchunks);
 extern void gj_queue_destroy(gj_pair_queue *q);
 extern gj_chunk *gj_queue_get_free(gj_pair_queue *q);
 extern void gj_queue_put_full(gj_pair_queue *q, gj_chunk *c);
 extern void gj_queue_producer_done(gj_pair_queue *q);
 extern void gj_queue_set_producers(gj_pair_queue *q, int n);
-extern gj_status gj_queue_take(gj_pair_queue *q, int timeout_ms, gj_chunk **out);
 extern void gj_queue_release(gj_pair_queue *q, gj_chunk *c);
 extern void gj_queue_cancel(gj_pair_queue *q);
-extern int	gj_queue_canceled(gj_pair_queue *q);
 extern double gj_queue_done_ms(gj_pair_queue *q);
 
 /*
@@ -351,8 +315,6 @@ extern void gj_engine_release(gj_engine *e, gj_chunk *c);
 extern double gj_engine_done_ms(gj_engine *e);
 extern void gj_engine_free(gj_engine *e);
 extern void gj_engine_fail(gj_engine *e, gj_status st);
-extern int	gj_engine_start_workers(gj_engine *e, pthread_t *threads, int n,
-									void *(*fn) (void *), void *args, size_t stride);
 extern gj_status gj_engine_error(const gj_engine *e);
 
 /* Monotonic wall clock in milliseconds, for phase timings. */
@@ -433,7 +395,6 @@ extern int	gj_cpu_count(void);
 extern gj_status gj_run_rows(void (*fn) (void *state, int64_t r0, int64_t r1), void *args,
 							 size_t stride, int64_t n, int nt);
 extern int	gj_slices_for(int64_t n, int64_t min_rows);
-extern int	gj_cmp_double(const void *a, const void *b);
 
 /*
  * Per-row answers about eps neighbourhoods, in memory O(rows), no pair ever
@@ -441,13 +402,10 @@ extern int	gj_cmp_double(const void *a, const void *b);
  * the grid's sorted order); "within eps" is the shared rule, and a row is
  * always within eps of itself.
  *
- * gj_cpu_count_within: counts[i] = rows within eps of row i, itself
- * included, or min(that, cap) when cap > 0 (the scan of row i stops there).
+ * gj_cpu_count_rows: counts[k] = rows within eps of row rows[k], itself
+ * included, or min(that, cap) when cap > 0 (the scan stops there); rows
+ * NULL: every row, counts[i] row i's (gj_cpu_count_within).
  */
-extern gj_status gj_cpu_count_within(const gj_grid *g, const gj_points *p,
-									 int32_t cap, int nthreads, int32_t *counts);
-
-/* The same for the rows rows[0..nrows) only: counts[k] is rows[k]'s. */
 extern gj_status gj_cpu_count_rows(const gj_grid *g, const gj_points *p,
 								   const uint32_t *rows, int64_t nrows,
 								   int32_t cap, int nthreads, int32_t *counts);
@@ -481,13 +439,6 @@ extern gj_status gj_cpu_count_into(const gj_grid *g, const gj_points *p, const g
 extern gj_status gj_cpu_dbscan(const gj_grid *g, const gj_points *p,
 							   int32_t minpts, int nthreads, int32_t *root,
 							   uint8_t *core);
-/*
- * gj_cpu_dbscan with the core flags given, and clusters ranked by key[i]
- * of their core rows (NULL: the ids): rep[i] as gj_slab_engine's
- * dbscan_given below.
- */
-extern gj_status gj_cpu_dbscan_given(const gj_grid *g, const gj_points *p, const uint8_t *core,
-									 const int64_t *key, int nthreads, int32_t *rep);
 extern gj_status gj_dbscan_number(const gj_points *p, int32_t *root,
 								  const uint8_t *core, int64_t *nclusters);
 
@@ -503,65 +454,9 @@ extern gj_status gj_cpu_lists_start(const gj_grid *g, const gj_points *p,
 									const uint32_t *rows, int64_t nrows,
 									int nthreads, gj_cpu_lists **out);
 
-/*
- * Many dimensions: tiles.  The CPU's inner loop (tile_distances.c): one
- * row q against a block of GJ_TILE_REFS rows stored transposed in T, each
- * lane the shared rule exactly; 0 when every lane is known to exceed bound
- * (checked every few dimensions), else s[j] is row j's squared distance.
- */
-#define GJ_TILE_REFS 32
-extern int	gj_tile_distances(const double *q, const double *T, int dims,
-							  double bound, double *s);
-extern void gj_tile_transpose(const double *x, int64_t n, int dims, int64_t r0,
-							  double *T);
-
-/*
- * A tile plan (tile_plan.c): rows in blocks of `block`, and runs, each a
- * query block qb with reference blocks [lo, hi), lo >= qb, whose rows are
- * compared with qb's (within qb itself, pairs i < j only).  Every pair of
- * rows that can pass the rule lies in exactly one run.
- */
-typedef struct gj_tile_plan
-{
-	int64_t		n;
-	int			block;
-	int64_t		nblocks;
-	int64_t		split;			/* cross plans: the second set's first row (0: one set) */
-	int64_t		split_block;	/* ... and first block: blocks restart there */
-	int64_t		nruns;
-	int64_t    *run_qb;
-	int64_t    *run_lo;
-	int64_t    *run_hi;
-	int64_t		units;			/* (query block, reference block) pairs */
-} gj_tile_plan;
-
-extern gj_status gj_tile_plan_brute(gj_tile_plan *tp, int64_t n, int block);
-extern gj_status gj_tile_plan_cross(gj_tile_plan *tp, int64_t n, int64_t split, int block);
-extern void gj_tile_plan_free(gj_tile_plan *tp);
-extern void gj_tile_block_rows(const gj_tile_plan *tp, int64_t b, int64_t *r0,
-							   int64_t *r1);
+/* Many dimensions: the sampled shares auto chooses tiles or the grid by (tile_plan.c). */
 extern gj_status gj_sample_pair_shares(const gj_points *p, double eps2, int64_t m,
 									   double *cand, double *within);
-
-/*
- * The tile engines' index (block_index.c, block_bounds.h): rows sorted so
- * that blocks of consecutive rows are small, and per block of `block` rows
- * its box (lo, hi), centre c and radius r, each nblocks x dims.
- */
-#define GJ_BLOCK_ROWS 128		/* the GPU's tile; the CPU bounds blocks of GJ_TILE_REFS */
-
-typedef struct gj_block_bounds
-{
-	const double *x;			/* the rows bounded (borrowed) */
-	int64_t		n;
-	int			dims;
-	int			block;
-	int64_t		nblocks;
-	double	   *lo;
-	double	   *hi;
-	double	   *c;
-	double	   *r;
-} gj_block_bounds;
 
 /*
  * The block order (block_index.c, block_key.h): the key's dimensions,
@@ -587,18 +482,6 @@ extern gj_status gj_points_block_order_by(gj_points *p, const gj_block_plan *pla
 extern gj_status gj_block_plan_perm(const gj_points *p, const gj_block_plan *plan,
 									uint32_t **perm);
 extern void gj_block_plan_free(gj_block_plan *plan);
-extern gj_status gj_points_block_perm(const gj_points *p, uint32_t **perm);
-extern gj_status gj_points_block_order(gj_points *p);
-extern gj_status gj_block_bounds_build(gj_block_bounds *bb, const double *x, int64_t n,
-									   int dims, int block);
-extern void gj_block_bounds_free(gj_block_bounds *bb);
-extern double gj_block_pair_lb2(const gj_block_bounds *a, int64_t i,
-								const gj_block_bounds *b, int64_t j);
-extern void gj_bound_rows(const double *x, int dims, const uint32_t *rows, int64_t r0,
-						  int64_t r1, double *lo, double *hi, double *c, double *r);
-extern double gj_bounds_lb2(const double *lo1, const double *hi1, const double *c1, double r1,
-							const double *lo2, const double *hi2, const double *c2, double r2,
-							int dims);
 
 /*
  * The CPU eps self-join by tiles (cpu_tiles.c), an engine like
@@ -627,8 +510,6 @@ typedef struct gj_cpu_tiles gj_cpu_tiles;
 
 extern gj_status gj_cpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 									int nthreads, gj_cpu_tiles **out);
-extern int64_t gj_cpu_tiles_tested(const gj_cpu_tiles *j);
-extern int64_t gj_cpu_tiles_skipped(const gj_cpu_tiles *j);
 
 /*
  * Per-row answers from any engine's pairs (pair_rows.c).  A pair source
@@ -653,33 +534,12 @@ extern gj_status gj_pairs_lists(const gj_pair_source *src, const gj_points *p,
 								int64_t max_entries, int64_t **off, int64_t **nb,
 								double **nd, int64_t *entries);
 
-/* Brute-force references for the tests: O(n^2), any order of p. */
-extern void gj_oracle_count_within(const gj_points *p, double eps2,
-								   int32_t *counts);
-typedef int (*gj_oracle_rule) (void *arg, const gj_points *p, int64_t i, int64_t j);
-extern gj_status gj_oracle_dbscan_by(const gj_points *p, gj_oracle_rule within, void *arg,
-									 int32_t minpts, int32_t *cluster, uint8_t *core);
-extern gj_status gj_oracle_dbscan(const gj_points *p, double eps2,
-								  int32_t minpts, int32_t *cluster,
-								  uint8_t *core);
-
 /*
- * Start up to n threads running fn, thread t getting (char *) args + t *
- * stride (stride 0: every thread the same argument), all with every signal
- * blocked so that PostgreSQL's handlers only ever run on the backend
- * thread.  Returns how many started.
+ * Block every asynchronous signal in this thread (threads.c), saving the
+ * old mask, so that threads started meanwhile never run PostgreSQL's
+ * handlers (the GPU engines' driver threads start under it).
  */
-extern int	gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *),
-							 void *args, size_t stride);
 extern void gj_block_async_signals(sigset_t *old);
-
-/*
- * Brute force: every i < j of p, in p's current order, within eps.  Calls
- * emit for each pair; returns the number of pairs.  For tests and benchmarks.
- */
-typedef void (*gj_pair_fn) (void *arg, int64_t i, int64_t j, double dist);
-extern int64_t gj_oracle_selfjoin(const gj_points *p, double eps2,
-								  gj_pair_fn emit, void *arg);
 
 /*
  * k nearest neighbours.  For each query row, the k reference rows first in
@@ -722,7 +582,6 @@ extern int64_t gj_knn_effective_k(const gj_knn_options *opt, int64_t nrefs);
 extern gj_knn_method gj_knn_pick_method(const gj_knn_options *opt, int dims);
 
 /* knn_contrast.c: auto's choice above the grid's dimensions, from a sample */
-extern double gj_knn_contrast(const gj_points *p);
 extern gj_knn_method gj_knn_auto_method(const gj_knn_options *opt, const gj_points *refs,
 										double *contrast);
 
@@ -755,15 +614,6 @@ extern gj_status gj_cpu_knn_start(const gj_points *refs, const gj_grid *g,
 								  gj_cpu_knn **out);
 
 /*
- * Brute-force kNN oracle, independent of the engines' k buffer: sorts all
- * distances of each query.  emit(arg, query, rank, ref, dist) in rank order.
- */
-typedef void (*gj_knn_fn) (void *arg, int64_t q, int rank, int64_t r, double dist);
-extern gj_status gj_oracle_knn(const gj_points *refs, const gj_points *queries,
-							   int64_t k, int exclude_self,
-							   gj_knn_fn emit, void *arg);
-
-/*
  * slabs.c: an eps join larger than the device, as steps over rows of p
  * (and qs) sorted along their widest dimension.  A step joins rows
  * [a0, a1) of p with themselves (self) or with probing rows [b0, b1) of
@@ -789,8 +639,6 @@ typedef struct gj_slab_plan
 	int			cap;
 } gj_slab_plan;
 
-extern gj_status gj_slabs_plan(gj_points *p, gj_points *qs, double eps2, int64_t max_rows,
-							   gj_slab_plan *pl);
 
 /*
  * perm: p's rows in the order of coordinate dim, ties in row order; a
@@ -801,9 +649,6 @@ typedef gj_status (*gj_order_fn) (void *arg, const gj_points *p, int dim, uint32
 extern gj_status gj_slabs_plan_ordered(gj_points *p, gj_points *qs, double eps2,
 									   int64_t max_rows, gj_order_fn order, void *arg,
 									   gj_slab_plan *pl);
-/* The same plan for p (and qs) already sorted along dim: nothing moves. */
-extern gj_status gj_slabs_cut(const gj_points *p, const gj_points *qs, int dim, double eps2,
-							  int64_t max_rows, gj_slab_plan *pl);
 extern void gj_slabs_free(gj_slab_plan *pl);
 
 /*

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_WIDTH_MARGIN (1.0 + 1.0 / 1048576.0)
 #define GJ_DBL_TRUE_MIN 4.9406564584124654e-324	/* C11 DBL_TRUE_MIN */

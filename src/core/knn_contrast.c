@@ -12,7 +12,7 @@
  * distance to its nearest other sampled row over the median distance to
  * them, and the median of that over the sample (512 rows, fewer in many
  * dimensions: 255 at 768, about 10 ms on the H100 host's cores).
- * Measured there (regress/gpu_knn benchhd, self kNN, k = 10):
+ * Measured there (regress/gpu/gpu_knn benchhd, self kNN, k = 10):
  *   20 Gaussian clusters, 1M x 128: 0.061, blocks 4.4x faster
  *   the same, 100K x 768 cosine:     0.066, blocks 1.0-1.1x
  *   uniform 500K x 8:                0.369, blocks 12% slower
@@ -24,7 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_CONTRAST_SAMPLE 512		/* rows sampled, at most ... */
 #define GJ_CONTRAST_WORK 5e7		/* ... and at most this many pairs x dimensions */

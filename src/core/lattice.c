@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core_internal.h"
 #include "density_boxes.h"
 #include "lattice.h"
 

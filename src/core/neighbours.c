@@ -18,7 +18,7 @@
  * ascending order the probe targets ascend too, so cursors only move
  * forward, and a run of cells costs a merge rather than 3^n log|G| lookups.
  */
-#include "gj_core.h"
+#include "core_internal.h"
 
 /* First index in cell_id[0..n) with cell_id >= key. */
 static int64_t

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 /* Normalise one row in place; 0 for a zero row (left as it is). */
 int

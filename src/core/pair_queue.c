@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 struct gj_pair_queue
 {

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_PAIR_STORE_BYTES ((int64_t) 1 << 30)	/* pairs kept for DBSCAN's later passes */
 #define GJ_PAIR_WAIT_MS 50

@@ -6,8 +6,8 @@
  *
  * A PostgreSQL dynamic shared memory segment of 1 GB (1M rows of 128
  * dimensions) costs the reader two single-threaded passes over pages that
- * have nothing to do with the rows (regress/bench_shm.c; the GPU host's
- * numbers are in regress/BENCHMARKS.md): posix_fallocate allocates and
+ * have nothing to do with the rows (regress/bench/bench_shm.c; the GPU host's
+ * numbers are in regress/bench/BENCHMARKS.md): posix_fallocate allocates and
  * zeroes every page before the query can start (105-205 ms), and the last
  * detach unmaps and frees every page before the query can end (140-190
  * ms).  PostgreSQL fallocates so that a full /dev/shm fails the creation,
@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core_internal.h"
 #include "shared_rows.h"
 
 #define PART_ALIGN ((size_t) 2 << 20)	/* a file's size: a multiple of this */
@@ -186,7 +187,7 @@ gj_shared_rows_prefault(void *addr, size_t len)
  * faults: on the H100 host 16 threads fallocated 1 GB in 16 files in 22
  * ms, where faulting the same pages into the reader's mapping
  * (MADV_POPULATE_WRITE) took 69 ms, and allocating and then mapping them
- * 54 ms (regress/bench_shm: "fa", "po", "fp").  The mapping is done here,
+ * 54 ms (regress/bench/bench_shm: "fa", "po", "fp").  The mapping is done here,
  * while the workers start, because otherwise the reader faults every page
  * in as it first reads it: ~40-50 ms a GB, on one core, in the engine's
  * upload (the 1M x 128 kNN join's median on the H100 host: 951 -> 865 ms).

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 /* The engine told of the rows (and the probing rows) every step reads. */
 static void

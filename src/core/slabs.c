@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_SLAB_WIDTH_MARGIN (1.0 + 1.0 / 1048576.0)	/* grid.c's */
 #define GJ_DBL_TRUE_MIN_ 4.9406564584124654e-324

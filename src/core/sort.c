@@ -1,8 +1,7 @@
 /*
  * sort.c
  *		Sorting rows by cell: a stable LSD radix sort of (key, row) pairs,
- *		spread over threads for large inputs, and the helper that runs one
- *		function over slices of rows on threads.
+ *		spread over threads for large inputs.
  *
  * The sort was the largest part of the CPU engine's grid build (35-60 ms of
  * 120-165 ms for 2M points on one core).  Each 8-bit pass is two parallel
@@ -15,78 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 #define GJ_SORT_MIN_ROWS 65536	/* rows a sorting thread is worth starting for */
-#define GJ_STEP_ROWS ((int64_t) 1 << 20)	/* rows a slice does between interrupt polls */
-
-/* One slice's next step: fn over rows [r0, r1) with the slice's state. */
-typedef struct row_step
-{
-	void		(*fn) (void *state, int64_t r0, int64_t r1);
-	void	   *state;
-	int64_t		r0;
-	int64_t		r1;
-} row_step;
-
-static void *
-run_step(void *arg)
-{
-	row_step   *s = arg;
-
-	if (s->r0 < s->r1)
-		s->fn(s->state, s->r0, s->r1);
-	return NULL;
-}
-
-/*
- * fn over rows [0, n) in nt slices (slice t: rows n * t / nt up to
- * n * (t + 1) / nt, its state at (char *) args + t * stride; stride 0 shares
- * one), on helper threads and this one.  Every slice walks its rows in
- * order, GJ_STEP_ROWS at a time, all slices a step at once, and before each
- * step this thread polls the interrupt hook: a cancel waits for one step (a
- * few milliseconds), not for the whole job, however many rows.  The helpers
- * block every signal (gj_threads_start), so fn must not call into
- * PostgreSQL.  GJ_ERR_CANCELED: some rows were left undone.
- */
-gj_status
-gj_run_rows(void (*fn) (void *state, int64_t r0, int64_t r1), void *args, size_t stride,
-			int64_t n, int nt)
-{
-	row_step	steps[GJ_MAX_SLICES];
-	pthread_t	threads[GJ_MAX_SLICES];
-
-	nt = nt < 1 ? 1 : nt > GJ_MAX_SLICES ? GJ_MAX_SLICES : nt;
-	for (int64_t done = 0;; done += GJ_STEP_ROWS)
-	{
-		int			any = 0,
-					started;
-
-		for (int t = 0; t < nt; t++)
-		{
-			int64_t		lo = n * t / nt + done,
-						end = n * (t + 1) / nt;
-
-			steps[t].fn = fn;
-			steps[t].state = (char *) args + t * stride;
-			steps[t].r0 = lo < end ? lo : end;
-			steps[t].r1 = lo + GJ_STEP_ROWS < end ? lo + GJ_STEP_ROWS : end;
-			any |= steps[t].r0 < steps[t].r1;
-		}
-		if (!any)
-			return GJ_OK;
-		if (gj_interrupted())
-			return GJ_ERR_CANCELED;
-		/* slice 0 here, the others on helpers, or here too if one fails */
-		started = nt > 1 ? gj_threads_start(threads, nt - 1, run_step, &steps[1],
-											sizeof(row_step)) : 0;
-		run_step(&steps[0]);
-		for (int t = 1 + started; t < nt; t++)
-			run_step(&steps[t]);
-		for (int t = 0; t < started; t++)
-			pthread_join(threads[t], NULL);
-	}
-}
 
 /* qsort's comparator for doubles, ascending (NaN compares equal to all). */
 int
@@ -96,19 +26,6 @@ gj_cmp_double(const void *a, const void *b)
 				y = *(const double *) b;
 
 	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/* Slices for n rows, each at least min_rows long, at most one per core. */
-int
-gj_slices_for(int64_t n, int64_t min_rows)
-{
-	int			nt = gj_cpu_count();
-
-	if (nt > GJ_MAX_SLICES)
-		nt = GJ_MAX_SLICES;
-	if (nt > n / min_rows)
-		nt = (int) (n / min_rows);
-	return nt < 1 ? 1 : nt;
 }
 
 typedef struct sort_slice

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 typedef double gj_v4d __attribute__((vector_size(32)));
 typedef long long gj_v4l __attribute__((vector_size(32)));

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_core.h"
+#include "core_internal.h"
 
 /* Room for n runs. */
 static gj_status

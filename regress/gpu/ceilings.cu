@@ -1,0 +1,180 @@
+/*
+ * ceilings.cu
+ *		The device's arithmetic ceilings, measured: what the benchmarks
+ *		compare the joins with, in the same run, instead of a data sheet.
+ *
+ * Loops of independent operations, every SM full, timed by events: FP64
+ * tensor-core products (mma m8n8k4 and sm_90's m16n8k16, the Gram form's
+ * instructions: the faster is its ceiling),
+ * TF32 tensor-core products (mma.sync m16n8k8, the instruction the tile
+ * filters use; Hopper's wgmma is faster and unused here), and FP64 fused
+ * multiply-adds on the vector pipes.  Each is run twice and the faster
+ * kept.  Linked into the benchmark programs only, not the extension.
+ */
+#include "gpu_common.cuh"
+#include "gpu_bench.h"
+
+#define CEIL_ITERS 4096
+#define CEIL_CHAINS 4
+
+/* FP64 mma: CEIL_CHAINS independent 8x8 accumulators a warp. */
+__global__ static void
+fp64_mma_kernel(double seed, double *sink)
+{
+	double		a = seed + threadIdx.x,
+				b = seed - threadIdx.x;
+	double		c[CEIL_CHAINS][2];
+
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		c[k][0] = c[k][1] = 0.0;
+	for (int it = 0; it < CEIL_ITERS; it++)
+		for (int k = 0; k < CEIL_CHAINS; k++)
+			asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 "
+						 "{%0, %1}, {%2}, {%3}, {%0, %1};"
+						 : "+d"(c[k][0]), "+d"(c[k][1]) : "d"(a), "d"(b));
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		if (c[k][0] + c[k][1] == 12345.678)
+			*sink = c[k][0];	/* never: keeps the loop */
+}
+
+/* FP64 mma m16n8k16 (sm_90): CEIL_CHAINS independent 16x8 accumulators a warp. */
+__global__ static void
+fp64_mma16_kernel(double seed, double *sink)
+{
+	double		a = seed + threadIdx.x,
+				b = seed - threadIdx.x;
+	double		c[CEIL_CHAINS][4];
+
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.0;
+	for (int it = 0; it < CEIL_ITERS / 4; it++)
+		for (int k = 0; k < CEIL_CHAINS; k++)
+			asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+						 "{%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
+						 "{%12, %13, %14, %15}, {%0, %1, %2, %3};"
+						 : "+d"(c[k][0]), "+d"(c[k][1]), "+d"(c[k][2]), "+d"(c[k][3])
+						 : "d"(a), "d"(b), "d"(a), "d"(b), "d"(a), "d"(b), "d"(a), "d"(b),
+						 "d"(a), "d"(b), "d"(a), "d"(b));
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		if (c[k][0] + c[k][3] == 12345.678)
+			*sink = c[k][0];
+}
+
+/* TF32 mma m16n8k8 (float accumulators), CEIL_CHAINS independent ones a warp. */
+__global__ static void
+tf32_mma_kernel(float seed, float *sink)
+{
+	uint32_t	a = __float_as_uint(seed + threadIdx.x) & 0xffffe000u,
+				b = __float_as_uint(seed - threadIdx.x) & 0xffffe000u;
+	float		c[CEIL_CHAINS][4];
+
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.0f;
+	for (int it = 0; it < CEIL_ITERS; it++)
+		for (int k = 0; k < CEIL_CHAINS; k++)
+			asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+						 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+						 : "+f"(c[k][0]), "+f"(c[k][1]), "+f"(c[k][2]), "+f"(c[k][3])
+						 : "r"(a), "r"(b), "r"(a), "r"(b), "r"(a), "r"(b));
+	for (int k = 0; k < CEIL_CHAINS; k++)
+		if (c[k][0] + c[k][3] == 12345.678f)
+			*sink = c[k][0];
+}
+
+/* FP64 fused multiply-adds, 8 independent chains a thread. */
+__global__ static void
+fp64_fma_kernel(double seed, double *sink)
+{
+	double		x[8],
+				m = 1.0 - 1e-9;
+
+	for (int k = 0; k < 8; k++)
+		x[k] = seed + threadIdx.x + k;
+	for (int it = 0; it < CEIL_ITERS; it++)
+		for (int k = 0; k < 8; k++)
+			x[k] = __fma_rn(x[k], m, 1e-9);
+	for (int k = 0; k < 8; k++)
+		if (x[k] == 12345.678)
+			*sink = x[k];
+}
+
+/* Seconds of the faster of two launches of kernel k (0-3) on grid x 256 threads. */
+static cudaError_t
+time_kernel(int k, int grid, void *sink, double *secs)
+{
+	cudaEvent_t e0,
+				e1;
+	cudaError_t e;
+
+	*secs = 1e30;
+	e = cudaEventCreate(&e0);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&e1);
+	for (int r = 0; r < 3 && e == cudaSuccess; r++)
+	{
+		float		ms = 0.0f;
+
+		cudaEventRecord(e0);
+		if (k == 0)
+			fp64_mma_kernel<<<grid, 256>>>(1.0, (double *) sink);
+		else if (k == 1)
+			tf32_mma_kernel<<<grid, 256>>>(1.0f, (float *) sink);
+		else if (k == 3)
+			fp64_mma16_kernel<<<grid, 256>>>(1.0, (double *) sink);
+		else
+			fp64_fma_kernel<<<grid, 256>>>(1.0, (double *) sink);
+		cudaEventRecord(e1);
+		e = cudaEventSynchronize(e1);
+		if (e == cudaSuccess)
+			e = cudaEventElapsedTime(&ms, e0, e1);
+		if (e == cudaSuccess && r > 0 && ms * 1e-3 < *secs)
+			*secs = ms * 1e-3;	/* the first launch warms up */
+	}
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	return e;
+}
+
+extern "C" gj_status
+gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen)
+{
+	int			dev = 0,
+				sms = 0;
+	void	   *sink = NULL;
+	double		s;
+	double		warps;
+	cudaError_t e;
+
+	memset(c, 0, sizeof(*c));
+	GJ_CUDA_CHECK(err, errlen, cudaGetDevice(&dev));
+	GJ_CUDA_CHECK(err, errlen, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+	GJ_CUDA_CHECK(err, errlen, cudaMalloc(&sink, 64));
+	/* 8 blocks of 8 warps an SM: every scheduler has several warps */
+	warps = (double) sms * 8 * 8;
+	e = time_kernel(0, sms * 8, sink, &s);
+	if (e == cudaSuccess)
+		c->fp64_mma_m8n8k4 = warps * CEIL_ITERS * CEIL_CHAINS * (2.0 * 8 * 8 * 4) / s;
+	if (e == cudaSuccess)
+		e = time_kernel(3, sms * 8, sink, &s);
+	if (e == cudaSuccess)
+		c->fp64_mma_m16n8k16 = warps * (CEIL_ITERS / 4) * CEIL_CHAINS * (2.0 * 16 * 8 * 16) / s;
+	/* the Gram form's ceiling: the faster shape */
+	c->fp64_tensor = c->fp64_mma_m8n8k4 > c->fp64_mma_m16n8k16 ? c->fp64_mma_m8n8k4 :
+		c->fp64_mma_m16n8k16;
+	if (e == cudaSuccess)
+		e = time_kernel(1, sms * 8, sink, &s);
+	if (e == cudaSuccess)
+		c->tf32_tensor = warps * CEIL_ITERS * CEIL_CHAINS * (2.0 * 16 * 8 * 8) / s;
+	if (e == cudaSuccess)
+		e = time_kernel(2, sms * 8, sink, &s);
+	if (e == cudaSuccess)
+		c->fp64_fma = warps * 32 * CEIL_ITERS * 8 * 2.0 / s;
+	cudaFree(sink);
+	if (e != cudaSuccess)
+	{
+		snprintf(err, errlen, "ceilings: %s", cudaGetErrorName(e));
+		cudaGetLastError();
+		return gj_cuda_status(e);
+	}
+	return GJ_OK;
+}

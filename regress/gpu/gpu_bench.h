@@ -1,0 +1,38 @@
+/*
+ * gpu_bench.h
+ *		The GPU kernels that only the GPU checks and benchmarks link
+ *		(bruteforce.cu, ceilings.cu): references to measure the engines
+ *		against, never part of gpujoin.so.
+ */
+#ifndef GJ_GPU_BENCH_H
+#define GJ_GPU_BENCH_H
+
+#include "gj_cuda.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Brute-force pair count on the GPU (benchmark reference); *ms: kernel time. */
+extern gj_status gj_gpu_bruteforce_count(const gj_points *p, double eps2,
+										 int64_t *pairs, double *ms,
+										 char *err, size_t errlen);
+
+/* The device's arithmetic rates, measured, in flop/s. */
+typedef struct gj_gpu_ceilings
+{
+	double		fp64_tensor;	/* FP64 mma, the faster shape (the Gram form's products) */
+	double		fp64_mma_m8n8k4;
+	double		fp64_mma_m16n8k16;
+	double		tf32_tensor;	/* TF32 mma.sync m16n8k8 (the tile filters') */
+	double		fp64_fma;		/* FP64 fused multiply-adds, 2 flops each */
+} gj_gpu_ceilings;
+
+extern gj_status gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GJ_GPU_BENCH_H */
