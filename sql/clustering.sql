@@ -121,9 +121,9 @@ COMMIT;
 SET gpujoin.device = cpu;		-- EXPLAIN names the engine
 EXPLAIN (COSTS OFF) SELECT * FROM eps_neighbor_counts('c_rand', '{x,y}', 0.2);
 EXPLAIN (COSTS OFF) SELECT * FROM dbscan('c_rand', '{x,y}', 0.2, 5) WHERE cluster = 3;
-RESET gpujoin.device;
 -- the row estimate is the table's size
 EXPLAIN SELECT * FROM eps_neighbors('c_rand', '{x,y}', 0.2);
+RESET gpujoin.device;
 
 -- a dense clump wider than eps: 200,000 rows 2 eps across, so no cell is
 -- compact; DBSCAN links it box by box (density_boxes.h), where pair by
