@@ -1031,6 +1031,23 @@ free_all(struct gj_gpu_knn *j)
 	cudaGetLastError();
 }
 
+/* The engine interface's hooks (gj_core.h): what failed, what ran. */
+static const char *
+gpu_knn_error_text(const gj_engine *e)
+{
+	return gj_gpu_knn_error((const gj_gpu_knn *) e);
+}
+
+static void
+gpu_knn_report(const gj_engine *e, gj_engine_report *r)
+{
+	gj_gpu_knn_info gi;
+
+	gj_gpu_knn_stats((const gj_gpu_knn *) e, &gi);
+	r->batches = gi.batches;
+	r->done_ms = gi.done_ms;
+}
+
 /*
  * Start the GPU kNN join of queries against refs.  With the grid method the
  * index is built on the device when it fits (refs keep their order), else
@@ -1073,6 +1090,9 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
 	j->eng.free = gpu_knn_free;
+	j->eng.on_gpu = 1;
+	j->eng.error_text = gpu_knn_error_text;
+	j->eng.report = gpu_knn_report;
 	j->t_start = t0;
 	j->refs = refs;
 	j->queries = queries;

@@ -620,6 +620,23 @@ lists_chunks(gj_gpu_lists *j, char *err, size_t errlen)
 	return GJ_OK;
 }
 
+/* The engine interface's hooks (gj_core.h): what failed, what ran. */
+static const char *
+lists_error_text(const gj_engine *e)
+{
+	return gj_gpu_lists_error((const gj_gpu_lists *) e);
+}
+
+static void
+lists_report(const gj_engine *e, gj_engine_report *r)
+{
+	gj_gpu_lists_info li;
+
+	gj_gpu_lists_stats((const gj_gpu_lists *) e, &li);
+	r->batches = li.chunks;
+	r->done_ms = li.done_ms;
+}
+
 /* Start over the windows given (a copy is kept), or all of p at once when win is NULL. */
 static gj_status
 lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
@@ -641,6 +658,9 @@ lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
 	j->eng.free = lists_free;
+	j->eng.on_gpu = 1;
+	j->eng.error_text = lists_error_text;
+	j->eng.report = lists_report;
 	j->p = p;
 	j->eps2 = eps2;
 	if (opt != NULL)

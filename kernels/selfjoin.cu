@@ -578,6 +578,23 @@ prepare(struct gj_gpu_selfjoin *j, const gj_points *p, const gj_points *qs, doub
 	return GJ_OK;
 }
 
+/* The engine interface's hooks (gj_core.h): what failed, what ran. */
+static const char *
+gpu_selfjoin_error_text(const gj_engine *e)
+{
+	return gj_gpu_selfjoin_error((const gj_gpu_selfjoin *) e);
+}
+
+static void
+gpu_selfjoin_report(const gj_engine *e, gj_engine_report *r)
+{
+	gj_gpu_stats gs;
+
+	gj_gpu_selfjoin_stats((const gj_gpu_selfjoin *) e, &gs);
+	r->batches = gs.batches;
+	r->done_ms = gs.done_ms;
+}
+
 /* The self-join (qs NULL) or the join of qs with p. */
 static gj_status
 start(const gj_points *p, const gj_points *qs, double eps2, int swap,
@@ -594,6 +611,9 @@ start(const gj_points *p, const gj_points *qs, double eps2, int swap,
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
 	j->eng.free = gpu_selfjoin_free;
+	j->eng.on_gpu = 1;
+	j->eng.error_text = gpu_selfjoin_error_text;
+	j->eng.report = gpu_selfjoin_report;
 	j->swap = swap;
 
 	if (!(eps2 >= 0.0) || p->dims < 1 || p->dims > GJ_MAX_DIMS ||
@@ -660,6 +680,9 @@ gj_gpu_join_counts(const gj_points *p, const gj_points *queries, double eps2,
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
 	j->eng.free = gpu_selfjoin_free;
+	j->eng.on_gpu = 1;
+	j->eng.error_text = gpu_selfjoin_error_text;
+	j->eng.report = gpu_selfjoin_report;
 	st = gj_driver_init(&j->drv, &j->eng, 1, err, errlen);
 	if (st == GJ_OK)
 		st = device_budget(opt, &budget, err, errlen);

@@ -1015,6 +1015,27 @@ plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 	return GJ_OK;
 }
 
+/* The engine interface's hooks (gj_core.h): what failed, what ran. */
+static const char *
+gpu_tiles_error_text(const gj_engine *e)
+{
+	return gj_gpu_tiles_error((const gj_gpu_tiles *) e);
+}
+
+static void
+gpu_tiles_report(const gj_engine *e, gj_engine_report *r)
+{
+	gj_gpu_tiles_info ti;
+
+	gj_gpu_tiles_stats((const gj_gpu_tiles *) e, &ti);
+	r->batches = ti.batches;
+	/* eps_join: a slice of each set is one window, not a cut for memory */
+	r->slices = ti.windows > 1 ? ti.slices : 1;
+	r->slice_rows = ti.slice_rows;
+	r->slice_pairs = ti.windows;
+	r->done_ms = ti.done_ms;
+}
+
 extern "C" gj_status
 gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 				   const gj_gpu_options *gopt, gj_gpu_tiles **out, char *err, size_t errlen)
@@ -1032,6 +1053,9 @@ gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
 	j->eng.free = gpu_tiles_free;
+	j->eng.on_gpu = 1;
+	j->eng.error_text = gpu_tiles_error_text;
+	j->eng.report = gpu_tiles_report;
 	st = gj_driver_init(&j->drv, &j->eng, gopt != NULL ? gopt->nstreams : 0, err, errlen);
 	if (st == GJ_OK)
 		st = prepare(j, p, opt, gopt, err, errlen);

@@ -7,6 +7,8 @@
  * probe, the neighbour lists and both kNN joins, and the caller (job.c, the
  * tests, the benchmarks) holds one handle whichever engine runs.
  */
+#include <string.h>
+
 #include "core_internal.h"
 
 /*
@@ -84,4 +86,22 @@ gj_status
 gj_engine_error(const gj_engine *e)
 {
 	return (gj_status) __atomic_load_n((const int *) &e->error, __ATOMIC_RELAXED);
+}
+
+/* What made the engine fail, beyond its status ("" when it says nothing). */
+const char *
+gj_engine_error_text(const gj_engine *e)
+{
+	const char *t = e->error_text != NULL ? e->error_text(e) : NULL;
+
+	return t != NULL ? t : "";
+}
+
+/* What the engine did so far (zeros where it reports nothing). */
+void
+gj_engine_report_of(const gj_engine *e, gj_engine_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (e->report != NULL)
+		e->report(e, r);
 }

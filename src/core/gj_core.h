@@ -300,12 +300,30 @@ extern double gj_queue_done_ms(gj_pair_queue *q);
  * which gj_engine_next reports once the queue has ended.  gj_engine_free
  * cancels, joins the threads and frees everything, at any point; NULL is a
  * no-op.
+ *
+ * A GPU engine (on_gpu) also answers, whatever it is, what made it fail
+ * (gj_engine_error_text: the failing CUDA call, beyond the status) and
+ * what it did (gj_engine_report: its batches, its slices, when its last
+ * batch was handed over), so that its caller needs no switch on the kind
+ * of engine running.  The CPU engines leave both hooks NULL.
  */
+typedef struct gj_engine_report
+{
+	int64_t		batches;		/* kernel launches or chunks delivered (0: not counted) */
+	int64_t		slices;			/* tiles: slices the rows were joined in (0: not sliced) */
+	int64_t		slice_rows;		/* ... of up to this many rows */
+	int64_t		slice_pairs;	/* ... and the pairs of slices joined */
+	double		done_ms;		/* gj_now_ms() when the last batch was handed over, or 0 */
+} gj_engine_report;
+
 typedef struct gj_engine
 {
 	gj_pair_queue *q;
 	gj_status	error;			/* atomic: the first failure */
+	int			on_gpu;			/* a GPU engine: a failure part-way can rerun on the CPU */
 	void		(*free) (struct gj_engine *e);
+	const char *(*error_text) (const struct gj_engine *e);
+	void		(*report) (const struct gj_engine *e, gj_engine_report *r);
 } gj_engine;
 
 #define GJ_ENGINE(handle) ((gj_engine *) (handle))
@@ -316,6 +334,8 @@ extern double gj_engine_done_ms(gj_engine *e);
 extern void gj_engine_free(gj_engine *e);
 extern void gj_engine_fail(gj_engine *e, gj_status st);
 extern gj_status gj_engine_error(const gj_engine *e);
+extern const char *gj_engine_error_text(const gj_engine *e);
+extern void gj_engine_report_of(const gj_engine *e, gj_engine_report *r);
 
 /* Monotonic wall clock in milliseconds, for phase timings. */
 extern double gj_now_ms(void);
