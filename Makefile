@@ -16,9 +16,14 @@ EXTVERSION = 0.6
 MODULE_big = gpujoin
 
 # The glue, by part (docs/contributing.md says what each file does).
-GLUE_OBJS = src/gpujoin.o src/input.o src/input_parallel.o src/resources.o src/fault_trace.o \
-	src/job.o src/functions.o src/custom_scan.o src/support.o src/pgvector.o src/postgis.o \
-	src/geography.o
+GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_trace.o \
+	src/api/functions.o src/api/args.o src/api/entry_points.o src/api/custom_scan.o \
+	src/api/support.o src/api/info.o \
+	src/job/job.o src/job/plan.o src/job/settings.o src/job/run_common.o src/job/run_eps.o \
+	src/job/run_tiles.o src/job/run_rows.o src/job/run_knn.o src/job/run_slabs.o \
+	src/job/emit.o src/job/geo.o src/job/geo_postgis.o \
+	src/read/spi_read.o src/read/relation.o src/read/rows.o src/read/sizes.o src/read/guard.o \
+	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o
 
 # The core: what the extension and every test program link.
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/threads.o src/core/grid.o \
@@ -104,7 +109,8 @@ $(shlib): $(CORE_LIB)
 
 # --- the glue and the kernels ----------------------------------------------
 
-GLUE_HDRS = $(wildcard $(srcdir)/src/*.h) $(srcdir)/src/core/gj_core.h \
+GLUE_HDRS = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/api/*.h $(srcdir)/src/job/*.h \
+	$(srcdir)/src/read/*.h) $(srcdir)/src/core/gj_core.h \
 	$(srcdir)/src/core/shared_rows.h $(srcdir)/kernels/gj_cuda.h
 $(GLUE_OBJS): $(GLUE_HDRS)
 

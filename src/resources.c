@@ -15,7 +15,7 @@
 
 #include "utils/memutils.h"
 
-#include "gpujoin.h"
+#include "resources.h"
 
 static void
 ResourcesCallback(void *arg)

@@ -24,13 +24,14 @@
  * Restriction.  An equality (a = 42) or = ANY qual on an id column that
  * can restrict the query side (GjFilterableColumn), whose other side is
  * free of this scan's columns and of volatile functions, is evaluated with
- * the arguments and restricts the join to the listed rows (job.c).  The
+ * the arguments and restricts the join to the listed rows (job/plan.c).  The
  * qual stays in the plan as well, so it is rechecked on every row.
  *
  * What the custom scan does not take, it leaves alone: calls in the SELECT
  * list, WITH ORDINALITY, ROWS FROM with several functions, and everything
  * when gpujoin.custom_scan is off keep PostgreSQL's function scan (and the
- * materialising entry points in functions.c).  The path is never parallel.
+ * materialising entry points in entry_points.c).  The path is never
+ * parallel.
  */
 #include "postgres.h"
 
@@ -55,15 +56,17 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
 
-#include "gpujoin.h"
+#include "api/api.h"
 
 #define GJ_SCAN_NAME "GpuJoin"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
+static bool custom_scan_guc = true;
 
 /* custom_private: (function, filtered column or -1, filter is = ANY) */
 enum
@@ -168,7 +171,7 @@ GjSetRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *r
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
-	if (!gj_custom_scan_guc || rel->reloptkind != RELOPT_BASEREL ||
+	if (!custom_scan_guc || rel->reloptkind != RELOPT_BASEREL ||
 		OurCall(rte, &fn) == NULL)
 		return;
 	foreach(lc, rel->pathlist)
@@ -593,31 +596,6 @@ GjReScan(CustomScanState *node)
 	ExecScanReScan(&node->ss);
 }
 
-/* The engine EXPLAIN names before running: what the settings will pick. */
-static const char *
-PlannedEngine(GjScanState *st)
-{
-	const char *why;
-
-	if (st->filter_expr != NULL &&
-		(st->fn == GJ_FN_EPS_SELFJOIN || st->fn == GJ_FN_EPS_SELFJOIN_SQL))
-		return "cpu (restricted)";
-	if (st->filter_expr != NULL &&
-		(st->fn == GJ_FN_NEIGHBOR_COUNTS || st->fn == GJ_FN_NEIGHBOR_COUNTS_SQL ||
-		 GjFunctionShape(st->fn) == GJ_SHAPE_LISTS))
-		return "cpu (restricted)";
-	if (GjFunctionShape(st->fn) == GJ_SHAPE_LISTS)
-		return "cpu";			/* neighbour lists have no GPU engine yet */
-	if (gj_device_guc == GJ_DEVICE_CPU ||
-		(st->filter_expr != NULL &&
-		 (st->fn == GJ_FN_KNN_SELFJOIN || st->fn == GJ_FN_KNN_SELFJOIN_SQL)))
-		return "cpu";
-	if (gj_device_guc == GJ_DEVICE_GPU)
-		return "gpu";
-	return GjGpuUsable(&why) ?
-		"gpu for " CppAsString2(GJ_AUTO_GPU_MIN_ROWS) " rows or more, else cpu" : "cpu";
-}
-
 /*
  * How an eps function's tile join ran: "blocks keyed on 4 of 16 dimensions
  * (the model kept 31.2% of block pairs)", "brute force", or "brute force
@@ -671,7 +649,8 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	if (!es->analyze || js->runs == 0)
 	{
-		ExplainPropertyText("Engine", PlannedEngine(st), es);
+		ExplainPropertyText("Engine", GjPlannedEngine(GjFunctionShape(st->fn), GjTwoSets(st->fn),
+													  st->filter_expr != NULL), es);
 		return;
 	}
 	if (es->verbose && js->threads > 0)
@@ -726,10 +705,19 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 }
 
-/* Register the hook and the scan methods (from _PG_init). */
+/* Register the setting, the hook and the scan methods (from _PG_init). */
 void
 GjCustomScanInit(void)
 {
+	DefineCustomBoolVariable("gpujoin.custom_scan",
+							 "Stream the rows of gpujoin functions in FROM through a custom scan.",
+							 "Off: PostgreSQL's function scan runs them to completion into a "
+							 "tuplestore first, as for any set-returning function.",
+							 &custom_scan_guc,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	RegisterCustomScanMethods(&gj_scan_methods);
 	prev_set_rel_pathlist = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = GjSetRelPathlist;

@@ -42,7 +42,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "gpujoin.h"
+#include "api/api.h"
+#include "resources.h"
 
 #define GJ_PLAN_SAMPLE 5000.0	/* rows the planner samples, about */
 

@@ -1,5 +1,5 @@
 /*
- * geography.c
+ * geo.c
  *		PostGIS geography in a job: one spheroid for both sides, the rows
  *		made earth-centred, and the pairs a chord cannot settle asked of
  *		PostGIS.
@@ -13,9 +13,11 @@
  * 13 cm at 50 km): there PostGIS's own ST_DWithin decides, so the pairs
  * are those of ST_DWithin to the last bit.  Pairs are checked as they
  * stream; counts are counted twice, at both ends of the band, and only
- * rows whose counts differ look for the pairs between (here for listed
- * rows and two tables; for all of a table's rows, and DBSCAN, job.c's
- * GeoBandRows does the same through core/slab_density.c's band).
+ * rows whose counts differ look for the pairs between (for listed rows
+ * and two tables, GjGeographyRepairCounts; for all of a table's rows, and
+ * DBSCAN, GjGeoBandRows through core/slab_density.c's band).  PostGIS's
+ * own answers come from geo_postgis.c; pairs and lists as they stream are
+ * decided in windows (emit.c).
  */
 #include "postgres.h"
 
@@ -23,8 +25,7 @@
 
 #include "miscadmin.h"
 
-#include "gpujoin.h"
-#include "reader.h"
+#include "job/job_internal.h"
 
 /*
  * After the reads: check that the inputs and arguments agree, and make the
@@ -332,4 +333,134 @@ GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_side *s_side
 	}
 	PG_END_TRY();
 	pfree(lo);
+}
+
+/*
+ * Geography counts and DBSCAN of all the rows: the engines count within
+ * the chords in_max and out_min (core/slab_density.c's band: on the GPU
+ * where it can, in slabs where it must, else on the CPU), PostGIS decides
+ * the pairs in between, and DBSCAN clusters under that rule, the band's
+ * pairs linking as the others do.  res->rowval (and rowflag) follow the
+ * rows' new order.
+ */
+void
+GjGeoBandRows(GjJob *job, bool allow_gpu)
+{
+	GjResources *res = job->res;
+	gj_points  *p = &res->points;
+	int64		n = p->n;
+	double		in2 = job->geo.g.in_max * job->geo.g.in_max,
+				out2 = job->spec.eps2;
+	bool		dbscan = job->spec.shape == GJ_SHAPE_DBSCAN;
+	bool		gpu = allow_gpu && GjChooseEngine(n) == GJ_ENGINE_GPU;
+	int			nthreads = GjCpuThreads();
+	int64		max_rows = 0;
+	gj_gpu_slab_ctx ctx;
+	gj_slab_engine e;
+	gj_slab_info si;
+	gj_band		found,
+				band;
+	int64		kept = 0;
+	gj_status	st = GJ_OK;
+	double		t0;
+
+	GjAllocRowResults(job, n);
+	GjRowsMoved(res);
+	memset(&ctx, 0, sizeof(ctx));
+	if (gpu)
+	{
+		max_rows = GjSlabRows(p->dims,
+							dbscan ? GJ_GPU_DENSITY_ROW_BYTES + GJ_GPU_DENSITY_GIVEN_ROW_BYTES : 0, 1);
+		gpu = max_rows >= 4096;
+	}
+	if (gpu)
+	{
+		gj_gpu_slab_engine(&e, &ctx);
+		GjGpuOptionsInit(&ctx.opt, false);
+		st = gj_slab_band(p, in2, out2, max_rows, &e, res->rowval, &found, &si);
+		if (st != GJ_OK)
+			gpu = GjGpuStartFailed(job, st, ctx.err[0] ? ctx.err : "the slabs could not be planned");
+	}
+	if (!gpu)
+	{
+		gj_cpu_slab_engine(&e, &nthreads);
+		max_rows = 2 * n + 2;	/* one slab */
+		GjCheckCore(gj_slab_band(p, in2, out2, max_rows, &e, res->rowval, &found, &si),
+					job->spec.fname);
+	}
+
+	/* the band in the job's memory, then PostGIS's word on each pair */
+	t0 = gj_now_ms();
+	band = found;
+	band.a = palloc(sizeof(int64) * (found.n + 1));
+	band.b = palloc(sizeof(int64) * (found.n + 1));
+	band.c = palloc(sizeof(double) * (found.n + 1));
+	memcpy(band.a, found.a, sizeof(int64) * found.n);
+	memcpy(band.b, found.b, sizeof(int64) * found.n);
+	memcpy(band.c, found.c, sizeof(double) * found.n);
+	gj_band_free(&found);
+	{
+		int64	   *ida = palloc(sizeof(int64) * (band.n + 1)),
+				   *idb = palloc(sizeof(int64) * (band.n + 1));
+		bool	   *within = palloc(sizeof(bool) * (band.n + 1));
+
+		for (int64 k = 0; k < band.n; k++)
+		{
+			ida[k] = p->ids[band.a[k]];
+			idb[k] = p->ids[band.b[k]];
+		}
+		GjGeographyDecide(&job->geo, &res->geo_points, ida, &res->geo_points, idb, band.c,
+						  band.n, within, NULL);
+		for (int64 k = 0; k < band.n; k++)
+			if (within[k])
+			{
+				res->rowval[band.a[k]]++;
+				res->rowval[band.b[k]]++;
+				band.a[kept] = band.a[k];
+				band.b[kept] = band.b[k];
+				band.c[kept++] = band.c[k];
+			}
+		pfree(ida);
+		pfree(idb);
+		pfree(within);
+	}
+	elog(DEBUG1, "%s: %lld band pairs, %lld within d, decided in %.1f ms; %lld slabs, counts %.1f ms",
+		 job->spec.fname, (long long) band.n, (long long) kept, gj_now_ms() - t0,
+		 (long long) si.nslabs, si.counts_ms);
+	band.n = kept;
+
+	if (dbscan)
+	{
+		for (int64 i = 0; i < n; i++)
+			res->rowflag[i] = res->rowval[i] >= job->spec.minpts;
+		st = gj_slab_band_dbscan(p, in2, out2, res->rowflag, &band, max_rows, &e,
+								 res->rowval, &si);
+		if (st != GJ_OK && st != GJ_ERR_CANCELED && gpu)
+		{
+			gpu = GjGpuStartFailed(job, st, ctx.err[0] ? ctx.err : "a slab step failed");
+			gj_cpu_slab_engine(&e, &nthreads);
+			max_rows = 2 * n + 2;
+			st = gj_slab_band_dbscan(p, in2, out2, res->rowflag, &band, max_rows, &e,
+									 res->rowval, &si);
+		}
+		GjCheckCore(st, job->spec.fname);
+	}
+	pfree(band.a);
+	pfree(band.b);
+	pfree(band.c);
+	if (gpu)
+	{
+		job->stats.index_ms += ctx.info.index_ms;
+		job->stats.batches = ctx.info.launches;
+		GjEngineRan(job, si.nslabs > 1 ? "gpu (slabs)" : "gpu", 0);
+		if (si.nslabs > 1)
+		{
+			job->stats.slices = si.nslabs;
+			job->stats.slice_rows = max_rows;
+			job->stats.slab_steps = si.calls;
+		}
+	}
+	else
+		GjEngineRan(job, "cpu", nthreads);
+	job->geo_band = true;
 }

@@ -1,5 +1,5 @@
 /*
- * input_parallel.c
+ * parallel_read.c
  *		The parallel read: rows packed into point buffers by parallel
  *		workers, through a partial aggregate.
  *
@@ -36,9 +36,13 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <sys/statvfs.h>
 
+#include "access/htup_details.h"
 #include "access/parallel.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -47,19 +51,49 @@
 #include "storage/dsm_impl.h"
 #include "storage/fd.h"
 #include "storage/proc.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
-#include "gpujoin.h"
-#include "reader.h"
-#include "core/shared_rows.h"
+#include "machine.h"
+#include "read/reader.h"
 
 #define PACK_MAGIC UINT64CONST(0x676a7061636b3031)
 #define PACK_BLOCK_ROWS 8192		/* rows a block, at most ... */
 #define PACK_BLOCK_BYTES (2 << 20)	/* ... and about this many bytes */
 #define PACK_PARTICIPANTS 17		/* leader and workers, at most (slack) */
 #define PACK_FILE_HEAD 64			/* the rows' file starts with the magic and token */
+
+static int	parallel_read_min_rows_guc = 100000;
+static bool parallel_read_file_guc = true;
+
+/* The read's settings (from _PG_init). */
+void
+GjReadInit(void)
+{
+	DefineCustomIntVariable("gpujoin.parallel_read_min_rows",
+							"Tables of at least this many rows are read by parallel workers (-1 = never).",
+							"The planner still decides how many workers (max_parallel_workers_per_gather).",
+							&parallel_read_min_rows_guc,
+							100000, -1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpujoin.parallel_read_file",
+							 "Pass the parallel read's rows through shared files of the reader's (Linux).",
+							 "Off, or where min_dynamic_shared_memory holds them: through a PostgreSQL "
+							 "dynamic shared memory segment, which outside the main region costs the "
+							 "query an allocation and a free of every page on one core.",
+							 &parallel_read_file_guc,
+							 true,
+							 PGC_USERSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+}
 
 /*
  * The shared segment: this header, the fill count of each block, then ids
@@ -814,7 +848,7 @@ CreateRows(GjPackTarget *t, int64 cap, int dims)
 	 * main region, whose pages stay allocated and mapped from one query to
 	 * the next: nothing to allocate or free at all, so that goes first.
 	 */
-	if (gj_parallel_read_file_guc &&
+	if (parallel_read_file_guc &&
 		(double) SharedSize(cap, dims, true) > (double) min_dynamic_shared_memory * 1024 * 1024 &&
 		(double) PACK_FILE_HEAD + RowsBytes(cap, dims) <= (double) GjHostMemoryLimit())
 	{
@@ -935,4 +969,109 @@ GjPackEnd(GjPackTarget *t)
 	DropFiles(t);
 	t->ids = NULL;
 	t->x = NULL;
+}
+
+/*
+ * The elements of the first non-NULL array in column att of relid, read as
+ * the caller (read-only, through SPI); 0 when there is none.  The parallel
+ * read sizes its shared segment by it; a later array of another length
+ * fails as in the serial read.
+ */
+static int
+ProbeArrayDims(const GjInputSpec *spec, AttrNumber att)
+{
+	const char *col = quote_identifier(get_attname(spec->relid, att, false));
+	char	   *sql = psprintf("SELECT array_length(%s, 1) FROM %s WHERE %s IS NOT NULL LIMIT 1",
+							   col,
+							   quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->relid)),
+														  get_rel_name(spec->relid)),
+							   col);
+	bool		isnull;
+	Datum		d;
+	int			dims = 0;
+	int			nestlevel;
+
+	/* under the read's own guard: nothing the probe calls may write */
+	nestlevel = GjEnterReadOnly();
+	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+			dims = DatumGetInt32(d);
+	}
+	AtEOXact_GUC(true, nestlevel);
+	if (SPI_tuptable != NULL)
+		SPI_freetuptable(SPI_tuptable);
+	pfree(sql);
+	return dims >= 1 && dims <= GJ_MAX_DIMS ? dims : 0;
+}
+
+/*
+ * Whether the relation form reads through parallel workers (the packing
+ * aggregate of input_parallel.c), and in how many dimensions (*dims): a
+ * plain table of scalar coordinate columns, or of one array, vector or
+ * halfvec column (detoasting a 768-dim vector costs more than the executor
+ * per row, and workers share it), with at least
+ * gpujoin.parallel_read_min_rows rows by its statistics, small enough that
+ * each worker's buffer passes as one bytea.  The dimensions of a vector
+ * column come from its declared type, an array's from its first row.
+ * Anything unusual (never analyzed, an undeclared vector, a column that
+ * does not exist: GjBuildRelationQuery reports it) reads serially.
+ */
+bool
+GjParallelReadWanted(const GjInputSpec *spec, int *dims)
+{
+	HeapTuple	tup;
+	float4		reltuples;
+	char		relkind;
+	int			ncols;
+
+	*dims = 0;
+	if (spec->is_query || spec->sample_pct > 0 || spec->only_ids != NULL ||
+		parallel_read_min_rows_guc < 0 || !OidIsValid(spec->nsp) ||
+		ARR_NDIM(spec->cols) != 1 || ARR_HASNULL(spec->cols))
+		return false;
+	ncols = ArrayGetNItems(ARR_NDIM(spec->cols), ARR_DIMS(spec->cols));
+	/* gpujoin_pack takes the token, the id and the coordinates as arguments */
+	if (ncols < 1 || ncols > FUNC_MAX_ARGS - 2)
+		return false;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(spec->relid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	relkind = ((Form_pg_class) GETSTRUCT(tup))->relkind;
+	ReleaseSysCache(tup);
+	if ((relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
+		reltuples < 0 || reltuples < parallel_read_min_rows_guc)
+		return false;
+	*dims = ncols;
+	if (ncols == 1)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		AttrNumber	att;
+		Oid			t,
+					coll;
+		int32		typmod;
+
+		deconstruct_array(spec->cols, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		att = get_attnum(spec->relid, TextDatumGetCString(elems[0]));
+		if (att == InvalidAttrNumber)
+			return false;
+		get_atttypetypmodcoll(spec->relid, att, &t, &typmod, &coll);
+		t = getBaseType(t);
+		if (GjPgvectorKind(t) != 0)
+			*dims = typmod >= 1 && typmod <= GJ_MAX_DIMS ? typmod : 0;
+		else if (IsCoordArrayType(t))
+			*dims = ProbeArrayDims(spec, att);
+		else if (!IsCoordType(t))
+			*dims = 0;
+	}
+	if (*dims <= 0)
+		return false;
+	/* before the shared segment is made for them */
+	GjCheckHostMemory(spec->fname, reltuples, *dims, false);
+	return true;
 }

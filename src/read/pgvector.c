@@ -1,7 +1,8 @@
 /*
  * pgvector.c
- *		Reading pgvector's vector and halfvec values without depending on
- *		pgvector at build time.
+ *		Decoding pgvector's vector and halfvec values without depending on
+ *		pgvector at build time: a leaf of the reader (rows.c calls it, it
+ *		calls nothing of the reader's).
  *
  * pgvector documents its on-disk layout and has kept it since its first
  * release: a varlena whose data is an int16 dimension count, an int16 that
@@ -25,7 +26,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-#include "reader.h"
+#include "read/reader.h"
 
 /* The header pgvector puts before the elements (after the varlena's). */
 typedef struct PgvectorHeader
@@ -85,8 +86,8 @@ HalfToDouble(uint16 h)
  * The dimensions of a pgvector value (detoasted), after checking it against
  * the layout; an error names the function when it does not fit.
  */
-static const PgvectorHeader *
-CheckedHeader(struct varlena *v, int kind, const char *fname)
+int
+GjPgvectorDims(const struct varlena *v, int kind, const char *fname)
 {
 	const PgvectorHeader *h = (const PgvectorHeader *) VARDATA(v);
 	Size		elem = kind == GJ_VEC_VECTOR ? sizeof(float4) : sizeof(uint16);
@@ -99,30 +100,28 @@ CheckedHeader(struct varlena *v, int kind, const char *fname)
 						kind == GJ_VEC_VECTOR ? "vector" : "halfvec"),
 				 errdetail("Its size is %zu bytes for %d dimensions.",
 						   (Size) VARSIZE(v), (int) h->dim)));
-	return h;
+	return h->dim;
 }
 
 /*
- * The coordinates of a pgvector value into rd->row; the first value fixes
- * the dimensions, as for arrays.  Finiteness is checked by the caller, as
- * for every kind of input.
+ * The elements of a pgvector value whose layout GjPgvectorDims checked, as
+ * float64 into out (its dimensions' worth).  Finiteness is the reader's to
+ * check, as for every kind of input.
  */
 void
-GjPgvectorCoords(GjRowReader *rd, Datum value)
+GjPgvectorToFloat8(const struct varlena *v, int kind, double *out)
 {
-	struct varlena *v = PG_DETOAST_DATUM(value);
-	const PgvectorHeader *h = CheckedHeader(v, rd->shape.vec, rd->fname);
+	const PgvectorHeader *h = (const PgvectorHeader *) VARDATA(v);
 	const char *data = (const char *) (h + 1);
 
-	GjRowReaderSetDims(rd, h->dim);
-	if (rd->shape.vec == GJ_VEC_VECTOR)
+	if (kind == GJ_VEC_VECTOR)
 	{
 		float4		f;
 
 		for (int d = 0; d < h->dim; d++)
 		{
 			memcpy(&f, data + d * sizeof(float4), sizeof(float4));
-			rd->row[d] = (double) f;
+			out[d] = (double) f;
 		}
 	}
 	else
@@ -132,9 +131,7 @@ GjPgvectorCoords(GjRowReader *rd, Datum value)
 		for (int d = 0; d < h->dim; d++)
 		{
 			memcpy(&b, data + d * sizeof(uint16), sizeof(uint16));
-			rd->row[d] = HalfToDouble(b);
+			out[d] = HalfToDouble(b);
 		}
 	}
-	if ((Pointer) v != DatumGetPointer(value))
-		pfree(v);
 }

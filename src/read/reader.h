@@ -1,13 +1,17 @@
 /*
  * reader.h
- *		Row conversion shared by the two ways input.c reads rows: the
- *		DestReceiver of the serial read and the packing aggregate of the
- *		parallel read (input_parallel.c).
+ *		The reader's own files (read/): how a result row's columns become
+ *		coordinates, shared by the serial read (spi_read.c) and the
+ *		parallel read's aggregate (parallel_read.c), and the leaves both
+ *		call: the relation's catalog (relation.c), the size checks
+ *		(sizes.c), the read-only guard (guard.c), PostGIS points
+ *		(postgis.c) and pgvector values (pgvector.c).  The leaves never
+ *		call back into the reader.
  */
 #ifndef GJ_READER_H
 #define GJ_READER_H
 
-#include "gpujoin.h"
+#include "read/read.h"
 #include "core/shared_rows.h"
 #include "access/tupdesc.h"
 #include "lib/stringinfo.h"
@@ -47,10 +51,12 @@ IsCoordArrayType(Oid t)
 	return t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID;
 }
 
+#define GJ_COORD_TYPES_DETAIL "Coordinates must be smallint, integer, bigint, real, double precision or numeric columns, or one real[], double precision[], vector or halfvec column."
+
 /*
- * Converting rows of one shape: counters of why rows were skipped, the
- * current row's coordinates, and the dimensions (fixed by the first array
- * or vector for such a column).
+ * Converting rows of one shape (rows.c): counters of why rows were
+ * skipped, the current row's coordinates, and the dimensions (fixed by
+ * the first array or vector for such a column).
  */
 typedef struct GjRowReader
 {
@@ -68,38 +74,68 @@ typedef struct GjRowReader
 	MemoryContext cxt;
 } GjRowReader;
 
+/* rows.c */
+extern void GjCheckDims(const char *fname, int dims);
+extern bool GjIsPointColumnType(Oid t);
+extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape);
 /* After rd->shape is set; the row buffer lives in cxt. */
 extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
 							const int64 *only_ids, int nonly, MemoryContext cxt);
 extern void GjRowReaderSetDims(GjRowReader *rd, int dims);
-extern void GjCheckDims(const char *fname, int dims);
-extern AttrNumber GjLookupColumn(Oid relid, const char *name);
-extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
-extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol);
-/* postgis.c: a geometry column's query and SRID (GJ_NO_SRID when not geometry) */
-extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
-							bool *geography, Oid *nsp);
-extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
-								 bool *geography, Oid *nsp, int *coords);
-extern int32 GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography);
-extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
-extern void GjGeographyWithinMany(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
-								  double d, int n, const double *ll, bool *within,
-								  double *metres);
-extern int	GjPgvectorKind(Oid t);
-extern void GjPgvectorCoords(GjRowReader *rd, Datum value);
 extern bool GjConvertRow(GjRowReader *rd, const Datum *values,
 						 const bool *nulls, int64 *id);
 extern double DatumToFloat8(Datum d, Oid type);
 extern int64 DatumToId(Datum d, Oid type);
 
+/* relation.c: the relation form's columns, from the catalog */
+extern AttrNumber GjLookupColumn(Oid relid, const char *name);
+extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
+extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol);
+extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
+
+/* sizes.c: the input's size against gpujoin.host_memory_limit */
+extern int64 GjExpectedRows(Oid relid);
+extern double GjRelationRows(Oid relid);
+extern void GjCheckHostMemory(const char *fname, double rows, int dims, bool at_least);
+extern void GjPrecheckHostMemory(const GjInputSpec *spec);
+extern void GjSizeFromStats(const GjInputSpec *spec, gj_points *pts);
+
 /*
- * The parallel read (input_parallel.c): the final function of
+ * guard.c: transaction_read_only on at a new GUC nest level, for a read
+ * as the caller; AtEOXact_GUC(true, level) undoes it (an error does too).
+ */
+extern int	GjEnterReadOnly(void);
+
+/*
+ * postgis.c: a geometry or geography column's query and SRID
+ * (GJ_NO_SRID when not geometry), a query returning one wrapped to read
+ * its coordinates, and the SRID column such a read ends with.
+ */
+extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
+							bool *geography, Oid *nsp);
+extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
+								 bool *geography, Oid *nsp, int *coords);
+extern int32 GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography);
+
+/*
+ * pgvector.c: which of pgvector's types t is (GJ_VEC_*, or 0), the
+ * dimensions of a detoasted value after checking it against the layout,
+ * and its elements as float64.
+ */
+extern int	GjPgvectorKind(Oid t);
+extern int	GjPgvectorDims(const struct varlena *v, int kind, const char *fname);
+extern void GjPgvectorToFloat8(const struct varlena *v, int kind, double *out);
+
+/*
+ * The parallel read (parallel_read.c): whether a relation is read by
+ * parallel workers (and in how many dimensions); the final function of
  * gpujoin_pack moves the rows of the query that passed the token returned
  * by GjPackBegin into *pts, with the counters; GjPackEnd after the query.
  * On error, the reset of the context t lives in ends the wait (the
  * resource owner detaches the segment).
  */
+extern bool GjParallelReadWanted(const GjInputSpec *spec, int *dims);
+
 typedef struct GjPackTarget
 {
 	gj_points  *pts;
@@ -124,5 +160,12 @@ typedef struct GjPackTarget
 extern int64 GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize,
 						 const char *fname);
 extern void GjPackEnd(GjPackTarget *t);
+
+/*
+ * Rows beyond the shared segment travel from each worker as one bytea
+ * (under 1 GB): without a segment, only inputs well below that read in
+ * parallel.
+ */
+#define GJ_PACK_UNSHARED_MAX (900.0 * 1024 * 1024)
 
 #endif							/* GJ_READER_H */

@@ -1,0 +1,291 @@
+/*
+ * args.c
+ *		A call's arguments checked into a job spec.
+ *
+ * Both ways of running a function share GjJobSpecFromArgs, so a call in
+ * the SELECT list, a call with gpujoin.custom_scan off and a call the
+ * custom scan takes check the same things and raise the same errors.
+ * Older definitions of a function still call this library until ALTER
+ * EXTENSION UPDATE, with fewer arguments (functions.c's table says which).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "api/api.h"
+
+static inline void
+CheckNotNull(const bool *nulls, int argno, const char *name)
+{
+	if (nulls[argno])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+}
+
+static inline void
+CheckEps(double eps)
+{
+	if (isnan(eps) || isinf(eps) || eps <= 0.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must be a positive finite number, not %g", eps)));
+}
+
+static inline void
+CheckMinpts(int32 minpts)
+{
+	if (minpts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("minpts must be at least 1, not %d", minpts)));
+}
+
+/* The metric argument: l2 (the default) or cosine. */
+static GjMetric
+MetricFromArg(const Datum *values, const bool *nulls, int argno)
+{
+	char	   *m;
+
+	if (argno < 0)
+		return GJ_METRIC_L2;	/* a 0.3 definition: no metric argument */
+	CheckNotNull(nulls, argno, "metric");
+	m = TextDatumGetCString(values[argno]);
+	if (strcmp(m, "l2") == 0)
+		return GJ_METRIC_L2;
+	if (strcmp(m, "cosine") == 0)
+		return GJ_METRIC_COSINE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("metric must be l2 or cosine, not \"%s\"", m)));
+	return GJ_METRIC_L2;		/* not reached */
+}
+
+static inline void
+CheckK(int32 k)
+{
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1, not %d", k)));
+}
+
+/* The relation form's input from (tbl, cols, id_col) arguments. */
+static void
+RelationInput(GjInputSpec *in, const char *fname, const Datum *values,
+			  const bool *nulls, int tbl_arg, Datum cols, int id_arg)
+{
+	memset(in, 0, sizeof(*in));
+	in->fname = fname;
+	in->relid = DatumGetObjectId(values[tbl_arg]);
+	in->cols = DatumGetArrayTypePCopy(cols);
+	in->id_col = nulls[id_arg] ? NULL : DatumGetTextPCopy(values[id_arg]);
+}
+
+/* The query form's input. */
+static void
+QueryInput(GjInputSpec *in, const char *fname, Datum query)
+{
+	memset(in, 0, sizeof(*in));
+	in->fname = fname;
+	in->is_query = true;
+	in->query = TextDatumGetCString(query);
+}
+
+/*
+ * The two-table functions (knn_join, eps_join, eps_join_counts): arguments
+ * 0 and 1 the query (r) and reference (s) tables, 2 cols, 4 and 5 their
+ * id columns, 6 the s side's cols (NULL: cols).
+ */
+static void
+TwoRelationInputs(GjJobSpec *spec, const Datum *values, const bool *nulls)
+{
+	RelationInput(&spec->query, spec->fname, values, nulls, 0, values[2], 4);
+	RelationInput(&spec->input, spec->fname, values, nulls, 1,
+				  nulls[6] ? values[2] : values[6], 5);
+	spec->has_query = true;
+}
+
+/* Their _sql forms: arguments 0 and 1 the two queries. */
+static void
+TwoQueryInputs(GjJobSpec *spec, const Datum *values)
+{
+	QueryInput(&spec->query, spec->fname, values[0]);
+	QueryInput(&spec->input, spec->fname, values[1]);
+	spec->has_query = true;
+}
+
+/* The call of fn (funcid) with these arguments as a job. */
+void
+GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
+				  const bool *nulls, int nargs, GjJobSpec *spec)
+{
+	int			metric_arg = -1,
+				spheroid_arg = -1;
+
+	memset(spec, 0, sizeof(*spec));
+	spec->filter_column = GJ_FILTER_NONE;
+	spec->fname = GjFunctionName(fn);
+	if (spec->fname == NULL)
+		elog(ERROR, "gpujoin: not a gpujoin function");
+	spec->shape = GjFunctionShape(fn);
+	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
+	if (nargs == GjFunctionArgs(fn))
+	{
+		metric_arg = nargs - 2;
+		spheroid_arg = nargs - 1;
+	}
+	else if (nargs == GjFunctionArgs(fn) - 1)
+		metric_arg = nargs - 1;
+	else if (nargs != GjFunctionArgs(fn) - 2)
+		elog(ERROR, "%s: expected %d arguments, got %d",
+			 spec->fname, GjFunctionArgs(fn), nargs);
+
+	switch (fn)
+	{
+		case GJ_FN_EPS_SELFJOIN:
+			/* (tbl regclass, cols text[], eps, id_col, symmetric) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "eps");
+			CheckNotNull(nulls, 4, "symmetric");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			spec->symmetric = DatumGetBool(values[4]);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 3);
+			break;
+		case GJ_FN_EPS_SELFJOIN_SQL:
+			/* (query, eps, symmetric) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "eps");
+			CheckNotNull(nulls, 2, "symmetric");
+			spec->eps = DatumGetFloat8(values[1]);
+			CheckEps(spec->eps);
+			spec->symmetric = DatumGetBool(values[2]);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_KNN_JOIN:
+			/* (query_tbl, ref_tbl, cols, k, query_id_col, ref_id_col, ref_cols) */
+			CheckNotNull(nulls, 0, "query_tbl");
+			CheckNotNull(nulls, 1, "ref_tbl");
+			CheckNotNull(nulls, 2, "cols");
+			CheckNotNull(nulls, 3, "k");
+			spec->k = DatumGetInt32(values[3]);
+			CheckK(spec->k);
+			TwoRelationInputs(spec, values, nulls);
+			break;
+		case GJ_FN_KNN_SELFJOIN:
+			/* (tbl, cols, k, id_col) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "k");
+			spec->k = DatumGetInt32(values[2]);
+			CheckK(spec->k);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 3);
+			break;
+		case GJ_FN_KNN_JOIN_SQL:
+			/* (query_sql, ref_sql, k) */
+			CheckNotNull(nulls, 0, "query_sql");
+			CheckNotNull(nulls, 1, "ref_sql");
+			CheckNotNull(nulls, 2, "k");
+			spec->k = DatumGetInt32(values[2]);
+			CheckK(spec->k);
+			TwoQueryInputs(spec, values);
+			break;
+		case GJ_FN_KNN_SELFJOIN_SQL:
+			/* (query, k) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "k");
+			spec->k = DatumGetInt32(values[1]);
+			CheckK(spec->k);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_NEIGHBOR_COUNTS:
+		case GJ_FN_NEIGHBORS:
+			/* (tbl, cols, eps, id_col) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "eps");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 3);
+			break;
+		case GJ_FN_NEIGHBOR_COUNTS_SQL:
+		case GJ_FN_NEIGHBORS_SQL:
+			/* (query, eps) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "eps");
+			spec->eps = DatumGetFloat8(values[1]);
+			CheckEps(spec->eps);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_DBSCAN:
+			/* (tbl, cols, eps, minpts, id_col) */
+			CheckNotNull(nulls, 0, "tbl");
+			CheckNotNull(nulls, 1, "cols");
+			CheckNotNull(nulls, 2, "eps");
+			CheckNotNull(nulls, 3, "minpts");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			spec->minpts = DatumGetInt32(values[3]);
+			CheckMinpts(spec->minpts);
+			RelationInput(&spec->input, spec->fname, values, nulls, 0, values[1], 4);
+			break;
+		case GJ_FN_DBSCAN_SQL:
+			/* (query, eps, minpts) */
+			CheckNotNull(nulls, 0, "query");
+			CheckNotNull(nulls, 1, "eps");
+			CheckNotNull(nulls, 2, "minpts");
+			spec->eps = DatumGetFloat8(values[1]);
+			CheckEps(spec->eps);
+			spec->minpts = DatumGetInt32(values[2]);
+			CheckMinpts(spec->minpts);
+			QueryInput(&spec->input, spec->fname, values[0]);
+			break;
+		case GJ_FN_EPS_JOIN:
+		case GJ_FN_JOIN_COUNTS:
+			/* (r_tbl, s_tbl, cols, eps, r_id_col, s_id_col, s_cols) */
+			CheckNotNull(nulls, 0, "r_tbl");
+			CheckNotNull(nulls, 1, "s_tbl");
+			CheckNotNull(nulls, 2, "cols");
+			CheckNotNull(nulls, 3, "eps");
+			spec->eps = DatumGetFloat8(values[3]);
+			CheckEps(spec->eps);
+			TwoRelationInputs(spec, values, nulls);
+			break;
+		case GJ_FN_EPS_JOIN_SQL:
+		case GJ_FN_JOIN_COUNTS_SQL:
+			/* (r_query, s_query, eps) */
+			CheckNotNull(nulls, 0, "r_query");
+			CheckNotNull(nulls, 1, "s_query");
+			CheckNotNull(nulls, 2, "eps");
+			spec->eps = DatumGetFloat8(values[2]);
+			CheckEps(spec->eps);
+			TwoQueryInputs(spec, values);
+			break;
+		case GJ_FN_NONE:
+			break;
+	}
+	/*
+	 * The engines compare squared distances with eps2: eps * eps, or for
+	 * the cosine distance of normalised rows, which is half their squared
+	 * distance, 2 * eps (exact in float64).
+	 */
+	spec->metric = MetricFromArg(values, nulls, metric_arg);
+	spec->eps2 = spec->metric == GJ_METRIC_COSINE ? 2.0 * spec->eps : spec->eps * spec->eps;
+	spec->input.metric = spec->query.metric = spec->metric;
+	/* the kNN joins rank on the sphere, as PostGIS's <-> (their default) */
+	spec->use_spheroid = !spec->is_knn;
+	if (spheroid_arg >= 0)
+	{
+		CheckNotNull(nulls, spheroid_arg, "use_spheroid");
+		spec->use_spheroid = DatumGetBool(values[spheroid_arg]);
+	}
+	spec->spheroid_given = spec->use_spheroid != !spec->is_knn;
+	/* the parallel read calls our aggregate by this schema, not search_path */
+	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
+}

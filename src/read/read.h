@@ -1,0 +1,75 @@
+/*
+ * read.h
+ *		Reading a join's rows into the core's point buffers: what the job
+ *		asks the reader for and what it gets back.
+ *
+ * One reader serves every function and both forms of input (a relation
+ * with column names, or a caller's query): it runs as the caller through
+ * SPI, read-only, and decodes each row's coordinates (numbers, arrays,
+ * PostGIS points, pgvector values) straight into a gj_points buffer,
+ * serially or through parallel workers (spi_read.c says how).
+ */
+#ifndef GJ_READ_H
+#define GJ_READ_H
+
+#include "gpujoin.h"
+
+#include "utils/array.h"
+
+/* The distance: Euclidean, or 1 - cosine similarity (rows normalised on read). */
+typedef enum GjMetric
+{
+	GJ_METRIC_L2 = 0,
+	GJ_METRIC_COSINE
+} GjMetric;
+
+/* What the reader is asked to read. */
+typedef struct GjInputSpec
+{
+	const char *fname;			/* SQL function name, for messages */
+	GjMetric	metric;			/* cosine: rows are normalised, zero rows dropped */
+	bool		is_query;		/* the _sql form */
+	Oid			nsp;			/* schema of gpujoin's functions */
+	/* relation form */
+	Oid			relid;
+	ArrayType  *cols;			/* coordinate column names */
+	text	   *id_col;			/* NULL: the primary key */
+	/* query form */
+	const char *query;
+	/* only the rows with these ids (sorted, distinct), when not NULL */
+	const int64 *only_ids;
+	int			nonly;
+
+	/*
+	 * Relation form, planning: read a TABLESAMPLE SYSTEM of sample_pct
+	 * percent of the blocks, with each row's block number as its id.
+	 */
+	double		sample_pct;
+	int			sample_seed;	/* ... REPEATABLE (sample_seed) */
+} GjInputSpec;
+
+/* What reading cost, for EXPLAIN ANALYZE. */
+typedef struct GjReadStats
+{
+	int64		rows;			/* rows the query returned */
+	int64		skipped;		/* of which NULL, NaN or infinite, or zero for cosine */
+	int			workers;		/* parallel workers' buffers combined */
+	double		ms;
+	int32		srid;			/* the last read's PostGIS SRID (-1: no rows), or GJ_NO_SRID */
+	bool		geography;		/* the last read was a geography column: lon/lat rows */
+	Oid			postgis_nsp;	/* the schema of its PostGIS type */
+} GjReadStats;
+
+#define GJ_NO_SRID (-2)			/* the input was not a geometry column */
+
+/* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */
+extern void GjReadInit(void);
+
+/*
+ * Reads every usable row of spec into pts (empty, owned by the caller's
+ * GjResources); counts go to stats when it is not NULL.
+ */
+extern void GjReadPoints(const GjInputSpec *spec, gj_points *pts,
+						 GjReadStats *stats);
+
+#endif							/* GJ_READ_H */
