@@ -19,7 +19,7 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
 DROP TABLE IF EXISTS sb_results;
 CREATE TABLE sb_results (case_name text, method text, seconds float8, result bigint);
-\ir bench_timing.sql
+\ir ../../bench/bench_timing.sql
 CREATE OR REPLACE FUNCTION sb(c text, m text, dev text, cs text, q text, reps int DEFAULT 3) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('gpujoin.device', dev, true);
@@ -34,7 +34,7 @@ BEGIN
     PERFORM sb(c, 'store', 'cpu', 'on', format('SELECT count(*) FROM generate_series(1, %s)', n), store_reps);
 END $$;
 
-\ir bench_tables.sql
+\ir ../../bench/bench_tables.sql
 CREATE EXTENSION IF NOT EXISTS cube;
 -- the index probes users write today (GiST over cube, like PostGIS's)
 CREATE INDEX sb2_cube ON sb2 USING gist (cube(ARRAY[x, y]));

@@ -11,7 +11,7 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
 DROP TABLE IF EXISTS dn_results;
 CREATE TABLE dn_results (case_name text, method text, seconds float8, result float8);
-\ir bench_timing.sql
+\ir ../../bench/bench_timing.sql
 CREATE OR REPLACE FUNCTION dn(c text, m text, dev text, reps int, q text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('gpujoin.device', dev, true);

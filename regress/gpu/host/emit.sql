@@ -8,8 +8,8 @@
 \pset footer off
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
-\ir bench_tables.sql
-\ir bench_timing.sql
+\ir ../../bench/bench_tables.sql
+\ir ../../bench/bench_timing.sql
 DROP TABLE IF EXISTS em_results;
 CREATE TABLE em_results (round int, method text, seconds float8, result bigint);
 CREATE OR REPLACE FUNCTION em(r int, m text, dev text, batch int, q text) RETURNS void LANGUAGE plpgsql AS $$

@@ -10,7 +10,7 @@
 \pset footer off
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
-\ir bench_timing.sql
+\ir ../../bench/bench_timing.sql
 SELECT setseed(0.19);
 DROP TABLE IF EXISTS jr10m, js10m, jr6, js6, jr100k;
 CREATE TABLE jr10m AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 10000000) i;

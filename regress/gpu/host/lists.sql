@@ -8,7 +8,7 @@
 \pset footer off
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
-\ir bench_timing.sql
+\ir ../../bench/bench_timing.sql
 SELECT setseed(0.15);
 DROP TABLE IF EXISTS l2m, l3m, lists_copy;
 CREATE TABLE l2m AS SELECT i AS id, random() * 100 AS x, random() * 100 AS y FROM generate_series(1, 2000000) i;

@@ -11,10 +11,10 @@ SET client_min_messages = warning;
 SET gpujoin.device = gpu;
 SET max_parallel_workers_per_gather = 8;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
-\ir bench_tables.sql
+\ir ../../bench/bench_tables.sql
 DROP TABLE IF EXISTS rd_results;
 CREATE TABLE rd_results (tbl text, workers int, what text, seconds float8, read_ms float8, index_ms float8);
-\ir bench_timing.sql
+\ir ../../bench/bench_timing.sql
 CREATE OR REPLACE FUNCTION rd(tbl text, w int, what text, q text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE best float8; plan json; rms float8 := NULL; ims float8 := NULL; node json;
 BEGIN

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Everything that needs the GPU host, in one call (see README, "GPU host"):
+# Everything that needs the GPU host, in one call (docs/contributing.md):
 #   1. regress/gpu/gpu_check: GPU vs CPU engine on hundreds of cases
 #   2. compute-sanitizer (memcheck) on a quick gpu_check
-#   3. regress/bench/bench_gpu: issue 3's benchmark table; regress/gpu/gpu_tiles:
+#   3. regress/bench/bench_gpu: the GPU benchmark table; regress/gpu/gpu_tiles:
 #      the tile join for many dimensions against the CPU's, under
 #      compute-sanitizer, and its benchmark (Syn16/32/64D2M, embeddings)
 #   4. PostgreSQL: the pg_regress suite with gpujoin.device = gpu, the SQL
@@ -21,8 +21,13 @@
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpu/host/exitcheck.sh), and the exit stress run: hundreds of
 #      sessions joining, cancelling and leaving (regress/gpu/host/exitstress.sh)
-# Built here beforehand (make, make regress/gpu/gpu_check regress/bench/bench_gpu,
-# ../shared/gpuhost/prepare.sh); logs go to $OUT; a summary table prints last.
+#   6. step ab (not by default): another build ($GJ_AB_BASE) against this one
+#      on a query of each engine family: the same answers, times side by side
+#      in $GJ_AB_ROUNDS rounds (default 2)
+# Built beforehand where nvcc and PostgreSQL's headers are (make, make
+# regress/gpu/gpu_check ...), the server and the extension staged in .gpuhost/
+# (the host's own staging, outside the repository); logs go to $OUT; a summary
+# table prints last.
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
@@ -237,6 +242,53 @@ if has blocksab; then
 		-c "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)" gj_regress >> "$OUT/blocks_ab.txt" 2>&1
 	rm -f "$cur" && cp /tmp/gj_this.so "$cur"
 	summary+=("blocks A/B (A: base, B: this build): $(grep -E '^(==|[A-C] )' "$OUT/blocks_ab.txt" | sed 's/: SELECT.*//; s/: SET.*//' | tr '\n' ';')")
+fi
+if has ab; then
+	# any build ($GJ_AB_BASE, say the previous commit's gpujoin.so) against
+	# this one on one query of each engine family, GPU engine: the answers
+	# must be the same, and the times side by side, alternating (ab.sh)
+	pg_db
+	psql -X -q -v ON_ERROR_STOP=1 -f regress/bench/bench_tables.sql gj_regress > "$OUT/ab_setup.txt" 2>&1
+	psql -X -q -v ON_ERROR_STOP=1 gj_regress >> "$OUT/ab_setup.txt" 2>&1 <<-'SQL'
+		CREATE EXTENSION IF NOT EXISTS gpujoin;
+		SELECT setseed(0.16);
+		DROP TABLE IF EXISTS syn16;
+		CREATE TABLE syn16 AS SELECT i AS id, ARRAY(SELECT -ln(1 - random()) / 40 + 0 * i
+		    FROM generate_series(1, 16)) AS v FROM generate_series(1, 1000000) i;
+		VACUUM ANALYZE syn16;
+	SQL
+	cur=/opt/pgx/usr/lib/postgresql/15/lib/gpujoin.so
+	cp "$cur" /tmp/gj_this.so
+	base=${GJ_AB_BASE:-/tmp/gj_this.so}
+	same=0 differ=0
+	while IFS='|' read -r name q; do
+		echo "== $name: $q" | tee -a "$OUT/ab.txt"
+		for lib in "$base" /tmp/gj_this.so; do
+			rm -f "$cur" && cp "$lib" "$cur"
+			psql -XAtq -c "SET gpujoin.device = gpu" -c "$q" gj_regress > "/tmp/ab_answer_$(basename "$lib")" 2>&1
+		done
+		if cmp -s "/tmp/ab_answer_$(basename "$base")" /tmp/ab_answer_gj_this.so; then
+			same=$((same + 1))
+		else
+			differ=$((differ + 1))
+			echo "answers differ: $(cat "/tmp/ab_answer_$(basename "$base")") | $(cat /tmp/ab_answer_gj_this.so)" | tee -a "$OUT/ab.txt"
+		fi
+		echo "answer: $(tr '\n' ' ' < /tmp/ab_answer_gj_this.so)" >> "$OUT/ab.txt"
+		timeout 300 bash regress/gpu/host/ab.sh "$base" /tmp/gj_this.so gj_regress "$q" "${GJ_AB_ROUNDS:-2}" 2>&1 |
+			grep -E '^[A-C] \(' | sed 's/ ([^)]*)//' | tee -a "$OUT/ab.txt"
+	done <<-CASES
+		self-join 2-D, 6.3M pairs|SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 0.1)
+		kNN 100K x 1M, k 20|SELECT count(*), sum(rank) FROM knn_join('kq', 'kc', '{x,y,z}', 20)
+		eps_join 100K x 1M|SELECT count(*) FROM eps_join('kq', 'kc', '{x,y,z}', 0.5)
+		counts 2M|SELECT count(*), sum(n) FROM eps_neighbor_counts('sb2', '{x,y}', 0.1)
+		dbscan 2M|SELECT count(*) FILTER (WHERE is_core), count(DISTINCT cluster) FROM dbscan('sb2', '{x,y}', 0.1, 5)
+		lists 2M|SELECT count(*), sum(cardinality(neighbors)) FROM eps_neighbors('sb2', '{x,y}', 0.1)
+		tiles 16-D 1M|SELECT count(*) FROM eps_selfjoin('syn16', '{v}', 0.03, 'id')
+		slabs 2M, 200 MB|SET gpujoin.gpu_memory_limit = 200; SELECT count(*) FROM eps_selfjoin('sb2', '{x,y}', 0.1)
+	CASES
+	rm -f "$cur" && cp /tmp/gj_this.so "$cur"
+	summary+=("A/B answers (A: $base, B: this build): $same of $((same + differ)) queries the same")
+	summary+=("A/B times: $(grep -E '^(==|[A-C] )' "$OUT/ab.txt" | sed 's/: SELECT.*//; s/: SET.*//' | tr '\n' ';')")
 fi
 if has densitydense; then
 	# issue 18's bar: DBSCAN and counts of 1M rows 2 eps across against 1M uniform rows

@@ -11,8 +11,8 @@
 \pset footer off
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
-\ir bench_tables.sql
-\ir bench_timing.sql
+\ir ../../bench/bench_tables.sql
+\ir ../../bench/bench_timing.sql
 DROP TABLE IF EXISTS sp_results;
 CREATE TABLE sp_results (round int, method text, seconds float8, result bigint);
 CREATE OR REPLACE FUNCTION sp(r int, m text, dev text, q text) RETURNS void LANGUAGE plpgsql AS $$
