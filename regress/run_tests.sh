@@ -69,6 +69,10 @@ else
 	echo "pgvector is not installed for $("$PG_CONFIG" --version): sql/pgvector.sql did not run" \
 		"(install pgvector 0.5 or later for this PostgreSQL, or point GJ_PGVECTOR_SCRIPT at a script that does)"
 fi
+if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/postgis.control" ]; then
+	echo "PostGIS is not installed for $("$PG_CONFIG" --version): sql/clustering_postgis.sql," \
+		"postgis_input.sql and geography.sql will fail (Debian and Ubuntu: apt-get install postgresql-$PGVER-postgis-3)"
+fi
 for device in cpu auto; do
 	t0=$(date +%s)
 	outdir="$log/regress-$device"
