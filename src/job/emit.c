@@ -31,16 +31,16 @@ ProgressTick(GjJob *job, int64 rows)
 {
 	double		now;
 
-	job->progress_pairs += rows;
+	job->out.progress_pairs += rows;
 	if (!GjProgressSetting())
 		return;
 	now = gj_now_ms();
-	if (now - job->t_progress >= 1000.0)
+	if (now - job->out.t_progress >= 1000.0)
 	{
-		job->t_progress = now;
+		job->out.t_progress = now;
 		ereport(NOTICE,
 				(errmsg("%s: %lld rows so far after %.1f s (%s engine)",
-						job->spec.fname, (long long) job->progress_pairs,
+						job->spec.fname, (long long) job->out.progress_pairs,
 						(now - job->t_engine) / 1000.0, job->stats.engine)));
 	}
 }
@@ -61,7 +61,7 @@ EngineDoneMs(GjJob *job)
 	if (e->on_gpu)
 	{
 		gj_engine_report_of(e, &r);
-		job->stats.batches = job->slabs.nsteps > 0 ? job->stats.batches + r.batches : r.batches;
+		job->stats.batches = job->slab.plan.nsteps > 0 ? job->stats.batches + r.batches : r.batches;
 		if (r.slices > 0)
 		{
 			job->stats.slices = r.slices;
@@ -87,7 +87,7 @@ GpuFailedPartWay(GjJob *job, gj_status st, bool *restarted)
 	GjRestartAfterGpu(job, st, err, restarted);
 }
 
-/* The next chunk into job->chunk; false when the engine is done. */
+/* The next chunk into job->out.chunk; false when the engine is done. */
 static bool
 NextChunk(GjJob *job, bool *restarted)
 {
@@ -106,18 +106,18 @@ NextChunk(GjJob *job, bool *restarted)
 			continue;
 		if (st == GJ_OK)
 		{
-			job->chunk = c;
-			job->pos = 0;
-			job->second = false;
-			job->geo_chunk = NULL;
+			job->out.chunk = c;
+			job->out.pos = 0;
+			job->out.second = false;
+			job->geow.chunk = NULL;
 			if (!job->res->engine->on_gpu)
 				job->stats.batches++;	/* a GPU engine counts its own */
 			ProgressTick(job, c->n);
 			GjStartNextSlabEarly(job);
 			return true;
 		}
-		if (st == GJ_DONE && job->slabs.nsteps > 0 &&
-			job->slab_step + 1 < job->slabs.nsteps)
+		if (st == GJ_DONE && job->slab.plan.nsteps > 0 &&
+			job->slab.step + 1 < job->slab.plan.nsteps)
 		{
 			/* this slab step is done: the next, started already or now */
 			char		err[256];
@@ -126,14 +126,14 @@ NextChunk(GjJob *job, bool *restarted)
 			EngineDoneMs(job);
 			job->res->next_engine = NULL;
 			GjResourcesStopEngine(job->res);
-			job->slab_step++;
+			job->slab.step++;
 			if (next != NULL)
 			{
 				job->res->engine = next;
 				job->stats.slab_early++;
 				continue;
 			}
-			st = GjStartSlabStep(job, job->slab_step, &job->res->engine, err, sizeof(err));
+			st = GjStartSlabStep(job, job->slab.step, &job->res->engine, err, sizeof(err));
 			if (st != GJ_OK)
 			{
 				/* a slab step could not start: as a failure part-way */
@@ -286,16 +286,16 @@ ArrayInGap(int64 *gap, int64 n, Oid elemtype)
 static void
 GeoWindowRoom(GjJob *job, int64 n)
 {
-	if (n <= job->geo_cap)
+	if (n <= job->geow.cap)
 		return;
-	if (job->geo_in != NULL)
+	if (job->geow.in != NULL)
 	{
-		pfree(job->geo_in);
-		pfree(job->geo_m);
+		pfree(job->geow.in);
+		pfree(job->geow.m);
 	}
-	job->geo_in = MemoryContextAlloc(job->res->cxt, sizeof(bool) * n);
-	job->geo_m = MemoryContextAlloc(job->res->cxt, sizeof(double) * n);
-	job->geo_cap = n;
+	job->geow.in = MemoryContextAlloc(job->res->cxt, sizeof(bool) * n);
+	job->geow.m = MemoryContextAlloc(job->res->cxt, sizeof(double) * n);
+	job->geow.cap = n;
 }
 
 static void
@@ -304,23 +304,23 @@ GeoDecideWindow(GjJob *job, const gj_chunk *c)
 	int64		n;
 
 	CHECK_FOR_INTERRUPTS();
-	job->geo_size = Min(Max(job->geo_size * 2, GJ_GEO_WINDOW), GJ_GEO_WINDOW_MAX);
-	n = Min(job->geo_size, c->n - job->pos);
-	job->geo_chunk = NULL;		/* (an error below leaves no half-made window) */
+	job->geow.size = Min(Max(job->geow.size * 2, GJ_GEO_WINDOW), GJ_GEO_WINDOW_MAX);
+	n = Min(job->geow.size, c->n - job->out.pos);
+	job->geow.chunk = NULL;		/* (an error below leaves no half-made window) */
 	GeoWindowRoom(job, n);
 	GjGeographyDecide(&job->geo,
 					  job->spec.has_query ? &job->res->geo_queries : &job->res->geo_points,
-					  c->a + job->pos, &job->res->geo_points, c->b + job->pos,
-					  c->dist + job->pos, n, job->geo_in, job->geo_m);
-	job->geo_chunk = c;
-	job->geo_w0 = job->pos;
-	job->geo_w1 = job->pos + n;
+					  c->a + job->out.pos, &job->res->geo_points, c->b + job->out.pos,
+					  c->dist + job->out.pos, n, job->geow.in, job->geow.m);
+	job->geow.chunk = c;
+	job->geow.w0 = job->out.pos;
+	job->geow.w1 = job->out.pos + n;
 }
 
 /*
  * Geography lists: the lists of chunk c's rows from row i on, at least a
  * window's entries of them (growing as the pairs' windows do), decided at
- * once for the same reason; geo_w0 and geo_w1 are rows here, and the
+ * once for the same reason; geow.w0 and geow.w1 are rows here, and the
  * answers are by entry from the first row's offset (the gaps before each
  * list are never within d).
  */
@@ -334,11 +334,11 @@ GeoDecideListWindow(GjJob *job, const gj_chunk *c, int64 i)
 	double	   *cs;
 
 	CHECK_FOR_INTERRUPTS();
-	job->geo_size = Min(Max(job->geo_size * 2, GJ_GEO_WINDOW), GJ_GEO_WINDOW_MAX);
-	while (i1 < c->n && (i1 == i || c->off[i1] - base < job->geo_size))
+	job->geow.size = Min(Max(job->geow.size * 2, GJ_GEO_WINDOW), GJ_GEO_WINDOW_MAX);
+	while (i1 < c->n && (i1 == i || c->off[i1] - base < job->geow.size))
 		i1++;
 	n = c->off[i1] - base;
-	job->geo_chunk = NULL;
+	job->geow.chunk = NULL;
 	GeoWindowRoom(job, n);
 	ida = palloc(sizeof(int64) * (n + 1));
 	cs = palloc(sizeof(double) * (n + 1));
@@ -349,12 +349,12 @@ GeoDecideListWindow(GjJob *job, const gj_chunk *c, int64 i)
 			cs[e - base] = e < c->off[r] + GJ_LIST_GAP ? INFINITY : c->nd[e];
 		}
 	GjGeographyDecide(&job->geo, &job->res->geo_points, ida, &job->res->geo_points,
-					  c->nb + base, cs, n, job->geo_in, job->geo_m);
+					  c->nb + base, cs, n, job->geow.in, job->geow.m);
 	pfree(ida);
 	pfree(cs);
-	job->geo_chunk = c;
-	job->geo_w0 = i;
-	job->geo_w1 = i1;
+	job->geow.chunk = c;
+	job->geow.w0 = i;
+	job->geow.w1 = i1;
 }
 
 /* The next row of a per-row shape; false when there are no more. */
@@ -365,13 +365,13 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 
 	if (job->running == RUN_ROWS)
 	{
-		int64		i = job->pos;	/* into rowval; the row is subset[i] */
-		int64		row = job->subset != NULL ? job->subset[i] : i;
+		int64		i = job->out.pos;	/* into rowval; the row is subset[i] */
+		int64		row = job->rows.subset != NULL ? job->rows.subset[i] : i;
 		const gj_points *rp = job->qs;	/* eps_join_counts: the r rows */
 
-		if (i >= (job->subset != NULL ? job->nsubset : rp->n))
+		if (i >= (job->rows.subset != NULL ? job->rows.nsubset : rp->n))
 		{
-			job->done = true;
+			job->out.done = true;
 			job->stats.emit_ms = gj_now_ms() - job->t_engine;
 			return false;
 		}
@@ -392,8 +392,8 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 						e1 = res->list_off[row + 1];
 			MemoryContext old;
 
-			MemoryContextReset(job->rowcxt);
-			old = MemoryContextSwitchTo(job->rowcxt);
+			MemoryContextReset(job->out.rowcxt);
+			old = MemoryContextSwitchTo(job->out.rowcxt);
 			if (job->geo.on)
 			{
 				/* this row's band pairs in one PostGIS query (row context memory) */
@@ -423,7 +423,7 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 			values[2] = BoolGetDatum(res->rowflag[i] != 0);
 			nulls[2] = false;
 		}
-		job->pos++;
+		job->out.pos++;
 		job->stats.rows_out++;
 		return true;
 	}
@@ -431,25 +431,25 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	/* neighbour lists, chunk by chunk */
 	for (;;)
 	{
-		gj_chunk   *c = job->chunk;
+		gj_chunk   *c = job->out.chunk;
 		int			i;
 
-		if (c != NULL && job->pos < c->n)
+		if (c != NULL && job->out.pos < c->n)
 		{
 			int64		e0,
 						e1;
 
-			i = job->pos++;
+			i = job->out.pos++;
 			e0 = c->off[i] + GJ_LIST_GAP;
 			e1 = c->off[i + 1];
 			if (job->geo.on)
 			{
 				int64		w;
 
-				if (job->geo_chunk != c || i < job->geo_w0 || i >= job->geo_w1)
+				if (job->geow.chunk != c || i < job->geow.w0 || i >= job->geow.w1)
 					GeoDecideListWindow(job, c, i);
-				w = e0 - c->off[job->geo_w0];
-				e1 = e0 + GeoList(job->geo_in + w, job->geo_m + w, c->nb + e0, c->nd + e0,
+				w = e0 - c->off[job->geow.w0];
+				e1 = e0 + GeoList(job->geow.in + w, job->geow.m + w, c->nb + e0, c->nd + e0,
 								  e1 - e0);
 			}
 			values[0] = Int64GetDatum(c->a[i]);
@@ -468,11 +468,11 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		if (c != NULL)
 		{
 			gj_engine_release(job->res->engine, c);
-			job->chunk = NULL;
+			job->out.chunk = NULL;
 		}
-		if (job->done || !NextChunk(job, restarted))
+		if (job->out.done || !NextChunk(job, restarted))
 		{
-			job->done = true;
+			job->out.done = true;
 			job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
 			return false;
 		}
@@ -488,58 +488,58 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 
 	*restarted = false;
 	if (job->spec.shape != GJ_SHAPE_PAIRS && job->spec.shape != GJ_SHAPE_KNN)
-		return !job->done && NextShapedRow(job, values, nulls, restarted);
+		return !job->out.done && NextShapedRow(job, values, nulls, restarted);
 	for (;;)
 	{
-		c = job->chunk;
-		if (c != NULL && job->pos < c->n)
+		c = job->out.chunk;
+		if (c != NULL && job->out.pos < c->n)
 		{
 			/* geography: the pair's metres, and whether it is within d at all */
-			if (job->geo.on && !job->spec.is_knn && !job->second)
+			if (job->geo.on && !job->spec.is_knn && !job->out.second)
 			{
-				if (job->geo_chunk != c || job->pos < job->geo_w0 || job->pos >= job->geo_w1)
+				if (job->geow.chunk != c || job->out.pos < job->geow.w0 || job->out.pos >= job->geow.w1)
 					GeoDecideWindow(job, c);
-				if (!job->geo_in[job->pos - job->geo_w0])
+				if (!job->geow.in[job->out.pos - job->geow.w0])
 				{
-					job->pos++;
+					job->out.pos++;
 					continue;
 				}
-				job->geo_metres = job->geo_m[job->pos - job->geo_w0];
+				job->geow.metres = job->geow.m[job->out.pos - job->geow.w0];
 			}
 			break;
 		}
 		if (c != NULL)
 		{
 			gj_engine_release(job->res->engine, c);
-			job->chunk = NULL;
+			job->out.chunk = NULL;
 		}
-		if (job->done)
+		if (job->out.done)
 			return false;
 		if (!NextChunk(job, restarted))
 		{
-			job->done = true;
+			job->out.done = true;
 			job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
 			return false;
 		}
 		if (*restarted)
 			job->stats.rows_out = 0;
 	}
-	i = job->pos;
-	if (job->second)
+	i = job->out.pos;
+	if (job->out.second)
 	{
 		values[0] = Int64GetDatum(c->b[i]);
 		values[1] = Int64GetDatum(c->a[i]);
-		job->second = false;
-		job->pos++;
+		job->out.second = false;
+		job->out.pos++;
 	}
 	else
 	{
 		values[0] = Int64GetDatum(c->a[i]);
 		values[1] = Int64GetDatum(c->b[i]);
-		if (job->twice)
-			job->second = true;
+		if (job->out.twice)
+			job->out.second = true;
 		else
-			job->pos++;
+			job->out.pos++;
 	}
 	nulls[0] = nulls[1] = nulls[2] = false;
 	if (c->rank != NULL)
@@ -549,8 +549,8 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		nulls[3] = false;
 	}
 	else
-		values[2] = Float8GetDatum(job->geo.on ? job->geo_metres : OutDist(job, c->dist[i]));
-	job->rows_this_run++;
+		values[2] = Float8GetDatum(job->geo.on ? job->geow.metres : OutDist(job, c->dist[i]));
+	job->out.rows_this_run++;
 	job->stats.rows_out++;
 	return true;
 }

@@ -462,5 +462,5 @@ GjGeoBandRows(GjJob *job, bool allow_gpu)
 	}
 	else
 		GjEngineRan(job, "cpu", nthreads);
-	job->geo_band = true;
+	job->rows.geo_band = true;
 }

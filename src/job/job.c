@@ -36,9 +36,9 @@
 void
 GjStartEngine(GjJob *job, bool allow_gpu)
 {
-	job->rows_this_run = 0;
-	job->chunk = NULL;
-	job->second = false;
+	job->out.rows_this_run = 0;
+	job->out.chunk = NULL;
+	job->out.second = false;
 	if (job->spec.is_knn)
 		GjStartKnn(job, allow_gpu);
 	else if (job->spec.has_query && job->spec.shape == GJ_SHAPE_COUNTS)
@@ -58,11 +58,11 @@ GjStartEngine(GjJob *job, bool allow_gpu)
 void
 GjRestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted)
 {
-	job->slabs.nsteps = 0;		/* its steps are in the job's context */
+	job->slab.plan.nsteps = 0;		/* its steps are in the job's context */
 	job->running = RUN_NONE;
 	if (st == GJ_ERR_CUDA)
 		GjMarkGpuUnusable(err);
-	if (job->rows_this_run > 0 && !job->restart_ok)
+	if (job->out.rows_this_run > 0 && !job->restart_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_SYSTEM_ERROR),
 				 errmsg("%s: the GPU engine failed after returning rows", job->spec.fname),
@@ -72,7 +72,7 @@ GjRestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *restarted)
 			(errmsg("%s: the GPU engine failed, running the join again on the CPU engine",
 					job->spec.fname),
 			 errdetail("%s: %s", gj_status_name(st), err)));
-	if (job->rows_this_run > 0)
+	if (job->out.rows_this_run > 0)
 		*restarted = true;
 	job->stats.runs++;
 	GjStartEngine(job, false);
@@ -97,14 +97,14 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	job->res = res;
 	job->restart_ok = restart_ok;
 	job->stats.estimated_pairs = -1;
-	job->tile_share = -1;
-	job->tiles_prune = -1;
+	job->plan.tile_share = -1;
+	job->plan.prune = -1;
 	job->stats.engine = "none";
 	job->stats.runs = 1;
-	job->t_progress = gj_now_ms();
+	job->out.t_progress = gj_now_ms();
 
 	old = MemoryContextSwitchTo(res->cxt);
-	job->rowcxt = AllocSetContextCreate(res->cxt, "gpujoin row", ALLOCSET_DEFAULT_SIZES);
+	job->out.rowcxt = AllocSetContextCreate(res->cxt, "gpujoin row", ALLOCSET_DEFAULT_SIZES);
 	{
 		GjInputSpec in = spec->input;
 
@@ -157,7 +157,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 		job->kopt.method = GjKnnMethodSetting();
 	}
 	if (GjNothingToDo(job))
-		job->done = true;
+		job->out.done = true;
 	else
 		GjStartEngine(job, true);
 	MemoryContextSwitchTo(old);
@@ -170,7 +170,7 @@ GjJobEnd(GjJob *job, GjJobStats *stats)
 {
 	GjResources *res = job->res;
 
-	if (!job->done && job->running != RUN_NONE)
+	if (!job->out.done && job->running != RUN_NONE)
 	{
 		job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
 		job->stats.join_ms += gj_now_ms() - job->t_engine;

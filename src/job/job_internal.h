@@ -62,63 +62,93 @@ typedef enum GjRunning
 	RUN_ROWS					/* per-row answers computed: hand them out */
 } GjRunning;
 
+/*
+ * The eps method's plan (plan.c): made once a job, for the engine first
+ * asked, so that a rerun on the CPU keeps the rows' order and every engine
+ * of the job sees the same row numbers.
+ */
+typedef struct GjEpsPlan
+{
+	double		tile_share;		/* the grid's share of all pairs, sampled (-1: not yet) */
+	GjEngine	engine;			/* the engine auto's choice was made for */
+	bool		brute_cheap;	/* auto: brute force costs less than choosing */
+	int			prune;			/* auto: the index or not (-1: not yet) */
+	int			join_copy;		/* eps_join's tiles' copy: 0 not asked, 1 fits, -1 not */
+	bool		blocks_planned; /* block_plan made (GjPlanBlocks) */
+	gj_block_plan block_plan;	/* the index's key, its cuts in the job's memory */
+	double		block_kept;		/* the share of block pairs its model keeps */
+} GjEpsPlan;
+
+/* GPU eps pairs in slabs, too large for the device at once (run_slabs.c). */
+typedef struct GjSlabRun
+{
+	gj_slab_plan plan;			/* plan.nsteps == 0: none */
+	int			step;			/* the step running */
+	gj_points  *idx;			/* the slabbed set, and the probing set (NULL: self) */
+	gj_points  *probe;
+	int			order;			/* gj_gpu_join_start's swap for probe steps */
+	gj_points	view[2][2];		/* views of a step's rows, by the step's parity */
+	size_t		limit;			/* device bytes one step's engine may use */
+	bool		early_failed;	/* the next step could not start early */
+} GjSlabRun;
+
+/* Per-row answers (run_rows.c, run_tiles.c, geo.c), handed out by emit.c. */
+typedef struct GjRowAnswers
+{
+	int64		nclusters;		/* dbscan */
+	uint32	   *subset;			/* restricted counts: the rows counted */
+	int64		nsubset;
+	bool		geo_band;		/* geography: already within d (GjGeoBandRows) */
+	gj_pair_source source;		/* by tiles: their pairs */
+	gj_status	gpu_status;		/* ... GJ_OK, or why the GPU gave them up */
+	char		gpu_err[256];
+} GjRowAnswers;
+
+/* Rows going out (emit.c): the chunk being handed out, and progress. */
+typedef struct GjEmitState
+{
+	gj_chunk   *chunk;
+	int			pos;
+	bool		twice;			/* each pair gives (a, b) and (b, a) */
+	bool		second;			/* (b, a) of chunk->pos is next */
+	bool		done;
+	int64		rows_this_run;	/* since the engine (re)started */
+	MemoryContext rowcxt;		/* arrays of the row last handed out */
+	double		t_progress;
+	int64		progress_pairs;
+} GjEmitState;
+
+/*
+ * Geography's pairs and lists as they stream (emit.c): the chunk whose
+ * entries [w0, w1) are decided, within d or not and how far.
+ */
+typedef struct GjGeoWindow
+{
+	double		metres;			/* the distance of the pair at out.pos */
+	const gj_chunk *chunk;
+	int64		w0;
+	int64		w1;
+	bool	   *in;				/* cap entries each */
+	double	   *m;
+	int64		cap;
+	int64		size;			/* the last window's pairs (it grows) */
+} GjGeoWindow;
+
 struct GjJob
 {
 	GjJobSpec	spec;
 	GjResources *res;
 	bool		restart_ok;
 	GjRunning	running;
+	double		t_engine;		/* gj_now_ms() at the engine's start */
 	const gj_points *qs;		/* kNN: the query points */
 	gj_knn_options kopt;
-
-	MemoryContext rowcxt;		/* arrays of the row last handed out */
-	int64		nclusters;		/* dbscan */
-	uint32	   *subset;			/* restricted counts: the rows counted */
-	int64		nsubset;
-
-	gj_pair_source source;		/* per-row shapes by tiles: their pairs */
-	gj_status	gpu_status;		/* ... GJ_OK, or why the GPU gave them up */
-	char		gpu_err[256];
-
-	gj_chunk   *chunk;			/* the chunk being handed out */
-	int			pos;
-	bool		twice;			/* each pair gives (a, b) and (b, a) */
-	bool		second;			/* (b, a) of chunk->pos is next */
-	bool		done;
-	int64		rows_this_run;	/* since the engine (re)started */
-
-	/* GPU eps pairs in slabs (too large for the device at once) */
-	gj_slab_plan slabs;			/* nsteps == 0: none */
-	int			slab_step;		/* the step running */
-	gj_points  *slab_idx;		/* the slabbed set, and the probing set (NULL: self) */
-	gj_points  *slab_probe;
-	int			slab_order;		/* gj_gpu_join_start's swap for probe steps */
-	gj_points	slab_view[2][2];	/* views of a step's rows, by the step's parity */
-	size_t		slab_limit;		/* device bytes one step's engine may use */
-	bool		slab_early_failed;	/* the next step could not start early */
-
 	GjGeography geo;			/* PostGIS geography: chords to metres */
-	double		geo_metres;		/* ... the distance of the pair at pos */
-	const gj_chunk *geo_chunk;	/* streamed pairs: the chunk whose pairs ... */
-	int64		geo_w0;			/* ... [geo_w0, geo_w1) are decided, */
-	int64		geo_w1;
-	bool	   *geo_in;			/* ... within d or not, */
-	double	   *geo_m;			/* ... and how far (geo_cap each) */
-	int64		geo_cap;
-	int64		geo_size;		/* the last window's pairs (it grows) */
-	bool		geo_band;		/* per-row answers already within d (GjGeoBandRows) */
-
-	double		tile_share;		/* the grid's share of all pairs, sampled (or 0) */
-	GjEngine	tiles_engine;	/* the engine auto's choice was made for */
-	bool		brute_cheap;	/* auto: brute force costs less than choosing */
-	int			tiles_prune;	/* auto: the index or not, once a job (-1: not yet) */
-	int			join_copy;		/* eps_join's tiles' copy: 0 not asked, 1 fits, -1 not */
-	bool		blocks_planned; /* block_plan made (GjPlanBlocks) */
-	gj_block_plan block_plan;	/* the index's key, its cuts in the job's memory */
-	double		block_kept;		/* the share of block pairs its model keeps */
-	double		t_engine;		/* gj_now_ms() at the engine's start */
-	double		t_progress;
-	int64		progress_pairs;
+	GjEpsPlan	plan;
+	GjSlabRun	slab;
+	GjRowAnswers rows;
+	GjEmitState out;
+	GjGeoWindow geow;
 	GjJobStats	stats;
 };
 

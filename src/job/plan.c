@@ -86,7 +86,7 @@ BruteIsCheap(GjJob *job, GjEngine engine)
 }
 
 /*
- * eps_join's tiles copy both sets into one array (PrepareJoinTiles): where
+ * eps_join's tiles copy both sets into one array (run_tiles.c): where
  * the sets and the copy pass gpujoin.host_memory_limit (or the engines'
  * 2^31 rows), the grid, which needs no copy, answers instead (a NOTICE
  * when tiles were asked for).  Decided once a job.
@@ -94,15 +94,15 @@ BruteIsCheap(GjJob *job, GjEngine engine)
 static bool
 JoinTilesFit(GjJob *job)
 {
-	if (job->join_copy == 0)
+	if (job->plan.join_copy == 0)
 	{
 		const gj_points *p = &job->res->points;
 		double		rows = (double) p->n + (double) job->res->queries.n,
 					bytes = 2.0 * rows * (8.0 * p->dims + 8.0);
 
-		job->join_copy = bytes <= (double) GjHostMemoryLimit() && rows <= (double) GJ_MAX_ROWS ?
+		job->plan.join_copy = bytes <= (double) GjHostMemoryLimit() && rows <= (double) GJ_MAX_ROWS ?
 			1 : -1;
-		if (job->join_copy < 0 && GjEpsMethodSetting() != GJ_EPS_AUTO &&
+		if (job->plan.join_copy < 0 && GjEpsMethodSetting() != GJ_EPS_AUTO &&
 			GjEpsMethodSetting() != GJ_EPS_GRID)
 			ereport(NOTICE,
 					(rows > (double) GJ_MAX_ROWS ?
@@ -111,7 +111,7 @@ JoinTilesFit(GjJob *job)
 					 errmsg("%s: tiles need %.0f MB of host memory for both tables and their copy, more than gpujoin.host_memory_limit allows; the grid runs instead",
 							job->spec.fname, ceil(bytes / 1048576.0))));
 	}
-	return job->join_copy > 0;
+	return job->plan.join_copy > 0;
 }
 
 bool
@@ -128,7 +128,7 @@ GjUseTiles(GjJob *job, GjEngine engine)
 		return GjEpsMethodSetting() != GJ_EPS_GRID;
 	if (p->dims <= GJ_TILES_MIN_DIMS)
 		return false;
-	if (job->tile_share < 0)
+	if (job->plan.tile_share < 0)
 	{
 		/*
 		 * once a job, for the engine first asked: a fallback to the CPU
@@ -136,22 +136,22 @@ GjUseTiles(GjJob *job, GjEngine engine)
 		 */
 		double		t0 = gj_now_ms();
 
-		job->tiles_engine = engine;
-		job->brute_cheap = BruteIsCheap(job, engine);
-		m = (int64) Min(8192.0, sqrt(2.0 * (job->brute_cheap ? GJ_TILES_SAMPLE_WORK_CHEAP :
+		job->plan.engine = engine;
+		job->plan.brute_cheap = BruteIsCheap(job, engine);
+		m = (int64) Min(8192.0, sqrt(2.0 * (job->plan.brute_cheap ? GJ_TILES_SAMPLE_WORK_CHEAP :
 											 GJ_TILES_SAMPLE_WORK) / p->dims));
 		GjCheckCore(gj_sample_pair_shares(p, job->spec.eps2, m, &cand, &within),
 					"sampling the input");
-		job->tile_share = cand;
+		job->plan.tile_share = cand;
 		job->stats.estimated_pairs = within * GjAllPairs(job);
 		job->stats.index_ms += gj_now_ms() - t0;
 		elog(DEBUG1, "%s: a sample of " INT64_FORMAT " rows: the grid keeps %.3f of pairs, %.2e are within eps (%.1f ms)%s",
 			 job->spec.fname, m, cand, within, gj_now_ms() - t0,
-			 job->brute_cheap ? "; brute force is cheaper than choosing" : "");
+			 job->plan.brute_cheap ? "; brute force is cheaper than choosing" : "");
 	}
-	if (job->brute_cheap)
+	if (job->plan.brute_cheap)
 		return true;
-	return job->tile_share * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
+	return job->plan.tile_share * (engine == GJ_ENGINE_GPU ? GJ_TILES_GAIN_GPU : GJ_TILES_GAIN_CPU) >= 1.0;
 }
 
 /*
@@ -171,9 +171,9 @@ AutoPrune(GjJob *job)
 {
 	double		within = job->stats.estimated_pairs / Max(GjAllPairs(job), 1.0);
 
-	if (job->tile_share < 0 || job->brute_cheap)
+	if (job->plan.tile_share < 0 || job->plan.brute_cheap)
 		return false;
-	if (job->tiles_engine == GJ_ENGINE_CPU)
+	if (job->plan.engine == GJ_ENGINE_CPU)
 	{
 		/*
 		 * The CPU's blocks were never slower than brute force by more than
@@ -204,7 +204,7 @@ AutoPrune(GjJob *job)
 	 */
 	if (!(within <= GJ_BLOCKS_MAX_WITHIN))
 		return false;
-	if (job->tile_share <= GJ_BLOCKS_MAX_SHARE)
+	if (job->plan.tile_share <= GJ_BLOCKS_MAX_SHARE)
 		return true;
 
 	/*
@@ -214,7 +214,7 @@ AutoPrune(GjJob *job)
 	 * pairs in three.
 	 */
 	GjPlanBlocks(job);
-	return job->block_kept <= GJ_BLOCKS_MAX_KEPT;
+	return job->plan.block_kept <= GJ_BLOCKS_MAX_KEPT;
 }
 
 /*
@@ -226,9 +226,9 @@ GjTilesPrune(GjJob *job)
 {
 	if (GjEpsMethodSetting() != GJ_EPS_AUTO)
 		return GjEpsMethodSetting() == GJ_EPS_BLOCKS;
-	if (job->tiles_prune < 0)
-		job->tiles_prune = AutoPrune(job) ? 1 : 0;
-	return job->tiles_prune > 0;
+	if (job->plan.prune < 0)
+		job->plan.prune = AutoPrune(job) ? 1 : 0;
+	return job->plan.prune > 0;
 }
 
 /*
@@ -242,7 +242,7 @@ GjPlanBlocks(GjJob *job)
 	double		kept,
 				t0 = gj_now_ms();
 
-	if (job->blocks_planned)
+	if (job->plan.blocks_planned)
 		return;
 
 	/*
@@ -254,17 +254,17 @@ GjPlanBlocks(GjJob *job)
 	GjCheckCore(gj_block_plan_make_for(&job->res->points, job->spec.is_knn ? -1.0 : job->spec.eps2,
 									   &plan, &kept),
 				"planning the rows' blocks");
-	job->block_plan = plan;
+	job->plan.block_plan = plan;
 	if (plan.cut != NULL)
 	{
 		size_t		bytes = sizeof(double) * (((size_t) 1 << plan.bits) - 1) * plan.m;
 
-		job->block_plan.cut = MemoryContextAlloc(job->res->cxt, bytes);
-		memcpy(job->block_plan.cut, plan.cut, bytes);
+		job->plan.block_plan.cut = MemoryContextAlloc(job->res->cxt, bytes);
+		memcpy(job->plan.block_plan.cut, plan.cut, bytes);
 		free(plan.cut);
 	}
-	job->block_kept = kept;
-	job->blocks_planned = true;
+	job->plan.block_kept = kept;
+	job->plan.blocks_planned = true;
 	if (job->spec.is_knn)
 		job->stats.knn_key_dims = plan.m;	/* EXPLAIN's kNN Method */
 	job->stats.index_ms += gj_now_ms() - t0;

@@ -105,7 +105,7 @@ StartProbe(GjJob *job)
 					res->have_grid ? "cpu (restricted, grid)" : "cpu (restricted, brute force)",
 					GjCpuThreads());
 	pfree(rows);
-	job->twice = false;			/* the probe's rows are final */
+	job->out.twice = false;			/* the probe's rows are final */
 }
 
 /*
@@ -124,7 +124,7 @@ GjStartJoin(GjJob *job, bool allow_gpu)
 	gj_cpu_probe *pj;
 	double		t0 = gj_now_ms();
 
-	job->twice = false;
+	job->out.twice = false;
 	/* many dimensions: tiles where the sample says, as for the self-join */
 	if (allow_gpu && GjChooseEpsEngine(job) == GJ_ENGINE_GPU && GjUseTiles(job, GJ_ENGINE_GPU))
 	{
@@ -197,7 +197,7 @@ GjStartJoin(GjJob *job, bool allow_gpu)
 void
 GjStartSelfJoin(GjJob *job, bool allow_gpu)
 {
-	job->twice = job->spec.symmetric;
+	job->out.twice = job->spec.symmetric;
 	if (GjRestrictedSelf(&job->spec))
 		StartProbe(job);
 	else if (allow_gpu && GjChooseEpsEngine(job) == GJ_ENGINE_GPU &&

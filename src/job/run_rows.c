@@ -24,8 +24,8 @@ FinishRows(GjJob *job)
 
 	if (job->spec.shape == GJ_SHAPE_DBSCAN)
 		GjCheckCore(gj_dbscan_number(&res->points, res->rowval, res->rowflag,
-									 &job->nclusters), job->spec.fname);
-	if (job->geo.on && job->spec.shape == GJ_SHAPE_COUNTS && !job->geo_band)
+									 &job->rows.nclusters), job->spec.fname);
+	if (job->geo.on && job->spec.shape == GJ_SHAPE_COUNTS && !job->rows.geo_band)
 	{
 		/* geography: the counts within d, not within the engines' chord */
 		if (job->spec.has_query)
@@ -34,12 +34,12 @@ FinishRows(GjJob *job)
 									res->queries.n, res->rowval);
 		else
 			GjGeographyRepairCounts(&job->geo, &res->points, &res->geo_points, NULL, NULL,
-									job->subset, job->subset != NULL ? job->nsubset : res->points.n,
+									job->rows.subset, job->rows.subset != NULL ? job->rows.nsubset : res->points.n,
 									res->rowval);
 	}
 	job->stats.join_ms += gj_now_ms() - job->t_engine;
 	job->t_engine = gj_now_ms();
-	job->pos = 0;
+	job->out.pos = 0;
 	job->running = RUN_ROWS;
 }
 
@@ -215,14 +215,14 @@ GjStartRows(GjJob *job, bool allow_gpu)
 	{
 		GjEnsureGrid(job);
 		if (restricted)
-			job->subset = GjListedRows(&res->points, job->spec.filter_ids,
-									 job->spec.nfilter, &job->nsubset);
-		nrows = restricted ? job->nsubset : n;
+			job->rows.subset = GjListedRows(&res->points, job->spec.filter_ids,
+									 job->spec.nfilter, &job->rows.nsubset);
+		nrows = restricted ? job->rows.nsubset : n;
 		GjAllocRowResults(job, nrows);
 		job->stats.index_ms += gj_now_ms() - t0;
 		job->t_engine = gj_now_ms();
 		if (job->spec.shape == GJ_SHAPE_COUNTS)
-			GjCheckCore(gj_cpu_count_rows(&res->grid, &res->points, job->subset, nrows,
+			GjCheckCore(gj_cpu_count_rows(&res->grid, &res->points, job->rows.subset, nrows,
 										  0, GjCpuThreads(), res->rowval),
 						job->spec.fname);
 		else

@@ -93,20 +93,20 @@ GjGpuRowsInSlabs(GjJob *job, gj_status *st, char *err, size_t errlen)
 gj_status
 GjStartSlabStep(GjJob *job, int t, gj_engine **out, char *err, size_t errlen)
 {
-	gj_slab_step *st = &job->slabs.steps[t];
-	gj_points  *a = &job->slab_view[t % 2][0],
-			   *b = &job->slab_view[t % 2][1];
+	gj_slab_step *st = &job->slab.plan.steps[t];
+	gj_points  *a = &job->slab.view[t % 2][0],
+			   *b = &job->slab.view[t % 2][1];
 	gj_gpu_options opt;
 
 	GjGpuOptionsInit(&opt, true);
-	opt.memory_limit = job->slab_limit;
-	gj_points_view(a, job->slab_idx, st->a0, st->a1);
+	opt.memory_limit = job->slab.limit;
+	gj_points_view(a, job->slab.idx, st->a0, st->a1);
 	if (st->self)
 		return gj_gpu_selfjoin_start(a, job->spec.eps2, &opt, (gj_gpu_selfjoin **) out,
 									 err, errlen);
-	gj_points_view(b, job->slab_probe != NULL ? job->slab_probe : job->slab_idx,
+	gj_points_view(b, job->slab.probe != NULL ? job->slab.probe : job->slab.idx,
 				   st->b0, st->b1);
-	return gj_gpu_join_start(a, b, job->spec.eps2, job->slab_order, &opt,
+	return gj_gpu_join_start(a, b, job->spec.eps2, job->slab.order, &opt,
 							 (gj_gpu_selfjoin **) out, err, errlen);
 }
 
@@ -124,22 +124,22 @@ GjStartNextSlabEarly(GjJob *job)
 	char		err[256];
 	gj_status	st;
 
-	if (job->slabs.nsteps == 0 || job->slab_step + 1 >= job->slabs.nsteps ||
-		res->next_engine != NULL || job->slab_early_failed ||
+	if (job->slab.plan.nsteps == 0 || job->slab.step + 1 >= job->slab.plan.nsteps ||
+		res->next_engine != NULL || job->slab.early_failed ||
 		job->running != RUN_STREAM || res->engine == NULL)
 		return;
 	gj_engine_report_of(res->engine, &r);
 	if (r.done_ms <= 0)
 		return;					/* its kernels still run */
-	st = GjStartSlabStep(job, job->slab_step + 1, &res->next_engine, err, sizeof(err));
+	st = GjStartSlabStep(job, job->slab.step + 1, &res->next_engine, err, sizeof(err));
 	if (st == GJ_ERR_CANCELED)
 		GjRaiseCanceled();
 	if (st != GJ_OK)
 	{
 		res->next_engine = NULL;
-		job->slab_early_failed = true;
+		job->slab.early_failed = true;
 		elog(DEBUG1, "%s: slab step %d did not start early: %s", job->spec.fname,
-			 job->slab_step + 1, err);
+			 job->slab.step + 1, err);
 	}
 }
 
@@ -174,10 +174,10 @@ GjStartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	gj_gpu_slab_engine(&e, &ctx);	/* for its sort */
 	GjGpuOptionsInit(&ctx.opt, false);
 	st = gj_slabs_plan_ordered(idx, probe, job->spec.eps2, max_rows, e.order, e.arg,
-							   &job->slabs);
-	if (st != GJ_OK || job->slabs.nsteps == 0)
+							   &job->slab.plan);
+	if (st != GJ_OK || job->slab.plan.nsteps == 0)
 	{
-		gj_slabs_free(&job->slabs);
+		gj_slabs_free(&job->slab.plan);
 		if (st == GJ_ERR_NOMEM)
 			GjCheckCore(st, job->spec.fname);
 		return false;
@@ -185,24 +185,24 @@ GjStartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	{
 		/* the steps in the job's context: released with it, however it ends */
 		gj_slab_step *steps = MemoryContextAlloc(job->res->cxt,
-												 sizeof(gj_slab_step) * job->slabs.nsteps);
+												 sizeof(gj_slab_step) * job->slab.plan.nsteps);
 
-		memcpy(steps, job->slabs.steps, sizeof(gj_slab_step) * job->slabs.nsteps);
-		free(job->slabs.steps);
-		job->slabs.steps = steps;
+		memcpy(steps, job->slab.plan.steps, sizeof(gj_slab_step) * job->slab.plan.nsteps);
+		free(job->slab.plan.steps);
+		job->slab.plan.steps = steps;
 	}
-	job->slab_idx = idx;
-	job->slab_probe = probe;
-	job->slab_order = order;
-	job->slab_step = 0;
-	job->slab_limit = GjGpuBudget() / share;
-	job->slab_early_failed = share == 1;	/* no room for two steps at once */
+	job->slab.idx = idx;
+	job->slab.probe = probe;
+	job->slab.order = order;
+	job->slab.step = 0;
+	job->slab.limit = GjGpuBudget() / share;
+	job->slab.early_failed = share == 1;	/* no room for two steps at once */
 	st = GjStartSlabStep(job, 0, &job->res->engine, err, sizeof(err));
 	if (st != GJ_OK)
 	{
 		/* the caller's NOTICE names the first failure; the CPU runs it */
 		job->res->engine = NULL;
-		job->slabs.nsteps = 0;
+		job->slab.plan.nsteps = 0;
 		if (st == GJ_ERR_CANCELED)
 			GjRaiseCanceled();
 		return false;
@@ -210,8 +210,8 @@ GjStartGpuSlabs(GjJob *job, gj_points *idx, gj_points *probe, int order)
 	GjEngineRunning(job, job->res->engine, "gpu (slabs)", 0);
 	job->stats.index_ms += gj_now_ms() - t0;
 	job->t_engine = gj_now_ms();
-	job->stats.slices = job->slabs.nslabs;
+	job->stats.slices = job->slab.plan.nslabs;
 	job->stats.slice_rows = max_rows;
-	job->stats.slab_steps = job->slabs.nsteps;
+	job->stats.slab_steps = job->slab.plan.nsteps;
 	return true;
 }

@@ -33,7 +33,7 @@ GjOrderPoints(GjJob *job, gj_points *p)
 
 	GjPlanBlocks(job);			/* its own time into index_ms */
 	t0 = gj_now_ms();
-	GjCheckCore(gj_points_block_order_by(p, &job->block_plan), "sorting the rows into blocks");
+	GjCheckCore(gj_points_block_order_by(p, &job->plan.block_plan), "sorting the rows into blocks");
 	job->stats.index_ms += gj_now_ms() - t0;
 }
 
@@ -108,9 +108,9 @@ TileInput(GjJob *job, gj_tiles_options *o)
 	}
 	/* for EXPLAIN: what the engines run */
 	job->stats.tiles_method = o->prune ? "blocks" : "brute force";
-	job->stats.tiles_cheap = !o->prune && job->brute_cheap && GjEpsMethodSetting() == GJ_EPS_AUTO;
-	job->stats.tiles_key_dims = job->block_plan.m;
-	job->stats.tiles_kept = job->blocks_planned ? job->block_kept : -1.0;
+	job->stats.tiles_cheap = !o->prune && job->plan.brute_cheap && GjEpsMethodSetting() == GJ_EPS_AUTO;
+	job->stats.tiles_key_dims = job->plan.block_plan.m;
+	job->stats.tiles_kept = job->plan.blocks_planned ? job->plan.block_kept : -1.0;
 	return p;
 }
 
@@ -189,13 +189,13 @@ StartGpuTileRows(void *arg, gj_engine **out)
 	gj_status	st;
 	const gj_points *p;
 
-	if (job->gpu_status != GJ_OK)
+	if (job->rows.gpu_status != GJ_OK)
 		return StartCpuTileRows(arg, out);
 	p = TileInput(job, &o);
 	o.emit_rows = 1;
 	o.expected_pairs = Max(job->stats.estimated_pairs, 0.0);
 	GjGpuOptionsInit(&gopt, false);
-	st = gj_gpu_tiles_start(p, &o, &gopt, &tj, job->gpu_err, sizeof(job->gpu_err));
+	st = gj_gpu_tiles_start(p, &o, &gopt, &tj, job->rows.gpu_err, sizeof(job->rows.gpu_err));
 	if (st == GJ_OK)
 	{
 		*out = GJ_ENGINE(tj);
@@ -203,12 +203,12 @@ StartGpuTileRows(void *arg, gj_engine **out)
 	}
 	if (st == GJ_ERR_CANCELED)
 		return st;
-	job->gpu_status = st;
+	job->rows.gpu_status = st;
 	return StartCpuTileRows(arg, out);
 }
 
 /*
- * Counts, DBSCAN or lists from the pairs of job->source; eps_join_counts
+ * Counts, DBSCAN or lists from the pairs of job->rows.source; eps_join_counts
  * from the cross plan's pairs (rows: r's first), each r row's count being
  * its pairs, itself not among them.
  */
@@ -221,7 +221,7 @@ TileRowsFrom(GjJob *job, int64_t *entries)
 	if (job->spec.has_query)
 	{
 		int32_t    *all = malloc(sizeof(int32_t) * (res->both.n + 1));
-		gj_status	st = all != NULL ? gj_pairs_count(&job->source, res->both.n, all) :
+		gj_status	st = all != NULL ? gj_pairs_count(&job->rows.source, res->both.n, all) :
 			GJ_ERR_NOMEM;
 
 		for (int64 i = 0; st == GJ_OK && i < res->queries.n; i++)
@@ -231,12 +231,12 @@ TileRowsFrom(GjJob *job, int64_t *entries)
 	}
 
 	if (job->spec.shape == GJ_SHAPE_LISTS)
-		return gj_pairs_lists(&job->source, &res->points, GjHostMemoryLimit() / 16,
+		return gj_pairs_lists(&job->rows.source, &res->points, GjHostMemoryLimit() / 16,
 							  &res->list_off, &res->list_nb, &res->list_nd, entries);
 	GjAllocRowResults(job, n);
 	if (job->spec.shape == GJ_SHAPE_COUNTS)
-		return gj_pairs_count(&job->source, n, res->rowval);
-	return gj_pairs_dbscan(&job->source, &res->points, job->spec.minpts,
+		return gj_pairs_count(&job->rows.source, n, res->rowval);
+	return gj_pairs_dbscan(&job->rows.source, &res->points, job->spec.minpts,
 						   res->rowval, res->rowflag);
 }
 
@@ -256,23 +256,23 @@ GjTileRows(GjJob *job, GjEngine engine)
 		PrepareJoinTiles(job);	/* eps_join_counts: r's rows first, in the order counted */
 	else
 		PrepareTiles(job);
-	job->source.start = engine == GJ_ENGINE_GPU ? StartGpuTileRows : StartCpuTileRows;
-	job->source.arg = job;
-	job->source.store_bytes = 0;
-	job->gpu_status = GJ_OK;
+	job->rows.source.start = engine == GJ_ENGINE_GPU ? StartGpuTileRows : StartCpuTileRows;
+	job->rows.source.arg = job;
+	job->rows.source.store_bytes = 0;
+	job->rows.gpu_status = GJ_OK;
 	st = TileRowsFrom(job, &entries);
-	if (engine == GJ_ENGINE_GPU && job->gpu_status == GJ_OK &&
+	if (engine == GJ_ENGINE_GPU && job->rows.gpu_status == GJ_OK &&
 		(st == GJ_ERR_CUDA || st == GJ_ERR_DEVICE_OOM))
 	{
 		/* failed part-way: the message of the engine is gone, its status is not */
-		job->gpu_status = st;
-		snprintf(job->gpu_err, sizeof(job->gpu_err), "the GPU tile join failed while running");
-		job->source.start = StartCpuTileRows;
+		job->rows.gpu_status = st;
+		snprintf(job->rows.gpu_err, sizeof(job->rows.gpu_err), "the GPU tile join failed while running");
+		job->rows.source.start = StartCpuTileRows;
 		st = TileRowsFrom(job, &entries);
 	}
-	if (engine == GJ_ENGINE_GPU && job->gpu_status != GJ_OK)
-		GjGpuStartFailed(job, job->gpu_status, job->gpu_err);
-	GjEngineRan(job, engine == GJ_ENGINE_GPU && job->gpu_status == GJ_OK ?
+	if (engine == GJ_ENGINE_GPU && job->rows.gpu_status != GJ_OK)
+		GjGpuStartFailed(job, job->rows.gpu_status, job->rows.gpu_err);
+	GjEngineRan(job, engine == GJ_ENGINE_GPU && job->rows.gpu_status == GJ_OK ?
 				"gpu (tiles)" : "cpu (tiles)", GjCpuThreads());
 	if (job->spec.shape == GJ_SHAPE_LISTS)
 	{
