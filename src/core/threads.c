@@ -69,13 +69,24 @@ gj_threads_start(pthread_t *threads, int n, void *(*fn) (void *), void *args,
 	return started;
 }
 
-/* Number of online CPUs, at least 1. */
+/*
+ * Number of online CPUs, at least 1, counted once a process: sysconf reads
+ * /sys on every call, and the engines ask before every parallel step.
+ */
 int
 gj_cpu_count(void)
 {
-	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+	static int	cached = 0;		/* atomic */
+	int			n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 
-	return n < 1 ? 1 : (int) n;
+	if (n == 0)
+	{
+		long		online = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = online < 1 ? 1 : (int) online;
+		__atomic_store_n(&cached, n, __ATOMIC_RELAXED);
+	}
+	return n;
 }
 
 /* Slices for n rows, each at least min_rows long, at most one per core. */
@@ -166,7 +177,9 @@ typedef struct par_run
 	int64_t		n;
 	int64_t		next;			/* atomic */
 	int			stop;			/* atomic */
-	int			active;			/* atomic: workers still running */
+	pthread_mutex_t mu;
+	pthread_cond_t done;		/* signalled by the last worker to end */
+	int			active;			/* under mu: workers still running */
 } par_run;
 
 static void *
@@ -182,13 +195,19 @@ par_worker(void *a)
 			break;
 		r->fn(r->arg, b0, b0 + GJ_PAR_BLOCK < r->n ? b0 + GJ_PAR_BLOCK : r->n, &r->stop);
 	}
-	__atomic_fetch_sub(&r->active, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&r->mu);
+	if (--r->active == 0)
+		pthread_cond_signal(&r->done);
+	pthread_mutex_unlock(&r->mu);
 	return NULL;
 }
 
 /*
  * fn over rows [0, n) in blocks on up to nthreads threads; the calling
- * thread polls the interrupt hook every millisecond until they finish.
+ * thread polls the interrupt hook every millisecond until they finish,
+ * and returns as soon as the last one does (a sleep of a millisecond
+ * between polls cost every call up to a millisecond, and 5 such phases
+ * make a DBSCAN).
  */
 gj_status
 gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads)
@@ -196,7 +215,7 @@ gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads)
 	par_run		r;
 	pthread_t  *threads;
 	int			started;
-	struct timespec ms = {0, 1000000L};
+	pthread_condattr_t ca;
 
 	if (n <= 0)
 		return GJ_OK;
@@ -212,23 +231,37 @@ gj_par_for(gj_block_fn fn, void *arg, int64_t n, int nthreads)
 	threads = calloc(nthreads, sizeof(pthread_t));
 	if (threads == NULL)
 		return GJ_ERR_NOMEM;
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);	/* a clock step must not stall the polls */
+	pthread_cond_init(&r.done, &ca);
+	pthread_condattr_destroy(&ca);
 	started = gj_threads_start(threads, nthreads, par_worker, &r, 0);
-	if (started < nthreads)
-		__atomic_fetch_sub(&r.active, nthreads - started, __ATOMIC_RELAXED);
-	if (started == 0)
+	pthread_mutex_lock(&r.mu);
+	r.active -= nthreads - started;
+	while (r.active > 0)
 	{
-		free(threads);
-		return GJ_ERR_THREAD;
-	}
-	while (__atomic_load_n(&r.active, __ATOMIC_ACQUIRE) > 0)
-	{
-		nanosleep(&ms, NULL);
-		if (gj_interrupted())
+		struct timespec deadline;
+
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_nsec += 1000000L;
+		if (deadline.tv_nsec >= 1000000000L)
+		{
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r.done, &r.mu, &deadline);
+		if (r.active > 0 && gj_interrupted())
 			__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	}
+	pthread_mutex_unlock(&r.mu);
 	for (int t = 0; t < started; t++)
 		pthread_join(threads[t], NULL);
+	pthread_cond_destroy(&r.done);
+	pthread_mutex_destroy(&r.mu);
 	free(threads);
+	if (started == 0)
+		return GJ_ERR_THREAD;
 	return r.stop ? GJ_ERR_CANCELED : GJ_OK;
 }
 
