@@ -19,24 +19,6 @@
 #include "machine.h"
 #include "read/reader.h"
 
-
-/* The rows the statistics promise a relation (a little more), or 0. */
-int64
-GjExpectedRows(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	float4		reltuples = -1;
-
-	if (HeapTupleIsValid(tup))
-	{
-		reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
-		ReleaseSysCache(tup);
-	}
-	if (reltuples <= 0)
-		return 0;
-	return (int64) Min((double) reltuples * 1.02 + 16, (double) GJ_MAX_ROWS);
-}
-
 /* The rows a relation's statistics promise (-1 when never analysed). */
 double
 GjRelationRows(Oid relid)
@@ -50,6 +32,17 @@ GjRelationRows(Oid relid)
 		ReleaseSysCache(tup);
 	}
 	return reltuples;
+}
+
+/* The rows to make room for: what the statistics promise and a little more, or 0. */
+int64
+GjExpectedRows(Oid relid)
+{
+	double		reltuples = GjRelationRows(relid);
+
+	if (reltuples <= 0)
+		return 0;
+	return (int64) Min(reltuples * 1.02 + 16, (double) GJ_MAX_ROWS);
 }
 
 /*
