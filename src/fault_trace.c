@@ -8,9 +8,9 @@
  *		kills the process as usual; and the stages of backend exit after
  *		the GPU was used are logged.  Off by default; nothing is installed.
  *
- * Written for the SIGBUS seen at exit of long GPU sessions (README, "Known
- * issues").  The handler uses snprintf, which is not async-signal-safe; it
- * only ever runs on the way down.
+ * Written for the SIGBUS seen at exit of long GPU sessions
+ * (docs/troubleshooting.md).  The handler uses snprintf, which is not
+ * async-signal-safe; it only ever runs on the way down.
  */
 #include "postgres.h"
 

@@ -7,7 +7,7 @@
  * Every function is one job (job/job.h): functions.c and args.c turn a
  * call into a GjJobSpec; the custom scan (custom_scan.c) returns the job's
  * rows to the executor as the engine makes them, and where the planner
- * cannot use it the function itself materialises them (functions.c);
+ * cannot use it the function itself materialises them (entry_points.c);
  * support.c gives the planner row estimates.
  */
 #ifndef GJ_API_H

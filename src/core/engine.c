@@ -4,7 +4,7 @@
  *
  * Each engine's struct begins with a gj_engine (gj_core.h), so taking,
  * returning and stopping work the same for the CPU and GPU self-joins, the
- * probe, the neighbour lists and both kNN joins, and the caller (job.c, the
+ * probe, the neighbour lists and both kNN joins, and the caller (the job, the
  * tests, the benchmarks) holds one handle whichever engine runs.
  */
 #include <string.h>

@@ -233,7 +233,7 @@ gj_shared_rows_create(gj_shared_rows *r, size_t bytes, int max_files)
 				ok = 1;
 
 	gj_shared_rows_init(r);
-	/* the margin PostgreSQL's segment gets on /dev/shm (input_parallel.c) */
+	/* the margin PostgreSQL's segment gets on /dev/shm (the glue's parallel_read.c) */
 	if (bytes == 0 || gj_memory_available() < 1.5 * (double) bytes + 256.0 * 1024 * 1024)
 		return -1;
 	if (nfiles > gj_cpu_count())

@@ -1008,7 +1008,7 @@ ProbeArrayDims(const GjInputSpec *spec, AttrNumber att)
 
 /*
  * Whether the relation form reads through parallel workers (the packing
- * aggregate of input_parallel.c), and in how many dimensions (*dims): a
+ * aggregate above), and in how many dimensions (*dims): a
  * plain table of scalar coordinate columns, or of one array, vector or
  * halfvec column (detoasting a 768-dim vector costs more than the executor
  * per row, and workers share it), with at least
