@@ -90,7 +90,7 @@ TEST_SUPPORT = regress/common/datagen.o regress/common/pairset.o regress/common/
 	regress/common/oracle.o
 BENCH_KERNELS = regress/gpu/bruteforce.o regress/gpu/ceilings.o
 
-EXTRA_CLEAN = $(CORE_LIB) $(UNIT_TESTS) $(GPU_PROGRAMS) $(CPU_BENCHES) regress/gpu/gpu_knn_prof \
+EXTRA_CLEAN = kernels/.flavour $(CORE_LIB) $(UNIT_TESTS) $(GPU_PROGRAMS) $(CPU_BENCHES) regress/gpu/gpu_knn_prof \
 	regress/bench/bench_shm $(TEST_SUPPORT) $(BENCH_KERNELS) kernels/knn_tiles_prof.o \
 	$(CORE_OBJS) kernels/*.o
 
@@ -113,6 +113,14 @@ GLUE_HDRS = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/api/*.h $(srcdir)/src/job
 	$(srcdir)/src/read/*.h) $(srcdir)/src/core/gj_core.h \
 	$(srcdir)/src/core/shared_rows.h $(srcdir)/kernels/gj_cuda.h
 $(GLUE_OBJS): $(GLUE_HDRS)
+
+# gpujoin.so links the kernels or kernels/nocuda.o: relink it when that
+# choice changes (a build without nvcc, then one with it, in one tree).
+KERNELS_FLAVOUR = $(if $(strip $(NVCC)),cuda $(NVCC),none)
+kernels/.flavour: FORCE
+	@echo '$(KERNELS_FLAVOUR)' | cmp -s - $@ || echo '$(KERNELS_FLAVOUR)' > $@
+$(shlib): kernels/.flavour
+.PHONY: FORCE
 
 KERNEL_HDRS = $(wildcard $(srcdir)/kernels/*.h $(srcdir)/kernels/*.cuh) $(CORE_HDRS)
 kernels/%.o: kernels/%.cu $(KERNEL_HDRS)
