@@ -23,7 +23,8 @@ GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_tr
 	src/job/run_tiles.o src/job/run_rows.o src/job/run_knn.o src/job/run_slabs.o \
 	src/job/emit.o src/job/geo.o src/job/geo_postgis.o \
 	src/read/spi_read.o src/read/relation.o src/read/rows.o src/read/sizes.o src/read/guard.o \
-	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o
+	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o src/read/keys.o \
+	src/join/clause.o src/join/path.o src/join/exec.o
 
 # The core: what the extension and every test program link.
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/threads.o src/core/grid.o \
@@ -46,12 +47,13 @@ DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade clustering clustering_postgis postgis_input geography parallel_read highdim
+	readonly upgrade clustering clustering_postgis postgis_input geography parallel_read highdim \
+	plain_join
 REGRESS_OPTS = --inputdir=$(srcdir)
 # pgvector's input test, where pgvector is installed (regress/run_tests.sh
 # sets this when it finds the extension)
 ifdef WITH_PGVECTOR
-REGRESS += pgvector
+REGRESS += pgvector plain_join_pgvector
 endif
 
 # No FMA contraction anywhere: distances must round identically everywhere.
@@ -110,7 +112,7 @@ $(shlib): $(CORE_LIB)
 # --- the glue and the kernels ----------------------------------------------
 
 GLUE_HDRS = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/api/*.h $(srcdir)/src/job/*.h \
-	$(srcdir)/src/read/*.h) $(srcdir)/src/core/gj_core.h \
+	$(srcdir)/src/read/*.h $(srcdir)/src/join/*.h) $(srcdir)/src/core/gj_core.h \
 	$(srcdir)/src/core/shared_rows.h $(srcdir)/kernels/gj_cuda.h
 $(GLUE_OBJS): $(GLUE_HDRS)
 

@@ -16,6 +16,7 @@
 #include "machine.h"
 #include "api/api.h"
 #include "job/job.h"
+#include "join/join.h"
 #include "read/read.h"
 
 PG_MODULE_MAGIC;
@@ -40,6 +41,7 @@ _PG_init(void)
 	GjReadInit();
 	GjJobInit();
 	GjCustomScanInit();
+	GjJoinPathInit();
 	MarkGUCPrefixReserved("gpujoin");
 	gj_set_interrupt_hook(GjInterrupted);
 }

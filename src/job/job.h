@@ -119,4 +119,10 @@ extern void GjJobEnd(GjJob *job, GjJobStats *stats);
 #define GJ_AUTO_GPU_MIN_ROWS 100000
 extern const char *GjPlannedEngine(GjShape shape, bool two_sets, bool restricted);
 
+/*
+ * geo_postgis.c: the semi-axes in metres of geography SRID srid's
+ * spheroid, from spatial_ref_sys in schema nsp (PostGIS's).
+ */
+extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
+
 #endif							/* GJ_JOB_H */

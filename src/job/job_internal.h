@@ -227,7 +227,6 @@ extern void GjGeographyRepairCounts(GjGeography *geo, gj_points *points, gj_geo_
 									const gj_points *queries, gj_geo_side *r_side,
 									const uint32 *rows, int64 nrows, int32 *counts);
 extern void GjGeoBandRows(GjJob *job, bool allow_gpu);
-extern void GjGeographySpheroid(const char *fname, Oid nsp, int32 srid, double *a, double *b);
 extern void GjGeographyWithinMany(const char *fname, Oid nsp, int32 srid, bool use_spheroid,
 								  double d, int n, const double *ll, bool *within,
 								  double *metres);

@@ -146,6 +146,17 @@ PostgisTypeName(Oid t, Oid *nsp)
 	return name;
 }
 
+bool
+GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind)
+{
+	const char *name = PostgisTypeName(t, nsp);
+
+	if (name == NULL)
+		return false;
+	*kind = strcmp(name, "geometry") == 0 ? GJ_KEY_GEOMETRY : GJ_KEY_GEOGRAPHY;
+	return true;
+}
+
 /* The one SRID of the rows of column col of relid, by a scan; -1 when there is none. */
 static int32
 ScanSrid(const char *fname, const char *qrel, const char *qcol, const char *nspname)

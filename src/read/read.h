@@ -46,6 +46,12 @@ typedef struct GjInputSpec
 	 */
 	double		sample_pct;
 	int			sample_seed;	/* ... REPEATABLE (sample_seed) */
+
+	/*
+	 * Rows already read (the plain-SQL join reads its sides through the
+	 * executor): copied as they are, nothing else above applies but fname.
+	 */
+	const gj_points *given;
 } GjInputSpec;
 
 /* What reading cost, for EXPLAIN ANALYZE. */
@@ -71,5 +77,32 @@ extern void GjReadInit(void);
  */
 extern void GjReadPoints(const GjInputSpec *spec, gj_points *pts,
 						 GjReadStats *stats);
+
+/*
+ * keys.c: one value of a plain-SQL join's key column (join/) as
+ * coordinates, from its Datum: a PostGIS point (x, y; geography: lon,
+ * lat) or a pgvector value.  GJ_KEY_OTHER: a value the engines cannot
+ * take (not one finite point, another vector size); the join leaves it to
+ * the query's own predicate.
+ */
+typedef enum GjKeyKind
+{
+	GJ_KEY_GEOMETRY,
+	GJ_KEY_GEOGRAPHY,
+	GJ_KEY_VECTOR,
+	GJ_KEY_HALFVEC
+} GjKeyKind;
+
+typedef enum GjKeyResult
+{
+	GJ_KEY_OK,
+	GJ_KEY_OTHER,
+	GJ_KEY_EMPTY				/* an empty geometry (PostGIS 3's serialization) */
+} GjKeyResult;
+
+extern bool GjKeyKindOf(Oid t, GjKeyKind *kind);
+extern GjKeyResult GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag);
+/* postgis.c: whether base type t is PostGIS's geometry or geography, and its schema */
+extern bool GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind);
 
 #endif							/* GJ_READ_H */

@@ -245,6 +245,30 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
  * Read every usable row described by spec into pts (empty, owned by a
  * GjResources); counts go to stats when it is not NULL.
  */
+/* Rows read already: a copy, as the job reorders its own. */
+static void
+ReadGiven(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
+{
+	const gj_points *g = spec->given;
+	double		t0 = gj_now_ms();
+
+	pts->dims = g->dims;
+	if (g->n > 0)
+	{
+		GjCheckStatus(gj_points_reserve(pts, g->n), "copying the join's rows");
+		memcpy(pts->x, g->x, sizeof(double) * g->dims * g->n);
+		memcpy(pts->ids, g->ids, sizeof(int64_t) * g->n);
+		pts->n = g->n;
+	}
+	if (stats != NULL)
+	{
+		stats->rows += g->n;
+		stats->ms += gj_now_ms() - t0;
+		stats->srid = GJ_NO_SRID;
+		stats->geography = false;
+	}
+}
+
 void
 GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 {
@@ -267,6 +291,12 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	int			srid_coords = 0;	/* rows of this many coordinates, then the SRID */
 	bool		geography = false;
 	Oid			postgis_nsp = InvalidOid;
+
+	if (spec->given != NULL)
+	{
+		ReadGiven(spec, pts, stats);
+		return;
+	}
 
 	/* a PostGIS point column: read through a query of its coordinates */
 	if (GjGeometryInput(spec, &gsql, &srid, &geography, &postgis_nsp))

@@ -1,0 +1,184 @@
+-- Plain SQL on the engines: joins on a PostGIS distance predicate planned
+-- as a GpuJoin.  Every query runs twice, planned with gpujoin.enable_join
+-- on (PostgreSQL's own joins disabled, so that the GpuJoin is taken
+-- wherever it is offered) and off (PostgreSQL's plan), and the rows are
+-- compared both ways with EXCEPT ALL: missing and extra must be 0.
+-- The join path is installed when the library is loaded: in a session
+-- that has not called a gpujoin function yet, LOAD it (or preload it).
+LOAD 'gpujoin';
+CREATE EXTENSION IF NOT EXISTS postgis;
+SELECT setseed(0.31);
+-- points on a 0.1 grid: duplicates and pairs exactly 0.5 apart (0.3, 0.4, 0.5)
+CREATE TABLE jp (id int PRIMARY KEY, g geometry);
+INSERT INTO jp SELECT i, ST_MakePoint(round((random() * 30)::numeric, 1)::float8,
+                                      round((random() * 30)::numeric, 1)::float8)
+FROM generate_series(1, 3000) i;
+-- what the engine cannot take: NULL, empty, a line, a polygon, 3-D, multi
+INSERT INTO jp VALUES (5001, NULL), (5002, 'POINT EMPTY'), (5003, 'LINESTRING(1 1, 5 5)'),
+    (5004, 'POLYGON((10 10, 12 10, 12 12, 10 12, 10 10))'), (5005, 'POINT(3 3)'),
+    (5006, 'POINT(3 3)'), (5007, 'POINT Z (4 4 9)'), (5008, 'MULTIPOINT((7 7), (8 8))'),
+    (5009, 'LINESTRING EMPTY');
+CREATE TABLE jq (id int PRIMARY KEY, g geometry, tag int);
+INSERT INTO jq SELECT i, ST_MakePoint(round((random() * 30)::numeric, 1)::float8,
+                                      round((random() * 30)::numeric, 1)::float8), i % 7
+FROM generate_series(1, 800) i;
+INSERT INTO jq VALUES (901, NULL, 1), (902, 'POINT EMPTY', 2), (903, 'LINESTRING(20 20, 22 25)', 3),
+    (904, 'POINT(100 100)', 4), (905, 'POINT(3 3.5)', 5);
+CREATE INDEX ON jp USING gist (g);
+CREATE INDEX ON jq USING gist (g);
+ANALYZE jp;
+ANALYZE jq;
+
+CREATE FUNCTION join_check(q text)
+RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    gpujoin := false;
+    PERFORM set_config('gpujoin.enable_join', 'on', true);
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        IF line LIKE '%GpuJoin%' THEN
+            gpujoin := true;
+        END IF;
+    END LOOP;
+    EXECUTE 'CREATE TEMP TABLE jc_on AS ' || q;
+    PERFORM set_config('gpujoin.enable_join', 'off', true);
+    PERFORM set_config('enable_nestloop', 'on', true);
+    PERFORM set_config('enable_hashjoin', 'on', true);
+    PERFORM set_config('enable_mergejoin', 'on', true);
+    EXECUTE 'CREATE TEMP TABLE jc_off AS ' || q;
+    SELECT count(*) INTO nrows FROM jc_off;
+    SELECT count(*) INTO missing FROM (SELECT * FROM jc_off EXCEPT ALL SELECT * FROM jc_on) d;
+    SELECT count(*) INTO extra FROM (SELECT * FROM jc_on EXCEPT ALL SELECT * FROM jc_off) d;
+    DROP TABLE jc_on;
+    DROP TABLE jc_off;
+    PERFORM set_config('gpujoin.enable_join', 'on', true);
+    RETURN NEXT;
+END $$;
+
+-- ST_DWithin, both argument orders; pairs exactly d apart are in
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(p.g, q.g, 0.5)$$);
+-- ST_Distance and <->, with <= and <, either way round
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q, jp p WHERE ST_Distance(q.g, p.g) <= 0.5$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q, jp p WHERE ST_Distance(p.g, q.g) < 0.5$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q, jp p WHERE q.g <-> p.g <= 0.5$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q, jp p WHERE 0.5 > p.g <-> q.g$$);
+-- d = 0: duplicates only; a d as an expression; other quals beside it
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.25 * 2)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b, q.tag FROM jq q JOIN jp p
+    ON q.tag = p.id % 7 AND ST_DWithin(q.g, p.g, 1.5) AND q.id + p.id > 1000$$);
+-- self joins
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a JOIN jp b ON a.id < b.id AND ST_DWithin(a.g, b.g, 0.3)$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a JOIN jp b ON a.id <> b.id AND ST_DWithin(a.g, b.g, 0.3)$$);
+-- left, semi and anti joins; a left join's filter on the null-extended side
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q LEFT JOIN jp p ON ST_DWithin(q.g, p.g, 0.4)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q LEFT JOIN jp p ON ST_DWithin(q.g, p.g, 0.4) WHERE p.id IS NULL OR p.id > 100$$);
+SELECT * FROM join_check($$SELECT q.id FROM jq q WHERE EXISTS (SELECT 1 FROM jp p WHERE ST_DWithin(q.g, p.g, 0.4))$$);
+SELECT * FROM join_check($$SELECT q.id FROM jq q WHERE NOT EXISTS (SELECT 1 FROM jp p WHERE ST_DWithin(q.g, p.g, 0.4))$$);
+SELECT * FROM join_check($$SELECT q.id FROM jq q WHERE NOT EXISTS (SELECT 1 FROM jp p WHERE ST_DWithin(q.g, p.g, 0.4) AND p.id % 2 = 0)$$);
+-- d NULL (from an init plan), negative, infinite, huge
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q LEFT JOIN jp p ON ST_DWithin(q.g, p.g, (SELECT NULL::float8))$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q LEFT JOIN jp p ON ST_DWithin(q.g, p.g, (SELECT 0.3::float8))$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON q.g <-> p.g <= -1$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON q.g <-> p.g <= 'Infinity' WHERE q.id < 20$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 1e300) WHERE q.id < 5$$);
+-- LIMIT, a join under an aggregate, output of both sides' columns
+SELECT * FROM join_check($$SELECT count(*) AS n, sum(q.tag) AS t FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 1.0)$$);
+SELECT * FROM join_check($$SELECT q.id, ST_AsText(q.g) AS qg, ST_AsText(p.g) AS pg FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.2)$$);
+
+-- parameters: a prepared statement's generic plan takes d as $1
+SET plan_cache_mode = force_generic_plan;
+SET enable_nestloop = off;
+PREPARE near(float8) AS SELECT count(*) FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, $1);
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) EXECUTE near(0.5);
+RESET gpujoin.device;
+EXECUTE near(0.5);
+EXECUTE near(1.0);
+EXECUTE near(NULL);
+SET gpujoin.enable_join = off;
+EXECUTE near(0.5);
+EXECUTE near(1.0);
+RESET gpujoin.enable_join;
+RESET plan_cache_mode;
+-- a cursor, fetched in parts and rewound
+BEGIN;
+DECLARE c SCROLL CURSOR FOR SELECT q.id, p.id FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.3) ORDER BY 1, 2;
+FETCH 3 FROM c;
+MOVE ABSOLUTE 0 IN c;
+FETCH 2 FROM c;
+COMMIT;
+-- rescans: the join under a nested loop, d from the outer row
+SELECT v.d, (SELECT count(*) FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, v.d)) AS n
+FROM (VALUES (0.2::float8), (0.5), (NULL)) v(d);
+SET gpujoin.enable_join = off;
+SELECT v.d, (SELECT count(*) FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, v.d)) AS n
+FROM (VALUES (0.2::float8), (0.5), (NULL)) v(d);
+RESET gpujoin.enable_join;
+-- LIMIT stops it early
+SELECT count(*) FROM (SELECT q.id FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5) LIMIT 7) s;
+RESET enable_nestloop;
+
+-- EXPLAIN names the predicate and the engine
+SET enable_nestloop = off;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) SELECT q.id, p.id FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5) AND q.tag < 3;
+RESET gpujoin.device;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) SELECT q.id FROM jq q WHERE NOT EXISTS (SELECT 1 FROM jp p WHERE p.g <-> q.g < 0.5);
+RESET gpujoin.device;
+RESET enable_nestloop;
+-- PostgreSQL's plan where an index probe is cheaper: one point against a table
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) SELECT p.id FROM (SELECT 'POINT(3 3)'::geometry AS g) x JOIN jp p ON ST_DWithin(x.g, p.g, 0.5);
+RESET gpujoin.device;
+SET gpujoin.enable_join = off;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) SELECT q.id, p.id FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5);
+RESET gpujoin.device;
+RESET gpujoin.enable_join;
+
+-- mixed SRIDs: PostGIS's own error
+CREATE TABLE jsrid (id int, g geometry);
+INSERT INTO jsrid VALUES (1, ST_SetSRID('POINT(3 3)'::geometry, 4326));
+SET enable_nestloop = off;
+SELECT count(*) FROM jq q JOIN jsrid s ON ST_DWithin(q.g, s.g, 0.5);
+RESET enable_nestloop;
+
+-- geography: metres on the spheroid (default), on the sphere, and <->
+CREATE TABLE jgp (id int PRIMARY KEY, g geography);
+INSERT INTO jgp SELECT i, ST_MakePoint(random() * 2 - 1, 50 + random())::geography FROM generate_series(1, 2000) i;
+INSERT INTO jgp VALUES (3001, NULL), (3002, 'POINT EMPTY'), (3003, 'LINESTRING(0 50, 0.5 50.5)');
+CREATE TABLE jgq (id int PRIMARY KEY, g geography);
+INSERT INTO jgq SELECT i, ST_MakePoint(random() * 2 - 1, 50 + random())::geography FROM generate_series(1, 500) i;
+ANALYZE jgp;
+ANALYZE jgq;
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jgq q JOIN jgp p ON ST_DWithin(q.g, p.g, 3000)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jgq q JOIN jgp p ON ST_DWithin(p.g, q.g, 3000, false)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jgq q JOIN jgp p ON ST_Distance(q.g, p.g) < 2500$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jgq q JOIN jgp p ON q.g <-> p.g <= 2500$$);
+SELECT * FROM join_check($$SELECT q.id FROM jgq q WHERE NOT EXISTS (SELECT 1 FROM jgp p WHERE ST_DWithin(q.g, p.g, 1500))$$);
+
+-- row-level security and privileges apply to each side as in any plan
+CREATE ROLE gj_join_reader;
+GRANT SELECT ON jq TO gj_join_reader;
+GRANT SELECT (id, g) ON jp TO gj_join_reader;
+GRANT EXECUTE ON FUNCTION join_check(text) TO gj_join_reader;
+ALTER TABLE jq ENABLE ROW LEVEL SECURITY;
+CREATE POLICY jq_tag ON jq TO gj_join_reader USING (tag < 4);
+SET ROLE gj_join_reader;
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5)$$);
+SELECT count(*) FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5) AND p.id > 0 WHERE q.tag >= 4;
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jsrid p ON ST_DWithin(q.g, p.g, 0.5)$$);
+RESET ROLE;
+DROP POLICY jq_tag ON jq;
+ALTER TABLE jq DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON jq, jp FROM gj_join_reader;
+REVOKE ALL ON FUNCTION join_check(text) FROM gj_join_reader;
+DROP ROLE gj_join_reader;

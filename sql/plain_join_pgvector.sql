@@ -1,0 +1,78 @@
+-- Plain SQL on the engines, pgvector: distance joins on <-> (L2) and <=>
+-- (cosine) over vector and halfvec columns, each run with
+-- gpujoin.enable_join on and off and the rows compared both ways (run where
+-- pgvector is installed: make installcheck WITH_PGVECTOR=1).
+LOAD 'gpujoin';
+CREATE EXTENSION IF NOT EXISTS vector;
+SELECT setseed(0.2718);
+CREATE TABLE jv (id int PRIMARY KEY, v vector(24), h halfvec(24));
+INSERT INTO jv (id, v)
+SELECT i, ARRAY(SELECT (random() * 2 - 1)::real + 0 * i FROM generate_series(1, 24))::vector
+FROM generate_series(1, 1200) i;
+-- duplicates, a scaled copy (cosine distance 0), a zero vector, a NULL
+INSERT INTO jv (id, v) SELECT 2000 + id, v FROM jv WHERE id <= 10;
+INSERT INTO jv (id, v) SELECT 3000 + id, ARRAY(SELECT x * 3 FROM unnest(v::real[]) x)::vector FROM jv WHERE id <= 10;
+INSERT INTO jv (id, v) VALUES (4000, array_fill(0, ARRAY[24])::vector), (4001, NULL);
+UPDATE jv SET h = v::halfvec;
+ANALYZE jv;
+CREATE TABLE jw (id int PRIMARY KEY, v vector(24), h halfvec(24));
+INSERT INTO jw SELECT id + 10000, v, h FROM jv WHERE id % 3 = 0;
+ANALYZE jw;
+
+CREATE FUNCTION join_check(q text)
+RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    gpujoin := false;
+    PERFORM set_config('gpujoin.enable_join', 'on', true);
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        IF line LIKE '%GpuJoin%' THEN
+            gpujoin := true;
+        END IF;
+    END LOOP;
+    EXECUTE 'CREATE TEMP TABLE jc_on AS ' || q;
+    PERFORM set_config('gpujoin.enable_join', 'off', true);
+    PERFORM set_config('enable_nestloop', 'on', true);
+    PERFORM set_config('enable_hashjoin', 'on', true);
+    PERFORM set_config('enable_mergejoin', 'on', true);
+    EXECUTE 'CREATE TEMP TABLE jc_off AS ' || q;
+    SELECT count(*) INTO nrows FROM jc_off;
+    SELECT count(*) INTO missing FROM (SELECT * FROM jc_off EXCEPT ALL SELECT * FROM jc_on) d;
+    SELECT count(*) INTO extra FROM (SELECT * FROM jc_on EXCEPT ALL SELECT * FROM jc_off) d;
+    DROP TABLE jc_on;
+    DROP TABLE jc_off;
+    PERFORM set_config('gpujoin.enable_join', 'on', true);
+    RETURN NEXT;
+END $$;
+
+-- the L2 distance: self join, both orders, <= and <
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <-> b.v <= 2.2$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id <> b.id AND b.v <-> a.v < 2.2$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= 0$$);
+-- the cosine distance; the zero vector has none (pgvector: NaN)
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <=> b.v <= 0.35$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <=> b.v < 0.0001$$);
+-- halfvec, both metrics
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.h <-> b.h <= 2.3$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.h <=> b.h <= 0.3$$);
+-- left, semi, anti
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jw a LEFT JOIN jv b ON a.v <-> b.v <= 2.0 AND a.id - 10000 <> b.id$$);
+SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE EXISTS (SELECT 1 FROM jw b WHERE a.v <=> b.v <= 0.3)$$);
+SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE NOT EXISTS (SELECT 1 FROM jw b WHERE a.v <-> b.v <= 2.0)$$);
+-- a d that is NaN passes NaN distances, as in PostgreSQL: every pair by the predicate
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <=> b.v <= 'NaN' AND a.id < 50$$);
+
+-- vectors of another size than the inner side's: pgvector's own error
+CREATE TABLE jx (id int, v vector);
+INSERT INTO jx VALUES (1, '[1,2,3]');
+SET enable_nestloop = off;
+SELECT count(*) FROM jv a JOIN jx b ON a.v <-> b.v <= 1;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM jv a JOIN jw b ON a.v <=> b.v <= 0.2;
+RESET gpujoin.device;
+RESET enable_nestloop;

@@ -1,0 +1,82 @@
+/*
+ * join.h
+ *		Plain SQL on the engines (join/): a join whose quals hold a distance
+ *		predicate between a column of each side, planned as a GpuJoin.
+ *
+ * The planner hook (path.c) looks for the predicate (clause.c) among a
+ * join's quals: PostGIS's ST_DWithin, ST_Distance(..) <= d and <-> <= d on
+ * points, pgvector's <-> and <=> compared with d.  The executor (exec.c)
+ * reads the inner side into an engine's index, streams the outer side
+ * through it in batches, and decides every candidate the engine finds by
+ * the query's own quals.  The engine narrows down which pairs are looked
+ * at, with a margin proven to keep every pair the predicate can accept;
+ * where the engine's distance proves the predicate true with the same
+ * kind of margin, only the other quals are evaluated.  So the rows are
+ * PostgreSQL's.
+ */
+#ifndef GJ_JOIN_H
+#define GJ_JOIN_H
+
+#include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
+
+#include "read/read.h"
+
+/* How the predicate measures. */
+typedef enum GjJoinMetric
+{
+	GJ_JM_PLANAR,				/* geometry: x, y in the SRID's units */
+	GJ_JM_GEODESIC,				/* geography: metres, spheroid or sphere by an argument */
+	GJ_JM_SPHERE,				/* geography's <->: metres on PostGIS's sphere */
+	GJ_JM_L2,					/* pgvector <->, in float32 */
+	GJ_JM_COSINE				/* pgvector <=>, in float32 */
+} GjJoinMetric;
+
+/* The distance predicate found among a join's quals. */
+typedef struct GjJoinClause
+{
+	Expr	   *clause;			/* as written */
+	GjKeyKind	kind;
+	GjJoinMetric metric;
+	Oid			postgis_nsp;	/* geography: where spatial_ref_sys is */
+	Expr	   *outer_key;		/* a Var of the outer side */
+	Expr	   *inner_key;		/* a Var of the inner side */
+	Expr	   *bound;			/* d: constant for the join */
+	Expr	   *spheroid;		/* geography: use_spheroid (a constant true when defaulted) */
+	bool		empty_false;	/* an empty geometry never passes (ST_DWithin, ST_Distance) */
+} GjJoinClause;
+
+/* clause.c: the first distance predicate among quals joining outer to inner, or false. */
+extern bool GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc);
+
+/* path.c: registers gpujoin.enable_join and the join path hook (from _PG_init). */
+extern void GjJoinPathInit(void);
+
+/* exec.c: the plan node's methods. */
+extern Node *GjJoinCreateState(CustomScan *cscan);
+
+/* custom_private of the plan: integers in this order */
+enum
+{
+	GJ_JP_JOINTYPE,
+	GJ_JP_KIND,
+	GJ_JP_METRIC,
+	GJ_JP_EMPTY_FALSE,
+	GJ_JP_OUTER_COLS,			/* the scan tuple: the outer plan's columns, then the inner's */
+	GJ_JP_POSTGIS_NSP,
+	GJ_JP_NFIELDS
+};
+
+/* custom_exprs of the plan: in this order */
+enum
+{
+	GJ_JE_JOINQUALS,			/* a List: every qual that decides a match */
+	GJ_JE_OUTER_KEY,
+	GJ_JE_INNER_KEY,
+	GJ_JE_BOUND,
+	GJ_JE_SPHEROID,
+	GJ_JE_CLAUSE,				/* the predicate */
+	GJ_JE_REST					/* a List: the other quals that decide a match */
+};
+
+#endif							/* GJ_JOIN_H */

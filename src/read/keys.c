@@ -1,0 +1,130 @@
+/*
+ * keys.c
+ *		One value of a join's key column as coordinates, straight from its
+ *		Datum: a PostGIS point (geometry or geography) or a pgvector value.
+ *
+ * The plain-SQL join (join/) reads its two sides through the executor, row
+ * by row, not through a query of ours, so it cannot ask PostGIS for ST_X
+ * and ST_Y (a function call of about a microsecond a row).  PostGIS 3's
+ * serialized form (GSERIALIZED version 2, liblwgeom/gserialized2.c) is
+ * read here instead: a varlena header, three bytes of SRID, one byte of
+ * flags, an optional extended-flags word, an optional float box, then the
+ * geometry's type and point count and the coordinates.  Anything this does
+ * not know for certain to be one finite point (another version, another
+ * type, a non-finite coordinate) is GJ_KEY_OTHER: the
+ * join compares that row by the query's own predicate, so PostGIS decides
+ * it, whatever it is.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "read/reader.h"
+
+/* gserialized2.c's flags */
+#define G2_Z			0x01
+#define G2_M			0x02
+#define G2_BBOX			0x04
+#define G2_GEODETIC		0x08
+#define G2_EXTENDED		0x10
+#define G2_VERSION		0x40	/* set in version 2 */
+#define LW_POINTTYPE	1
+
+/* A geometry or geography value's first point (x, y) and SRID. */
+static GjKeyResult
+PostgisPoint(Datum d, bool geodetic, double *out, int32 *srid)
+{
+	struct varlena *v = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(d));
+	const uint8 *p = (const uint8 *) VARDATA_ANY(v);
+	Size		len = VARSIZE_ANY_EXHDR(v);
+	Size		off = 4;
+	uint8		flags;
+	int			ndims;
+	uint32		type,
+				npoints;
+	int32		s;
+
+	if (len < 4)
+		return GJ_KEY_OTHER;
+	flags = p[3];
+	if (!(flags & G2_VERSION) || ((flags & G2_GEODETIC) != 0) != geodetic)
+		return GJ_KEY_OTHER;
+	ndims = 2 + ((flags & G2_Z) != 0) + ((flags & G2_M) != 0);
+	if (flags & G2_EXTENDED)
+		off += 8;
+	if (flags & G2_BBOX)
+		off += sizeof(float) * 2 * (geodetic ? 3 : ndims);
+	if (len < off + 8)
+		return GJ_KEY_OTHER;
+	/* the word after the type counts points, rings or parts: 0 is empty */
+	memcpy(&type, p + off, 4);
+	memcpy(&npoints, p + off + 4, 4);
+	off += 8;
+	if (npoints == 0)
+		return GJ_KEY_EMPTY;	/* any type: its points, rings or parts */
+	if (type != LW_POINTTYPE || npoints != 1 || len < off + sizeof(double) * ndims)
+		return GJ_KEY_OTHER;
+	memcpy(out, p + off, 2 * sizeof(double));
+	if (!isfinite(out[0]) || !isfinite(out[1]))
+		return GJ_KEY_OTHER;
+	s = (int32) (((uint32) p[0] << 16) | ((uint32) p[1] << 8) | p[2]);
+	*srid = (int32) ((uint32) s << 11) >> 11;	/* 21 bits, sign-extended */
+	return GJ_KEY_OK;
+}
+
+/*
+ * The coordinates of key value d of kind into out (dims of them: 2 for
+ * PostGIS points, lon/lat for geography; a vector's own dimensions, which
+ * must equal *dims when it is not 0, and set it when it is).  *tag is the
+ * SRID of a PostGIS value.  GJ_KEY_OTHER: the engine cannot take this
+ * value; the caller leaves it to the predicate.
+ */
+GjKeyResult
+GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag)
+{
+	struct varlena *v;
+	int			vk,
+				n;
+
+	*tag = 0;
+	switch (kind)
+	{
+		case GJ_KEY_GEOMETRY:
+			return PostgisPoint(d, false, out, tag);
+		case GJ_KEY_GEOGRAPHY:
+			return PostgisPoint(d, true, out, tag);
+		case GJ_KEY_VECTOR:
+		case GJ_KEY_HALFVEC:
+			vk = kind == GJ_KEY_VECTOR ? GJ_VEC_VECTOR : GJ_VEC_HALFVEC;
+			v = pg_detoast_datum((struct varlena *) DatumGetPointer(d));
+			n = GjPgvectorDims(v, vk, "GpuJoin");
+			if (*dims != 0 && n != *dims)
+				return GJ_KEY_OTHER;	/* pgvector's own error, from the predicate */
+			if (n > GJ_MAX_DIMS)
+				return GJ_KEY_OTHER;
+			*dims = n;
+			GjPgvectorToFloat8(v, vk, out);
+			for (int i = 0; i < n; i++)
+				if (!isfinite(out[i]))
+					return GJ_KEY_OTHER;
+			return GJ_KEY_OK;
+	}
+	return GJ_KEY_OTHER;
+}
+
+/* The key kind of a column of base type t, if the join can read it. */
+bool
+GjKeyKindOf(Oid t, GjKeyKind *kind)
+{
+	int			vk = GjPgvectorKind(t);
+	Oid			nsp;
+
+	if (vk != 0)
+	{
+		*kind = vk == GJ_VEC_VECTOR ? GJ_KEY_VECTOR : GJ_KEY_HALFVEC;
+		return true;
+	}
+	if (GjPostgisType(t, &nsp, kind))
+		return true;
+	return false;
+}
