@@ -16,7 +16,9 @@
 #      read's segment in the main shared memory: regress/gpu/host/dsm.sh);
 #      eps_neighbors
 #      against its arrays read from a table (regress/gpu/host/lists.sql);
-#      joins between two tables (regress/gpu/host/join.sql); auto against
+#      joins between two tables (regress/gpu/host/join.sql); plain SQL's
+#      <-> / <=> joins against the function calls (regress/gpu/host/plain_join.sql,
+#      step plainjoin); auto against
 #      each forced eps method (regress/gpu/host/auto.sql, step auto)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpu/host/exitcheck.sh), and the exit stress run: hundreds of
@@ -31,7 +33,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,highdimsql,knnsql,cancel,exit,exitstress}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,plainjoin,highdimsql,knnsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -110,9 +112,9 @@ if has pg; then
 	psql -qc "DROP DATABASE IF EXISTS gj_regress" -c "CREATE DATABASE gj_regress" postgres
 	tests=$(awk '/^REGRESS = /{f=1} f{print; if ($0 !~ /\\$/) exit}' Makefile | sed 's/^REGRESS = //; s/\\//g' | tr -s ' \t\n' ' ')
 	# PostGIS is not staged on the GPU host: its comparison runs on CI only
-	[ -f "$GJ_PGBIN/../lib/postgis-3.so" ] || { tests=${tests/clustering_postgis/}; tests=${tests/postgis_input/}; tests=${tests/geography/}; echo "pg_regress: clustering_postgis, postgis_input, geography left out (no PostGIS here; CI runs them)"; }
+	[ -f "$GJ_PGBIN/../lib/postgis-3.so" ] || { tests=${tests/clustering_postgis/}; tests=${tests/postgis_input/}; tests=${tests/geography/}; tests=${tests/plain_join/}; echo "pg_regress: clustering_postgis, postgis_input, geography, plain_join left out (no PostGIS here; CI runs them)"; }
 	# pgvector, when staged (../shared/deps/install-pgvector.sh .gpuhost/stage)
-	[ -f /opt/pgx/usr/share/postgresql/15/extension/vector.control ] && tests="$tests pgvector"
+	[ -f /opt/pgx/usr/share/postgresql/15/extension/vector.control ] && tests="$tests pgvector plain_join_pgvector"
 	rdir=/tmp/gj_regress_out
 	rm -rf "$rdir" && mkdir -p "$rdir" && chmod 777 "$rdir"
 	PGOPTIONS='-c gpujoin.device=gpu' $GJ_PGREGRESS --bindir="$GJ_PGBIN" --inputdir=. \
@@ -302,6 +304,11 @@ has emit && sql_step regress/gpu/host/emit.sql emit.txt 10
 has densitysql && sql_step regress/gpu/host/density.sql density_sql.txt 30
 has lists && sql_step regress/gpu/host/lists.sql lists.txt 8
 has join && sql_step regress/gpu/host/join.sql join.txt 18
+# plain SQL (<->, <=> joins) against the function calls, pgvector staged
+if has plainjoin; then
+	sql_step regress/gpu/host/plain_join.sql plain_join.txt 8
+	summary+=("plain SQL / function: $(grep -E '^ [0-9]' "$OUT/plain_join.txt" | awk -F'|' '{printf "%s %s;", $1, $4}')")
+fi
 has highdimsql && sql_step regress/gpu/host/highdim.sql highdim_sql.txt 16
 # issue 19: eps_join in 16-D by tiles against the grid it ran on before
 has joinhd && sql_step regress/gpu/host/join_hd.sql join_hd.txt 40

@@ -1,0 +1,65 @@
+-- Plain SQL on the GPU host (pgvector staged; PostGIS is not there): the
+-- GpuJoin of a join written with <-> and <=> against the matching gpujoin
+-- function call, on the GPU engine, one run, best of two each.  Cases:
+--   2M x 2M vector(16) rows, uniform in the unit cube, q.v <-> r.v <= eps
+--     against eps_join (count and checksum of the pairs must agree)
+--   the 2M self join a.id < b.id AND a.v <-> b.v <= eps against eps_selfjoin
+--     (the GpuJoin joins two sets: both orders of a pair, the qual keeps one)
+--   200K x 200K vector(128) with <=> <= d against eps_join(metric cosine)
+-- EXPLAIN ANALYZE of each GpuJoin gives its phases at the end.
+\pset footer off
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpujoin;
+CREATE EXTENSION IF NOT EXISTS vector;
+LOAD 'gpujoin';
+SET jit = off;
+SET gpujoin.device = gpu;
+\ir ../../bench/bench_timing.sql
+SELECT setseed(0.23);
+DROP TABLE IF EXISTS pjq, pjr, pjc, pjd;
+CREATE TABLE pjq AS SELECT i AS id, ARRAY(SELECT random()::real + 0 * i FROM generate_series(1, 16))::vector(16) AS v
+FROM generate_series(1, 2000000) i;
+CREATE TABLE pjr AS SELECT i AS id, ARRAY(SELECT random()::real + 0 * i FROM generate_series(1, 16))::vector(16) AS v
+FROM generate_series(1, 2000000) i;
+CREATE TEMP TABLE pjcentre AS SELECT c, ARRAY(SELECT random() * 2 - 1 + 0 * c FROM generate_series(1, 128)) AS x
+FROM generate_series(0, 999) c;
+CREATE TABLE pjc AS SELECT i AS id, ARRAY(SELECT x[k] + (random() * 2 - 1) * 0.3 + 0 * i FROM generate_series(1, 128) k)::vector(128) AS v
+FROM generate_series(1, 200000) i JOIN pjcentre ON c = i % 1000;
+CREATE TABLE pjd AS SELECT i AS id, ARRAY(SELECT x[k] + (random() * 2 - 1) * 0.3 + 0 * i FROM generate_series(1, 128) k)::vector(128) AS v
+FROM generate_series(1, 200000) i JOIN pjcentre ON c = (i * 7) % 1000;
+ALTER TABLE pjq ADD PRIMARY KEY (id);
+ALTER TABLE pjr ADD PRIMARY KEY (id);
+ALTER TABLE pjc ADD PRIMARY KEY (id);
+ALTER TABLE pjd ADD PRIMARY KEY (id);
+VACUUM ANALYZE pjq, pjr, pjc, pjd;
+CREATE TEMP TABLE pjres (case_name text, method text, seconds float8, result text);
+CREATE FUNCTION pg_temp.pjb(c text, m text, q text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO pjres SELECT c, m, b.* FROM pg_temp.best_of(q, 2) b;
+END $$;
+\set ck 'count(*) || \' \' || sum((a::bigint * 2654435761 + b) % 1000000007)'
+SELECT pg_temp.pjb('2M x 2M 16-D <-> 0.45', 'GpuJoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q.id AS a, r.id AS b FROM pjq q JOIN pjr r ON q.v <-> r.v <= 0.45) p$q$),
+       pg_temp.pjb('2M x 2M 16-D <-> 0.45', 'function',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT r AS a, s AS b FROM eps_join('pjq', 'pjr', '{v}', 0.45)) p$q$),
+       pg_temp.pjb('2M self 16-D <-> 0.45', 'GpuJoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT x.id AS a, y.id AS b FROM pjq x JOIN pjq y ON x.id < y.id AND x.v <-> y.v <= 0.45) p$q$),
+       pg_temp.pjb('2M self 16-D <-> 0.45', 'function',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT a, b FROM eps_selfjoin('pjq', '{v}', 0.45)) p$q$),
+       pg_temp.pjb('200K x 200K 128-D <=> 0.05', 'GpuJoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q.id AS a, r.id AS b FROM pjc q JOIN pjd r ON q.v <=> r.v <= 0.05) p$q$),
+       pg_temp.pjb('200K x 200K 128-D <=> 0.05', 'function',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT r AS a, s AS b FROM eps_join('pjc', 'pjd', '{v}', 0.05, metric => 'cosine')) p$q$)
+\g /dev/null
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pjq q JOIN pjr r ON q.v <-> r.v <= 0.45;
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pjq x JOIN pjq y ON x.id < y.id AND x.v <-> y.v <= 0.45;
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pjc q JOIN pjd r ON q.v <=> r.v <= 0.05;
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_join('pjq', 'pjr', '{v}', 0.45);
+SELECT case_name,
+       round(min(seconds) FILTER (WHERE method = 'GpuJoin')::numeric, 3) AS gpujoin_s,
+       round(min(seconds) FILTER (WHERE method = 'function')::numeric, 3) AS function_s,
+       round((min(seconds) FILTER (WHERE method = 'GpuJoin') /
+              min(seconds) FILTER (WHERE method = 'function'))::numeric, 2) AS ratio,
+       min(result) AS result, count(DISTINCT result) = 1 AS same
+FROM pjres GROUP BY case_name ORDER BY min(ctid);
+DROP TABLE pjq, pjr, pjc, pjd;
