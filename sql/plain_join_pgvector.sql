@@ -3,7 +3,9 @@
 -- gpujoin.enable_join on and off and the rows compared both ways (run where
 -- pgvector is installed: make installcheck WITH_PGVECTOR=1).
 LOAD 'gpujoin';
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS vector;
+RESET client_min_messages;
 SELECT setseed(0.2718);
 CREATE TABLE jv (id int PRIMARY KEY, v vector(24), h halfvec(24));
 INSERT INTO jv (id, v)
@@ -66,6 +68,22 @@ SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE EXISTS (SELECT 1 FROM jw 
 SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE NOT EXISTS (SELECT 1 FROM jw b WHERE a.v <-> b.v <= 2.0)$$);
 -- a d that is NaN passes NaN distances, as in PostgreSQL: every pair by the predicate
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <=> b.v <= 'NaN' AND a.id < 50$$);
+
+-- kNN written as LATERAL, as pgvector users write it
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jv q CROSS JOIN LATERAL
+    (SELECT e.id FROM jv e WHERE e.id <> q.id ORDER BY e.v <-> q.v, e.id LIMIT 10) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM jw q CROSS JOIN LATERAL
+    (SELECT e.id, e.v <=> q.v AS d FROM jv e ORDER BY e.v <=> q.v, e.id LIMIT 5) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jw q CROSS JOIN LATERAL
+    (SELECT e.id FROM jv e ORDER BY e.h <-> q.h, e.id LIMIT 3) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jw q LEFT JOIN LATERAL
+    (SELECT e.id FROM jv e WHERE e.id > 4000 ORDER BY e.v <=> q.v LIMIT 3) s ON true$$);
+SET enable_nestloop = off;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (COSTS OFF) SELECT q.id, s.id FROM jw q CROSS JOIN LATERAL
+    (SELECT e.id FROM jv e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) s;
+RESET gpujoin.device;
+RESET enable_nestloop;
 
 -- vectors of another size than the inner side's: pgvector's own error
 CREATE TABLE jx (id int, v vector);

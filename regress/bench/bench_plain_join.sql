@@ -13,6 +13,8 @@
 --                  city) and geography (d = 5 km and 1 km)
 --   emb            nemb unit-ish vectors in dims dimensions, 100 clusters,
 --                  cosine distance <= 0.15 within a cluster (a.id < b.id)
+-- and kNN written as LATERAL (each city's 5 nearest coastline points; the
+-- first 1,000 embeddings' 10 nearest others), against knn_join/knn_selfjoin.
 -- Best of 2 runs for gpujoin, one for PostgreSQL's plan.
 \pset footer off
 SET client_min_messages = warning;
@@ -91,12 +93,36 @@ SELECT pg_temp.pj('vector <=> 0.15 (a.id < b.id)', 'GpuJoin',
 SELECT pg_temp.pj('vector <=> 0.15 (a.id < b.id)', 'eps_selfjoin',
     $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT a, b FROM eps_selfjoin('pj_emb', '{v}', 0.15, metric => 'cosine')) p$q$, 2, 'on') \g /dev/null
 
+-- kNN written as LATERAL: 171K cities' 5 nearest coastline points (GiST kNN
+-- per city), and 1,000 embeddings' 10 nearest others (a sort of every row per
+-- query row): the GpuJoin against knn_join on the same rows
+SELECT pg_temp.pj('LATERAL 5 nearest (geometry)', 'PostgreSQL',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT c.id AS a, s.id AS b FROM pj_cities c CROSS JOIN LATERAL
+        (SELECT t.id FROM pj_coast t ORDER BY t.g <-> c.g LIMIT 5) s) p$q$, 1, 'off') \g /dev/null
+SELECT pg_temp.pj('LATERAL 5 nearest (geometry)', 'GpuJoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT c.id AS a, s.id AS b FROM pj_cities c CROSS JOIN LATERAL
+        (SELECT t.id FROM pj_coast t ORDER BY t.g <-> c.g LIMIT 5) s) p$q$, 2, 'on') \g /dev/null
+SELECT pg_temp.pj('LATERAL 5 nearest (geometry)', 'knn_join',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q AS a, r AS b FROM knn_join('pj_cities', 'pj_coast', '{g}', 5)) p$q$, 2, 'on') \g /dev/null
+SELECT pg_temp.pj('LATERAL 10 nearest (vector <->)', 'PostgreSQL',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q.id AS a, s.id AS b FROM pj_emb q CROSS JOIN LATERAL
+        (SELECT e.id FROM pj_emb e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) s WHERE q.id <= 1000) p$q$, 1, 'off') \g /dev/null
+SELECT pg_temp.pj('LATERAL 10 nearest (vector <->)', 'GpuJoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q.id AS a, s.id AS b FROM pj_emb q CROSS JOIN LATERAL
+        (SELECT e.id FROM pj_emb e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) s WHERE q.id <= 1000) p$q$, 2, 'on') \g /dev/null
+SELECT pg_temp.pj('LATERAL 10 nearest (vector <->)', 'knn_selfjoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT a, b FROM knn_selfjoin('pj_emb', '{v}', 10) WHERE a <= 1000) p$q$, 2, 'on') \g /dev/null
+
 -- the plans, and where the GpuJoin's time goes
 EXPLAIN (COSTS OFF) SELECT count(*) FROM pj_cities c JOIN pj_coast s ON ST_DWithin(c.g, s.g, 0.05);
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pj_cities c JOIN pj_coast s ON ST_DWithin(c.g, s.g, 0.05);
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pj_cities c JOIN pj_coast s ON ST_DWithin(c.gg, s.gg, 5000);
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pj_cities c JOIN pj_coast s ON ST_DWithin(c.g, s.g, 0.01);
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pj_emb a JOIN pj_emb b ON a.id < b.id AND a.v <=> b.v <= 0.15;
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pj_cities c CROSS JOIN LATERAL
+    (SELECT t.id FROM pj_coast t ORDER BY t.g <-> c.g LIMIT 5) s;
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pj_emb q CROSS JOIN LATERAL
+    (SELECT e.id FROM pj_emb e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) s WHERE q.id <= 1000;
 SELECT case_name,
        round(min(seconds) FILTER (WHERE method = 'PostgreSQL')::numeric, 3) AS postgresql_s,
        round(min(seconds) FILTER (WHERE method = 'GpuJoin')::numeric, 3) AS gpujoin_s,

@@ -38,17 +38,25 @@ Strip(Node *n)
 	return n;
 }
 
+/* The sides of a join: outer and inner relations. */
+typedef struct JoinSides
+{
+	Relids		outer;
+	Relids		inner;
+} JoinSides;
+
 /* 0: a column of the outer side, 1: of the inner side, -1: neither. */
 static int
-KeySide(Node *n, Relids outer, Relids inner)
+JoinKeySide(Node *n, void *arg)
 {
+	JoinSides  *js = (JoinSides *) arg;
 	Var		   *v = (Var *) Strip(n);
 
 	if (v == NULL || !IsA(v, Var) || v->varlevelsup != 0 || v->varattno <= 0)
 		return -1;
-	if (bms_is_member(v->varno, outer))
+	if (bms_is_member(v->varno, js->outer))
 		return 0;
-	if (bms_is_member(v->varno, inner))
+	if (bms_is_member(v->varno, js->inner))
 		return 1;
 	return -1;
 }
@@ -80,7 +88,7 @@ TypeNamespace(Oid t)
  * (schema of the key's type) and named one of names.
  */
 static bool
-KeysOf(Oid funcid, List *args, Relids outer, Relids inner, GjJoinClause *jc)
+KeysOf(Oid funcid, List *args, GjKeySideFn side, void *arg, GjJoinClause *jc)
 {
 	Node	   *a,
 			   *b;
@@ -94,8 +102,8 @@ KeysOf(Oid funcid, List *args, Relids outer, Relids inner, GjJoinClause *jc)
 		return false;
 	a = linitial(args);
 	b = lsecond(args);
-	sa = KeySide(a, outer, inner);
-	sb = KeySide(b, outer, inner);
+	sa = side(a, arg);
+	sb = side(b, arg);
 	if (sa < 0 || sb < 0 || sa == sb)
 		return false;
 	ta = getBaseType(exprType(Strip(a)));
@@ -118,8 +126,8 @@ IsPostgis(GjKeyKind k)
 }
 
 /* A distance function or operator between the sides: its metric. */
-static bool
-DistanceOf(Node *n, Relids outer, Relids inner, GjJoinClause *jc)
+bool
+GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc)
 {
 	Oid			funcid;
 	List	   *args;
@@ -142,7 +150,7 @@ DistanceOf(Node *n, Relids outer, Relids inner, GjJoinClause *jc)
 	}
 	else
 		return false;
-	if (list_length(args) > 3 || !KeysOf(funcid, args, outer, inner, jc))
+	if (list_length(args) > 3 || !KeysOf(funcid, args, side, arg, jc))
 		return false;
 	name = get_func_name(funcid);
 	if (name == NULL)
@@ -184,12 +192,12 @@ DistanceOf(Node *n, Relids outer, Relids inner, GjJoinClause *jc)
 
 /* ST_DWithin(a, b, d [, use_spheroid]) */
 static bool
-WithinOf(FuncExpr *f, Relids outer, Relids inner, GjJoinClause *jc)
+WithinOf(FuncExpr *f, JoinSides *js, GjJoinClause *jc)
 {
 	char	   *name;
 	int			nargs = list_length(f->args);
 
-	if (nargs < 3 || nargs > 4 || !KeysOf(f->funcid, f->args, outer, inner, jc) ||
+	if (nargs < 3 || nargs > 4 || !KeysOf(f->funcid, f->args, JoinKeySide, js, jc) ||
 		!IsPostgis(jc->kind))
 		return false;
 	name = get_func_name(f->funcid);
@@ -216,7 +224,7 @@ WithinOf(FuncExpr *f, Relids outer, Relids inner, GjJoinClause *jc)
 
 /* dist <= d, dist < d, d >= dist, d > dist */
 static bool
-CompareOf(OpExpr *op, Relids outer, Relids inner, GjJoinClause *jc)
+CompareOf(OpExpr *op, JoinSides *js, GjJoinClause *jc)
 {
 	RegProcedure f = get_opcode(op->opno);
 	Node	   *l,
@@ -237,7 +245,7 @@ CompareOf(OpExpr *op, Relids outer, Relids inner, GjJoinClause *jc)
 	}
 	else
 		return false;
-	if (!UsableBound(r) || !DistanceOf(l, outer, inner, jc))
+	if (!UsableBound(r) || !GjDistanceOf(l, JoinKeySide, js, jc))
 		return false;
 	jc->bound = (Expr *) r;
 	return true;
@@ -247,6 +255,7 @@ bool
 GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc)
 {
 	ListCell   *lc;
+	JoinSides	js = {outer, inner};
 
 	foreach(lc, quals)
 	{
@@ -255,9 +264,9 @@ GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc)
 
 		memset(jc, 0, sizeof(*jc));
 		if (IsA(q, FuncExpr) && ((FuncExpr *) q)->funcresulttype == BOOLOID)
-			found = WithinOf((FuncExpr *) q, outer, inner, jc);
+			found = WithinOf((FuncExpr *) q, &js, jc);
 		else if (IsA(q, OpExpr))
-			found = CompareOf((OpExpr *) q, outer, inner, jc);
+			found = CompareOf((OpExpr *) q, &js, jc);
 		if (found)
 		{
 			jc->clause = (Expr *) q;

@@ -46,8 +46,14 @@ typedef struct GjJoinClause
 	bool		empty_false;	/* an empty geometry never passes (ST_DWithin, ST_Distance) */
 } GjJoinClause;
 
-/* clause.c: the first distance predicate among quals joining outer to inner, or false. */
+/*
+ * clause.c: the first distance predicate among quals joining outer to
+ * inner, or false; and whether n is a distance between two keys, side
+ * telling which side (0: outer, 1: inner, -1: neither) an argument is.
+ */
 extern bool GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc);
+typedef int (*GjKeySideFn) (Node *n, void *arg);
+extern bool GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc);
 
 /* path.c: registers gpujoin.enable_join and the join path hook (from _PG_init). */
 extern void GjJoinPathInit(void);
@@ -55,16 +61,24 @@ extern void GjJoinPathInit(void);
 /* exec.c: the plan node's methods. */
 extern Node *GjJoinCreateState(CustomScan *cscan);
 
-/* custom_private of the plan: integers in this order */
+/* the kinds of GpuJoin (custom_private GJ_JP_WHAT) */
+#define GJ_JOIN_DISTANCE 0
+#define GJ_JOIN_KNN 1
+
+/* custom_private of the plan, in this order: integers, then lists of them */
 enum
 {
 	GJ_JP_JOINTYPE,
 	GJ_JP_KIND,
 	GJ_JP_METRIC,
 	GJ_JP_EMPTY_FALSE,
-	GJ_JP_OUTER_COLS,			/* the scan tuple: the outer plan's columns, then the inner's */
+	GJ_JP_OUTER_COLS,			/* the scan tuple: the outer plan's columns, */
 	GJ_JP_POSTGIS_NSP,
-	GJ_JP_NFIELDS
+	GJ_JP_WHAT,					/* GJ_JOIN_DISTANCE or GJ_JOIN_KNN */
+	GJ_JP_INNER_COLS,			/* ... the inner's, then kNN's subquery columns */
+	GJ_JP_SORTOPS,				/* kNN: each ORDER BY key's operator, */
+	GJ_JP_COLLATIONS,			/* ... collation */
+	GJ_JP_NULLS_FIRST			/* ... and NULLS FIRST */
 };
 
 /* custom_exprs of the plan: in this order */
@@ -73,10 +87,20 @@ enum
 	GJ_JE_JOINQUALS,			/* a List: every qual that decides a match */
 	GJ_JE_OUTER_KEY,
 	GJ_JE_INNER_KEY,
-	GJ_JE_BOUND,
+	GJ_JE_BOUND,				/* d, or kNN's LIMIT */
 	GJ_JE_SPHEROID,
-	GJ_JE_CLAUSE,				/* the predicate */
-	GJ_JE_REST					/* a List: the other quals that decide a match */
+	GJ_JE_CLAUSE,				/* the predicate, or kNN's first ORDER BY key */
+	GJ_JE_REST,					/* a List: the other quals that decide a match */
+	GJ_JE_PAIRQUALS,			/* kNN: the subquery's quals on both sides, */
+	GJ_JE_ORDERKEYS,			/* ... its ORDER BY keys, */
+	GJ_JE_SOUT					/* ... and its output columns the join needs */
 };
+
+/* lateral.c: a LATERAL kNN subquery the join can answer (see there) */
+extern bool GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+						  RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra,
+						  Path *outer_path, double *startup, double *total);
+extern Plan *GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+						   List *tlist, List *custom_plans, CustomScan *cscan);
 
 #endif							/* GJ_JOIN_H */

@@ -103,6 +103,36 @@ SplitQuals(JoinType jointype, List *restrictlist, Relids joinrelids,
 	}
 }
 
+/*
+ * Add the GpuJoin of outer_path and inner_path (NULL: kNN's inner side,
+ * scanned by a plan of our own) to joinrel.
+ */
+static void
+AddJoinPath(RelOptInfo *joinrel, Path *outer_path, Path *inner_path, JoinType jointype,
+			List *restrictlist, int what, Index inner_relid, double startup, double total)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = joinrel;
+	cpath->path.pathtarget = joinrel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = joinrel->rows;
+	cpath->path.pathkeys = NIL;
+	cpath->path.startup_cost = startup;
+	cpath->path.total_cost = total;
+	cpath->flags = 0;
+	cpath->custom_paths = inner_path != NULL ? list_make2(outer_path, inner_path) :
+		list_make1(outer_path);
+	cpath->custom_private = list_make4(makeInteger(jointype), restrictlist, makeInteger(what),
+									   makeInteger(inner_relid));
+	cpath->methods = &gj_join_path_methods;
+	add_path(joinrel, &cpath->path);
+}
+
 static void
 GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			   RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra)
@@ -112,7 +142,6 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	List	   *joinquals,
 			   *otherquals;
 	GjJoinClause jc;
-	CustomPath *cpath;
 	QualCost	qc,
 				pc;
 	ListCell   *lc;
@@ -122,7 +151,8 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 				cand,
 				dims,
 				engine,
-				inner_bytes;
+				inner_bytes,
+				startup;
 
 	if (prev_join_pathlist)
 		prev_join_pathlist(root, joinrel, outerrel, innerrel, jointype, extra);
@@ -133,8 +163,7 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		return;
 	outer_path = outerrel->cheapest_total_path;
 	inner_path = innerrel->cheapest_total_path;
-	if (outer_path == NULL || inner_path == NULL ||
-		PATH_REQ_OUTER(outer_path) != NULL || PATH_REQ_OUTER(inner_path) != NULL ||
+	if (outer_path == NULL || inner_path == NULL || PATH_REQ_OUTER(outer_path) != NULL ||
 		!bms_is_empty(joinrel->lateral_relids))
 		return;
 	foreach(lc, extra->restrictlist)
@@ -142,8 +171,21 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			return;
 	SplitQuals(jointype, extra->restrictlist, joinrel->relids, &joinquals, &otherquals);
 	if (!GjFindJoinClause(joinquals, outerrel->relids, innerrel->relids, &jc))
-		return;
+	{
+		double		startup,
+					total;
 
+		/* q JOIN LATERAL (SELECT .. FROM r ORDER BY r.x <-> q.x LIMIT k) */
+		if ((jointype == JOIN_INNER || jointype == JOIN_LEFT) &&
+			GjLateralPath(root, joinrel, outerrel, innerrel, jointype, extra, outer_path,
+						  &startup, &total))
+			AddJoinPath(joinrel, outer_path, NULL, jointype, extra->restrictlist,
+						GJ_JOIN_KNN, innerrel->relid, startup, total);
+		return;
+	}
+
+	if (PATH_REQ_OUTER(inner_path) != NULL)
+		return;
 	outer_rows = Max(outer_path->rows, 1.0);
 	inner_rows = Max(inner_path->rows, 1.0);
 	dims = KeyDims(&jc);
@@ -161,26 +203,11 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	cost_qual_eval(&qc, list_delete_ptr(list_copy(joinquals), jc.clause), root);
 	cost_qual_eval_node(&pc, (Node *) jc.clause, root);
 
-	cpath = makeNode(CustomPath);
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = joinrel;
-	cpath->path.pathtarget = joinrel->reltarget;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.rows = joinrel->rows;
-	cpath->path.pathkeys = NIL;
-	cpath->path.startup_cost = outer_path->total_cost + inner_path->total_cost + engine +
-		qc.startup;
-	cpath->path.total_cost = cpath->path.startup_cost +
-		cand * (qc.per_tuple + GJ_BAND_SHARE * pc.per_tuple + cpu_tuple_cost) +
-		joinrel->rows * joinrel->reltarget->cost.per_tuple;
-	cpath->flags = 0;
-	cpath->custom_paths = list_make2(outer_path, inner_path);
-	cpath->custom_private = list_make2(makeInteger(jointype), extra->restrictlist);
-	cpath->methods = &gj_join_path_methods;
-	add_path(joinrel, &cpath->path);
+	startup = outer_path->total_cost + inner_path->total_cost + engine + qc.startup;
+	AddJoinPath(joinrel, outer_path, inner_path, jointype, extra->restrictlist,
+				GJ_JOIN_DISTANCE, 0, startup,
+				startup + cand * (qc.per_tuple + GJ_BAND_SHARE * pc.per_tuple + cpu_tuple_cost) +
+				joinrel->rows * joinrel->reltarget->cost.per_tuple);
 }
 
 /* A copy of each entry of tlist, numbered on from *resno. */
@@ -206,10 +233,10 @@ GjJoinPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	JoinType	jointype = (JoinType) intVal(linitial(best_path->custom_private));
-	Path	   *outer_path = linitial(best_path->custom_paths);
-	Path	   *inner_path = lsecond(best_path->custom_paths);
-	Plan	   *outer_plan = linitial(custom_plans);
-	Plan	   *inner_plan = lsecond(custom_plans);
+	Path	   *outer_path;
+	Path	   *inner_path;
+	Plan	   *outer_plan;
+	Plan	   *inner_plan;
 	List	   *restrictlist = lsecond(best_path->custom_private),
 			   *joinquals,
 			   *otherquals;
@@ -217,6 +244,13 @@ GjJoinPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	AttrNumber	resno = 1;
 	List	   *scan_tlist = NIL;
 
+	cscan->methods = &gj_join_scan_methods;
+	if (intVal(lthird(best_path->custom_private)) == GJ_JOIN_KNN)
+		return GjLateralPlan(root, rel, best_path, tlist, custom_plans, cscan);
+	outer_path = linitial(best_path->custom_paths);
+	inner_path = lsecond(best_path->custom_paths);
+	outer_plan = linitial(custom_plans);
+	inner_plan = lsecond(custom_plans);
 	SplitQuals(jointype, restrictlist, rel->relids, &joinquals, &otherquals);
 	if (!GjFindJoinClause(joinquals, outer_path->parent->relids, inner_path->parent->relids,
 						  &jc))
@@ -232,17 +266,25 @@ GjJoinPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_plans = custom_plans;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(rel->relids);
-	cscan->methods = &gj_join_scan_methods;
 	cscan->custom_exprs = list_make5(joinquals, copyObject(jc.outer_key),
 									 copyObject(jc.inner_key), copyObject(jc.bound),
 									 copyObject(jc.spheroid));
 	cscan->custom_exprs = lappend(cscan->custom_exprs, copyObject(jc.clause));
 	cscan->custom_exprs = lappend(cscan->custom_exprs,
 								  list_delete_ptr(list_copy(joinquals), jc.clause));
+	cscan->custom_exprs = lappend(cscan->custom_exprs, NIL);
+	cscan->custom_exprs = lappend(cscan->custom_exprs, NIL);
+	cscan->custom_exprs = lappend(cscan->custom_exprs, NIL);
 	cscan->custom_private = list_make5(makeInteger(jointype), makeInteger(jc.kind),
 									   makeInteger(jc.metric), makeInteger(jc.empty_false),
 									   makeInteger(list_length(outer_plan->targetlist)));
 	cscan->custom_private = lappend(cscan->custom_private, makeInteger((int) jc.postgis_nsp));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(GJ_JOIN_DISTANCE));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(list_length(inner_plan->targetlist)));
+	cscan->custom_private = lappend(cscan->custom_private, NIL);
+	cscan->custom_private = lappend(cscan->custom_private, NIL);
+	cscan->custom_private = lappend(cscan->custom_private, NIL);
 	return &cscan->scan.plan;
 }
 

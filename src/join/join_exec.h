@@ -1,0 +1,170 @@
+/*
+ * join_exec.h
+ *		What the GpuJoin executor's files share (join/): the node's state,
+ *		each side's rows, reading, the scan tuple.
+ *
+ * exec.c runs the node (begin, end, rescan, EXPLAIN) and holds what both
+ * kinds of join do: read the inner side whole and the outer side in
+ * batches, keeping each row's tuple and its key's coordinates, and make
+ * the scan tuple of a pair.  pairs.c is the distance join, knn.c the
+ * LATERAL kNN join.
+ */
+#ifndef GJ_JOIN_EXEC_H
+#define GJ_JOIN_EXEC_H
+
+#include "executor/executor.h"
+#include "nodes/execnodes.h"
+#include "utils/sortsupport.h"
+
+#include "job/job.h"
+#include "join/join.h"
+
+#define GJ_JOIN_BATCH_ROWS (8 * 1024 * 1024)	/* outer rows in a batch, at most */
+#define GJ_JOIN_MIN_BATCH_BYTES (16 * 1024 * 1024)
+
+typedef enum GjJoinPhase
+{
+	PH_START,
+	PH_BATCH,
+	PH_PAIRS,
+	PH_OTHER,
+	PH_UNMATCHED,
+	PH_DONE
+} GjJoinPhase;
+
+/* One side's rows of this scan (inner) or this batch (outer). */
+typedef struct GjSide
+{
+	PlanState  *ps;
+	AttrNumber	key;			/* the key's column in ps's tuples */
+	TupleTableSlot *slot;		/* holds one of tup[] */
+	MinimalTuple *tup;			/* rows kept */
+	int64		n;
+	int64		cap;
+	int64		loaded;			/* which of them slot holds (-1: none) */
+	gj_points	pts;			/* engine rows: coordinates, id = index in tup */
+	int64	   *other;			/* rows the engine cannot take: indexes in tup */
+	int64		nother;
+	int64		cap_other;
+	int64	   *never;			/* kept rows that never match (NULL keys): indexes */
+	int64		nnever;
+	int64		cap_never;
+	bool		ended;			/* the plan has no more rows */
+	MemoryContext cxt;
+	int64		total;			/* rows read over the scan */
+} GjSide;
+
+/* A kNN candidate of one query row: the inner row, its ORDER BY keys. */
+typedef struct GjKnnCand
+{
+	int64		row;
+	int64		order;			/* the engine's rank, the last tie-break */
+	double		dist;			/* the engine's distance (-1: not the engine's) */
+	Datum	   *keys;
+	bool	   *nulls;
+} GjKnnCand;
+
+typedef struct GjJoinState
+{
+	CustomScanState css;
+	int			what;			/* GJ_JOIN_DISTANCE or GJ_JOIN_KNN */
+	JoinType	jointype;
+	GjKeyKind	kind;
+	GjJoinMetric metric;
+	bool		empty_false;
+	int			nouter;			/* outer columns at the front of the scan tuple */
+	int			ninner;			/* then the inner's */
+	Oid			postgis_nsp;
+	Expr	   *clause;
+	ExprState  *joinqual;
+	ExprState  *restqual;		/* joinqual less the predicate */
+	ExprState  *bound_state;	/* d, or kNN's LIMIT */
+	ExprState  *spheroid_state;
+	GjSide		outer;
+	GjSide		inner;
+
+	/* this scan */
+	GjJoinPhase phase;
+	bool		none;			/* d is NULL: nothing matches */
+	bool		fallback;		/* every row an other row */
+	double		d;
+	bool		spheroid;
+	double		eps;
+	double		eps2;
+	double		in2;			/* engine distances^2 below this pass the predicate */
+	int			dims;			/* key coordinates (vectors: the first engine row's) */
+	int32		tag;			/* PostGIS: the SRID of the first engine row */
+	bool		tag_set;
+	bool		geo_ready;
+	gj_geodetic geo;
+	double	   *row;			/* one key's coordinates */
+	GjJob	   *job;
+	bool	   *matched;		/* per outer row of the batch */
+	int64		oi;				/* position in the other phase / unmatched phase */
+	int64		ii;
+	int			other_part;
+	int64		scan_outer;		/* rows whose columns the scan slot holds (-1: nulls) */
+	int64		scan_inner;
+
+	/* kNN: the subquery's quals on a pair, ORDER BY keys, output columns */
+	ExprState  *pairqual;
+	int			norder;
+	ExprState **order_state;
+	int16	   *order_len;
+	bool	   *order_byval;
+	SortSupportData *ssup;
+	int			nsout;
+	ExprState **sout_state;
+	int64		k;				/* LIMIT */
+	int64		k2;				/* candidates asked of the engine */
+	GjKnnCand  *cand;
+	int64		ncand;
+	int64		cap_cand;
+	int64		cur_o;			/* the query row whose candidates come in (-1) */
+	bool		have_pend;		/* a job row of the next query row, taken early */
+	int64		pend_q;
+	int64		pend_r;
+	double		pend_d;
+	int64		isel;			/* next of cand[] to emit, up to nsel */
+	int64		nsel;
+	int64		emit_o;
+	MemoryContext knn_cxt;		/* one query row's keys */
+
+	/* EXPLAIN ANALYZE */
+	GjJobStats	js;
+	int			runs;
+	int64		batches;
+	int64		candidates;
+	int64		decided;		/* ... of which the engine's distance decided */
+	int64		other_pairs;
+	int64		fallbacks;		/* kNN: query rows answered by every inner row */
+	double		read_ms;
+	double		t0;
+} GjJoinState;
+
+typedef enum GjRowClass
+{
+	ROW_ENGINE,
+	ROW_OTHER,
+	ROW_NEVER
+} GjRowClass;
+
+/* exec.c */
+extern void GjSideReset(GjSide *side);
+extern void GjSideKeepOther(GjSide *side, int64 row);
+extern int64 GjSideBytes(GjSide *side);
+extern bool GjJoinReadRow(GjJoinState *st, GjSide *side, bool keep_never);
+extern bool GjJoinReadInner(GjJoinState *st);
+extern bool GjJoinReadBatch(GjJoinState *st);
+extern void GjJoinGeography(GjJoinState *st, gj_points *p);
+extern void GjJoinEndJob(GjJoinState *st);
+extern TupleTableSlot *GjJoinScanTuple(GjJoinState *st, int64 o, int64 i);
+extern TupleTableSlot *GjJoinProject(GjJoinState *st);
+extern TupleTableSlot *GjJoinUnmatched(GjJoinState *st, int64 o);
+
+/* pairs.c, knn.c: the next output row, NULL at the end */
+extern TupleTableSlot *GjPairsNext(GjJoinState *st);
+extern TupleTableSlot *GjKnnNext(GjJoinState *st);
+extern void GjKnnInit(GjJoinState *st, CustomScan *cscan);
+
+#endif							/* GJ_JOIN_EXEC_H */

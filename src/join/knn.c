@@ -1,0 +1,428 @@
+/*
+ * knn.c
+ *		The LATERAL kNN join (lateral.c plans it): each outer row's nearest
+ *		inner rows, as the subquery's ORDER BY and LIMIT would give them.
+ *
+ * For a batch of outer rows the kNN engine finds each one's k2 nearest
+ * inner rows by its own distance (k2 = k + max(4, k/4) + 1, at most the
+ * inner rows).  Then, per outer row, the subquery decides: each candidate
+ * and every inner row the engine cannot take (a line, a zero vector under
+ * <=>) is checked by the subquery's quals on the pair and ranked by its
+ * ORDER BY keys, computed as PostgreSQL computes them and sorted by their
+ * operators (ties: the engine's order).  The first k are the answer when
+ * it is proven: every inner row left out has an engine distance of at
+ * least the k2-th candidate's, which bounds its first key from below
+ * (the rounding margins of pairs.c, the other way round); if that bound is
+ * above the k-th row's first key, no row left out could come before it.
+ * Otherwise (ties, too many candidates failing the quals, a NULL or NaN
+ * key) the outer row is answered from every inner row, as the subquery
+ * would be (EXPLAIN ANALYZE: Rows Searched Whole).  Outer rows the engine
+ * cannot take are answered that way too.  Inner rows with a NULL key sort
+ * after every distance (NULLS LAST): they are looked at only when fewer
+ * than k others qualify and every engine row was a candidate.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "join/join_exec.h"
+
+void
+GjKnnInit(GjJoinState *st, CustomScan *cscan)
+{
+	List	   *ex = cscan->custom_exprs;
+	List	   *priv = cscan->custom_private;
+	List	   *keys = (List *) list_nth(ex, GJ_JE_ORDERKEYS);
+	List	   *souts = (List *) list_nth(ex, GJ_JE_SOUT);
+	List	   *ops = (List *) list_nth(priv, GJ_JP_SORTOPS);
+	List	   *colls = (List *) list_nth(priv, GJ_JP_COLLATIONS);
+	List	   *nfirst = (List *) list_nth(priv, GJ_JP_NULLS_FIRST);
+	PlanState  *ps = &st->css.ss.ps;
+	int			i;
+
+	st->pairqual = ExecInitQual((List *) list_nth(ex, GJ_JE_PAIRQUALS), ps);
+	st->norder = list_length(keys);
+	st->order_state = palloc(sizeof(ExprState *) * st->norder);
+	st->ssup = palloc0(sizeof(SortSupportData) * st->norder);
+	st->order_len = palloc(sizeof(int16) * st->norder);
+	st->order_byval = palloc(sizeof(bool) * st->norder);
+	for (i = 0; i < st->norder; i++)
+	{
+		st->order_state[i] = ExecInitExpr((Expr *) list_nth(keys, i), ps);
+		get_typlenbyval(exprType((Node *) list_nth(keys, i)), &st->order_len[i],
+						&st->order_byval[i]);
+		st->ssup[i].ssup_cxt = CurrentMemoryContext;
+		st->ssup[i].ssup_collation = (Oid) intVal(list_nth(colls, i));
+		st->ssup[i].ssup_nulls_first = intVal(list_nth(nfirst, i)) != 0;
+		PrepareSortSupportFromOrderingOp((Oid) intVal(list_nth(ops, i)), &st->ssup[i]);
+	}
+	st->nsout = list_length(souts);
+	st->sout_state = palloc(sizeof(ExprState *) * Max(st->nsout, 1));
+	for (i = 0; i < st->nsout; i++)
+		st->sout_state[i] = ExecInitExpr((Expr *) list_nth(souts, i), ps);
+	st->knn_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN rows",
+										ALLOCSET_DEFAULT_SIZES);
+}
+
+/* LIMIT k, the inner side read and indexed. */
+static void
+StartScan(GjJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	bool		isnull;
+	Datum		kv;
+
+	ResetExprContext(econtext);
+	kv = ExecEvalExprSwitchContext(st->bound_state, econtext, &isnull);
+	st->k = isnull ? -1 : DatumGetInt64(kv);	/* LIMIT NULL: every row */
+	if (st->k < 0 && !isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_ROW_COUNT_IN_LIMIT_CLAUSE),
+				 errmsg("LIMIT must not be negative")));
+	st->none = false;
+	st->fallback = st->k < 0;	/* every outer row from every inner row */
+	st->d = 0;
+	st->spheroid = false;
+	st->dims = (st->kind == GJ_KEY_GEOMETRY || st->kind == GJ_KEY_GEOGRAPHY) ? 2 : 0;
+	st->tag_set = false;
+	st->geo_ready = false;
+	st->runs++;
+	GjJoinReadInner(st);
+	if (st->kind == GJ_KEY_GEOGRAPHY && !st->fallback)
+		GjJoinGeography(st, &st->inner.pts);
+	st->k2 = Min(st->k + Max(4, (st->k + 3) / 4) + 1, st->inner.pts.n);
+	st->phase = PH_BATCH;
+}
+
+/* The kNN job of this batch's engine rows against the inner side's. */
+static void
+StartBatchJob(GjJoinState *st)
+{
+	GjJobSpec	spec;
+
+	st->batches++;
+	st->cur_o = -1;
+	st->ncand = 0;
+	st->nsel = st->isel = 0;
+	st->have_pend = false;
+	if (st->outer.pts.n == 0 || st->inner.pts.n == 0 || st->k <= 0 || st->k2 <= 0)
+		return;
+	memset(&spec, 0, sizeof(spec));
+	spec.fname = "GpuJoin";
+	spec.shape = GJ_SHAPE_KNN;
+	spec.is_knn = true;
+	spec.has_query = true;
+	spec.k = (int32) Min(st->k2, PG_INT32_MAX);
+	spec.metric = GJ_METRIC_L2;
+	spec.filter_column = GJ_FILTER_NONE;
+	spec.input.fname = spec.query.fname = "GpuJoin";
+	spec.input.metric = spec.query.metric = GJ_METRIC_L2;
+	spec.input.given = &st->inner.pts;
+	spec.query.given = &st->outer.pts;
+	st->job = GjJobStart(&spec, st->css.ss.ps.state->es_query_cxt, false);
+}
+
+/*
+ * The least first ORDER BY key (PostgreSQL's distance) an inner row whose
+ * engine distance is at least e can have.
+ */
+static double
+LowerKey(GjJoinState *st, double e)
+{
+	double		gam = (st->dims + 4) * ldexp(1.0, -24),
+				v,
+				r;
+
+	switch (st->metric)
+	{
+		case GJ_JM_PLANAR:
+			return e * (1 - 1e-9);
+		case GJ_JM_L2:
+			v = e * e * (1 - 1e-12) * (1 - gam) - st->dims * 1e-44;
+			return v > 0 ? sqrt(v) * (1 - 1e-12) : 0;
+		case GJ_JM_COSINE:
+			return e * e / 2 - 4 * gam - 1e-9;
+		case GJ_JM_SPHERE:
+		case GJ_JM_GEODESIC:
+			r = st->geo.a;
+			v = 2 * r * asin(Min(1.0, e / (2 * r)));
+			return v * (1 - 1e-9) - 1e-3;
+	}
+	return 0;
+}
+
+static void
+AddCand(GjJoinState *st, int64 row, double dist)
+{
+	if (st->ncand == st->cap_cand)
+	{
+		st->cap_cand = st->cap_cand == 0 ? 64 : st->cap_cand * 2;
+		st->cand = st->cand == NULL ?
+			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * st->cap_cand) :
+			repalloc_huge(st->cand, sizeof(GjKnnCand) * st->cap_cand);
+	}
+	st->cand[st->ncand].row = row;
+	st->cand[st->ncand].order = st->ncand;
+	st->cand[st->ncand].dist = dist;
+	st->cand[st->ncand].keys = NULL;
+	st->ncand++;
+}
+
+static GjJoinState *sort_st;	/* the comparator's (qsort has no argument) */
+
+static int
+CompareCand(const void *a, const void *b)
+{
+	const GjKnnCand *x = a,
+			   *y = b;
+
+	for (int i = 0; i < sort_st->norder; i++)
+	{
+		int			c = ApplySortComparator(x->keys[i], x->nulls[i], y->keys[i], y->nulls[i],
+											&sort_st->ssup[i]);
+
+		if (c != 0)
+			return c;
+	}
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * Check candidates [from, ncand) against the pair quals, computing the
+ * keys of those that pass; the others are dropped.
+ */
+static void
+RankCandidates(GjJoinState *st, int64 o, int64 from)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	int64		kept = from;
+
+	for (int64 c = from; c < st->ncand; c++)
+	{
+		GjKnnCand  *cd = &st->cand[c];
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = GjJoinScanTuple(st, o, cd->row);
+		st->candidates++;
+		if (st->pairqual != NULL && !ExecQual(st->pairqual, econtext))
+			continue;
+		old = MemoryContextSwitchTo(st->knn_cxt);
+		cd->keys = palloc(sizeof(Datum) * st->norder);
+		cd->nulls = palloc(sizeof(bool) * st->norder);
+		MemoryContextSwitchTo(old);
+		for (int i = 0; i < st->norder; i++)
+		{
+			Datum		v = ExecEvalExprSwitchContext(st->order_state[i], econtext, &cd->nulls[i]);
+
+			if (cd->nulls[i])
+				v = (Datum) 0;
+			else if (!st->order_byval[i])
+			{
+				old = MemoryContextSwitchTo(st->knn_cxt);
+				v = datumCopy(v, false, st->order_len[i]);
+				MemoryContextSwitchTo(old);
+			}
+			cd->keys[i] = v;
+		}
+		st->cand[kept++] = *cd;
+	}
+	st->ncand = kept;
+}
+
+/* Candidates of every inner row in list[0..n), in that order. */
+static void
+AddRows(GjJoinState *st, const int64 *list, int64 n)
+{
+	for (int64 i = 0; i < n; i++)
+		AddCand(st, list[i], -1);
+}
+
+/*
+ * Outer row o's answer from its engine candidates (cand[0..ncand)), or,
+ * with whole, from every inner row: sorted, the first k kept for emission.
+ */
+static void
+SelectRows(GjJoinState *st, int64 o, bool whole)
+{
+	int64		nengine = whole ? 0 : st->ncand;
+	double		e_last = nengine > 0 ? st->cand[nengine - 1].dist : 0;
+	bool		left_out = !whole && nengine < st->inner.pts.n;
+	int64		from;
+
+	MemoryContextReset(st->knn_cxt);
+	st->matched[o] = true;
+	if (whole)
+	{
+		st->ncand = 0;
+		st->fallbacks++;
+		for (int64 i = 0; i < st->inner.n; i++)
+			AddCand(st, i, -1);
+		RankCandidates(st, o, 0);
+	}
+	else
+	{
+		AddRows(st, st->inner.other, st->inner.nother);
+		RankCandidates(st, o, 0);
+		if (st->ncand < st->k && !left_out)
+		{
+			/* fewer than k: the NULLs come last */
+			from = st->ncand;
+			AddRows(st, st->inner.never, st->inner.nnever);
+			RankCandidates(st, o, from);
+		}
+	}
+	sort_st = st;
+	if (st->ncand > 1)
+		qsort(st->cand, st->ncand, sizeof(GjKnnCand), CompareCand);
+	if (left_out)
+	{
+		/* proven: k candidates, and none left out can come before the k-th */
+		GjKnnCand  *kth = st->ncand >= st->k ? &st->cand[st->k - 1] : NULL;
+
+		if (kth == NULL || kth->nulls[0] ||
+			!(LowerKey(st, e_last) > DatumGetFloat8(kth->keys[0])))
+		{
+			SelectRows(st, o, true);
+			return;
+		}
+	}
+	st->emit_o = o;
+	st->isel = 0;
+	st->nsel = st->k < 0 ? st->ncand : Min(st->k, st->ncand);
+	if (st->nsel == 0)
+		st->emit_o = -(o + 2);	/* nothing: a left join's null-extended row */
+}
+
+/* The next of the selected rows that passes the join's quals, or NULL. */
+static TupleTableSlot *
+EmitSelected(GjJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	ExprState  *otherqual = st->css.ss.ps.qual;
+
+	if (st->emit_o < -1)
+	{
+		int64		o = -(st->emit_o + 2);
+
+		st->emit_o = -1;
+		return st->jointype == JOIN_LEFT ? GjJoinUnmatched(st, o) : NULL;
+	}
+	while (st->isel < st->nsel)
+	{
+		GjKnnCand  *cd = &st->cand[st->isel++];
+		TupleTableSlot *scan;
+		int			base = st->nouter + st->ninner;
+
+		ResetExprContext(econtext);
+		scan = GjJoinScanTuple(st, st->emit_o, cd->row);
+		econtext->ecxt_scantuple = scan;
+		for (int j = 0; j < st->nsout; j++)
+			scan->tts_values[base + j] = ExecEvalExprSwitchContext(st->sout_state[j], econtext,
+																   &scan->tts_isnull[base + j]);
+		if (!ExecQual(st->joinqual, econtext))
+			continue;
+		if (otherqual != NULL && !ExecQual(otherqual, econtext))
+			continue;
+		return GjJoinProject(st);
+	}
+	return NULL;
+}
+
+TupleTableSlot *
+GjKnnNext(GjJoinState *st)
+{
+	Datum		values[4];
+	bool		nulls[4];
+	bool		restarted;
+	TupleTableSlot *res;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (st->isel < st->nsel || st->emit_o < -1)
+		{
+			res = EmitSelected(st);
+			if (res != NULL)
+				return res;
+			continue;
+		}
+		switch (st->phase)
+		{
+			case PH_START:
+				StartScan(st);
+				break;
+			case PH_BATCH:
+				if (!GjJoinReadBatch(st))
+				{
+					st->phase = PH_DONE;
+					break;
+				}
+				StartBatchJob(st);
+				st->phase = PH_PAIRS;
+				break;
+			case PH_PAIRS:
+				if (st->have_pend)
+				{
+					/* the first candidate of the next outer row */
+					st->have_pend = false;
+					st->ncand = 0;
+					st->cur_o = st->pend_q;
+					AddCand(st, st->pend_r, st->pend_d);
+				}
+				if (st->job == NULL || !GjJobNext(st->job, values, nulls, &restarted))
+				{
+					GjJoinEndJob(st);
+					if (st->cur_o >= 0)
+						SelectRows(st, st->cur_o, false);
+					st->cur_o = -1;
+					st->phase = PH_OTHER;
+					st->oi = 0;
+					break;
+				}
+				if (st->cur_o >= 0 && DatumGetInt64(values[0]) != st->cur_o)
+				{
+					/* the previous row's candidates are all in: its answer first */
+					SelectRows(st, st->cur_o, false);
+					st->have_pend = true;
+					st->pend_q = DatumGetInt64(values[0]);
+					st->pend_r = DatumGetInt64(values[1]);
+					st->pend_d = DatumGetFloat8(values[3]);
+					break;
+				}
+				st->cur_o = DatumGetInt64(values[0]);
+				AddCand(st, DatumGetInt64(values[1]), DatumGetFloat8(values[3]));
+				break;
+			case PH_OTHER:
+				/* outer rows the engine did not answer: from every inner row */
+				while (st->oi < st->outer.n && st->matched[st->oi])
+					st->oi++;
+				if (st->oi >= st->outer.n)
+				{
+					st->phase = PH_BATCH;
+					break;
+				}
+				if (st->k != 0)
+					SelectRows(st, st->oi++, true);
+				else
+				{
+					/* LIMIT 0: no rows; a left join's null-extended one */
+					st->matched[st->oi] = true;
+					st->nsel = 0;
+					st->emit_o = -(st->oi + 2);
+					st->oi++;
+				}
+				break;
+			case PH_UNMATCHED:
+			case PH_DONE:
+				return NULL;
+		}
+	}
+}
