@@ -6,6 +6,8 @@
 --   the 2M self join a.id < b.id AND a.v <-> b.v <= eps against eps_selfjoin
 --     (the GpuJoin joins two sets: both orders of a pair, the qual keeps one)
 --   200K x 200K vector(128) with <=> <= d against eps_join(metric cosine)
+--   LATERAL kNN, k = 10, on step knnsql's 1M x 128 clustered table (made here
+--   the same way when that step did not run) against knn_selfjoin
 -- EXPLAIN ANALYZE of each GpuJoin gives its phases at the end.
 \pset footer off
 SET client_min_messages = warning;
@@ -27,6 +29,16 @@ CREATE TABLE pjc AS SELECT i AS id, ARRAY(SELECT x[k] + (random() * 2 - 1) * 0.3
 FROM generate_series(1, 200000) i JOIN pjcentre ON c = i % 1000;
 CREATE TABLE pjd AS SELECT i AS id, ARRAY(SELECT x[k] + (random() * 2 - 1) * 0.3 + 0 * i FROM generate_series(1, 128) k)::vector(128) AS v
 FROM generate_series(1, 200000) i JOIN pjcentre ON c = (i * 7) % 1000;
+SELECT setseed(0.17);
+CREATE TEMP TABLE centres AS
+    SELECT c, ARRAY(SELECT random() * 100 FROM generate_series(1, 128) WHERE c >= 0) AS x
+    FROM generate_series(0, 19) c;
+CREATE TABLE IF NOT EXISTS c128 (id int PRIMARY KEY, v vector(128));
+INSERT INTO c128 SELECT i, (SELECT array_agg(ce.x[d] + 2 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
+                            FROM generate_series(1, 128) d)::vector
+FROM generate_series(1, 1000000) i JOIN centres ce ON ce.c = i % 20
+WHERE NOT EXISTS (SELECT 1 FROM c128 LIMIT 1);
+VACUUM ANALYZE c128;
 ALTER TABLE pjq ADD PRIMARY KEY (id);
 ALTER TABLE pjr ADD PRIMARY KEY (id);
 ALTER TABLE pjc ADD PRIMARY KEY (id);
@@ -49,12 +61,19 @@ SELECT pg_temp.pjb('2M x 2M 16-D <-> 0.45', 'GpuJoin',
        pg_temp.pjb('200K x 200K 128-D <=> 0.05', 'GpuJoin',
     $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q.id AS a, r.id AS b FROM pjc q JOIN pjd r ON q.v <=> r.v <= 0.05) p$q$),
        pg_temp.pjb('200K x 200K 128-D <=> 0.05', 'function',
-    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT r AS a, s AS b FROM eps_join('pjc', 'pjd', '{v}', 0.05, metric => 'cosine')) p$q$)
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT r AS a, s AS b FROM eps_join('pjc', 'pjd', '{v}', 0.05, metric => 'cosine')) p$q$),
+       pg_temp.pjb('1M x 128-D LATERAL kNN k=10', 'GpuJoin',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT q.id AS a, s.id AS b FROM c128 q CROSS JOIN LATERAL
+        (SELECT e.id FROM c128 e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) s) p$q$),
+       pg_temp.pjb('1M x 128-D LATERAL kNN k=10', 'function',
+    $q$SELECT $q$ || :'ck' || $q$ FROM (SELECT a, b FROM knn_selfjoin('c128', '{v}', 10)) p$q$)
 \g /dev/null
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pjq q JOIN pjr r ON q.v <-> r.v <= 0.45;
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pjq x JOIN pjq y ON x.id < y.id AND x.v <-> y.v <= 0.45;
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM pjc q JOIN pjd r ON q.v <=> r.v <= 0.05;
 EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_join('pjq', 'pjr', '{v}', 0.45);
+EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM c128 q CROSS JOIN LATERAL
+    (SELECT e.id FROM c128 e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) s;
 SELECT case_name,
        round(min(seconds) FILTER (WHERE method = 'GpuJoin')::numeric, 3) AS gpujoin_s,
        round(min(seconds) FILTER (WHERE method = 'function')::numeric, 3) AS function_s,

@@ -304,11 +304,6 @@ has emit && sql_step regress/gpu/host/emit.sql emit.txt 10
 has densitysql && sql_step regress/gpu/host/density.sql density_sql.txt 30
 has lists && sql_step regress/gpu/host/lists.sql lists.txt 8
 has join && sql_step regress/gpu/host/join.sql join.txt 18
-# plain SQL (<->, <=> joins) against the function calls, pgvector staged
-if has plainjoin; then
-	sql_step regress/gpu/host/plain_join.sql plain_join.txt 8
-	summary+=("plain SQL / function: $(grep -E '^ [0-9]' "$OUT/plain_join.txt" | awk -F'|' '{printf "%s %s;", $1, $4}')")
-fi
 has highdimsql && sql_step regress/gpu/host/highdim.sql highdim_sql.txt 16
 # issue 19: eps_join in 16-D by tiles against the grid it ran on before
 has joinhd && sql_step regress/gpu/host/join_hd.sql join_hd.txt 40
@@ -321,6 +316,11 @@ fi
 if has knnsql; then
 	sql_step regress/gpu/host/knnsql.sql knn_sql.txt 30
 	summary+=("kNN 1M x 128 in SQL, best and worst of 3: $(grep 'c128' "$OUT/knn_sql.txt" | tail -1 | tr -s ' ')")
+fi
+# plain SQL (<->, <=> joins, LATERAL kNN) against the function calls, pgvector staged
+if has plainjoin; then
+	sql_step regress/gpu/host/plain_join.sql plain_join.txt 8
+	summary+=("plain SQL / function: $(grep -E '^ [0-9]' "$OUT/plain_join.txt" | awk -F'|' '{printf "%s %s;", $1, $4}')")
 fi
 if has knnsql && [ "${GJ_KNN_DSM:-1}" = 1 ]; then	# GJ_KNN_DSM=0: not this comparison
 	# the read's rows in a file or a segment, with and without the main region, side by side
