@@ -31,7 +31,7 @@ CREATE INDEX ON jq USING gist (g);
 ANALYZE jp;
 ANALYZE jq;
 
-CREATE FUNCTION join_check(q text)
+CREATE OR REPLACE FUNCTION join_check(q text)
 RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -78,6 +78,19 @@ SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b, q.tag FROM jq q JOIN jp 
 -- self joins
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a JOIN jp b ON a.id < b.id AND ST_DWithin(a.g, b.g, 0.3)$$);
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a JOIN jp b ON a.id <> b.id AND ST_DWithin(a.g, b.g, 0.3)$$);
+-- one table on both sides: read once, each pair found once by the self-join engine
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a LEFT JOIN jp b ON a.id <> b.id AND ST_DWithin(a.g, b.g, 0.2)$$);
+SELECT * FROM join_check($$SELECT a.id FROM jp a WHERE NOT EXISTS (SELECT 1 FROM jp b WHERE b.id <> a.id AND ST_DWithin(a.g, b.g, 0.2))$$);
+SELECT * FROM join_check($$SELECT a.id FROM jp a WHERE EXISTS (SELECT 1 FROM jp b WHERE b.id > a.id AND ST_DWithin(a.g, b.g, 0.2))$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a JOIN jp b ON ST_DWithin(a.g, b.g, 0.1) WHERE a.id % 3 = 0 AND b.id % 3 = 0$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jp a JOIN jp b ON ST_DWithin(a.g, b.g, 0.1) WHERE a.id % 3 = 0 AND b.id % 2 = 0$$);
+SELECT * FROM join_check($$SELECT a.id FROM jp a JOIN jp b ON ST_DWithin(a.g, b.g, 0.1)$$);
+SET enable_nestloop = off;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT count(*) FROM jp a JOIN jp b ON a.id < b.id AND ST_DWithin(a.g, b.g, 0.3);
+RESET gpujoin.device;
+RESET enable_nestloop;
 -- left, semi and anti joins; a left join's filter on the null-extended side
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q LEFT JOIN jp p ON ST_DWithin(q.g, p.g, 0.4)$$);
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q LEFT JOIN jp p ON ST_DWithin(q.g, p.g, 0.4) WHERE p.id IS NULL OR p.id > 100$$);

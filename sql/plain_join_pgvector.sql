@@ -21,7 +21,7 @@ CREATE TABLE jw (id int PRIMARY KEY, v vector(24), h halfvec(24));
 INSERT INTO jw SELECT id + 10000, v, h FROM jv WHERE id % 3 = 0;
 ANALYZE jw;
 
-CREATE FUNCTION join_check(q text)
+CREATE OR REPLACE FUNCTION join_check(q text)
 RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -133,7 +133,20 @@ GjJoinBegin(CustomScanState *node, EState *estate, int eflags)
 	ikey = KeyColumn((Expr *) list_nth(ex, GJ_JE_INNER_KEY));
 	if (okey < 1 || okey > st->nouter || ikey <= st->nouter || ikey > st->nouter + st->ninner)
 		elog(ERROR, "GpuJoin: the join keys are not one of each side");
-	InitSide(&st->outer, outer_ps, okey, estate, estate->es_query_cxt, "GpuJoin outer");
+	{
+		List	   *map = (List *) list_nth(priv, GJ_JP_SELF_MAP);
+
+		if (map != NIL)
+		{
+			/* a self join: the outer rows are the inner's, read once */
+			st->self_map = palloc(sizeof(int) * list_length(map));
+			for (int j = 0; j < list_length(map); j++)
+				st->self_map[j] = intVal(list_nth(map, j));
+		}
+	}
+	InitSide(&st->outer, st->self_map != NULL ? inner_ps : outer_ps, okey, estate,
+			 estate->es_query_cxt, "GpuJoin outer");
+	st->outer.ps = outer_ps;
 	InitSide(&st->inner, inner_ps, ikey - st->nouter, estate, estate->es_query_cxt,
 			 "GpuJoin inner");
 	st->row = MemoryContextAlloc(estate->es_query_cxt, sizeof(double) * GJ_MAX_DIMS);
@@ -294,7 +307,10 @@ GjJoinReadInner(GjJoinState *st)
 	int64		k = 0;
 	double		t0 = gj_now_ms();
 
-	while (GjJoinReadRow(st, &st->inner, st->what == GJ_JOIN_KNN))
+	bool		keep_never = st->what == GJ_JOIN_KNN ||
+		(st->self_map != NULL && (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI));
+
+	while (GjJoinReadRow(st, &st->inner, keep_never))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if ((++k & 1023) == 0 && GjSideBytes(&st->inner) > limit)
@@ -323,6 +339,14 @@ GjJoinReadBatch(GjJoinState *st)
 	GjSideReset(o);
 	if (o->ended)
 		return false;
+	if (st->self_map != NULL)
+	{
+		/* a self join: one batch, the inner side's rows */
+		o->ended = true;
+		st->matched = st->inner.n > 0 ? MemoryContextAllocZero(o->cxt, st->inner.n) : NULL;
+		st->scan_outer = st->scan_inner = -2;
+		return st->inner.n > 0;
+	}
 	if (st->kind == GJ_KEY_GEOGRAPHY)
 		gj_points_init(&o->pts, 2);
 	while (o->n < GJ_JOIN_BATCH_ROWS)
@@ -413,7 +437,25 @@ GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 	int			nrest = scan->tts_tupleDescriptor->natts - st->nouter - nin;
 
 	ExecClearTuple(scan);
-	if (st->scan_outer != o)
+	if (st->scan_outer != o && st->self_map != NULL)
+	{
+		/* a self join's outer row: an inner row, its columns as the outer's */
+		TupleTableSlot *os = st->outer.slot;
+
+		if (st->outer.loaded != o)
+		{
+			ExecStoreMinimalTuple(st->inner.tup[o], os, false);
+			slot_getallattrs(os);
+			st->outer.loaded = o;
+		}
+		for (int j = 0; j < st->nouter; j++)
+		{
+			scan->tts_values[j] = os->tts_values[st->self_map[j] - 1];
+			scan->tts_isnull[j] = os->tts_isnull[st->self_map[j] - 1];
+		}
+		st->scan_outer = o;
+	}
+	else if (st->scan_outer != o)
 	{
 		LoadRow(&st->outer, o);
 		memcpy(scan->tts_values, st->outer.slot->tts_values, sizeof(Datum) * st->nouter);
@@ -486,6 +528,7 @@ GjJoinEnd(CustomScanState *node)
 	ExecEndNode(st->inner.ps);
 }
 
+
 static void
 GjJoinReScan(CustomScanState *node)
 {
@@ -496,6 +539,7 @@ GjJoinReScan(CustomScanState *node)
 	GjSideReset(&st->inner);
 	st->outer.ended = st->inner.ended = false;
 	st->phase = PH_START;
+	st->self_pend = false;
 	if (st->outer.ps->chgParam == NULL)
 		ExecReScan(st->outer.ps);
 	if (st->inner.ps->chgParam == NULL)
@@ -566,7 +610,10 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Tiles", st->js.tiles_method, es);
 	if (st->runs > 1)
 		ExplainPropertyInteger("Runs", NULL, st->runs, es);
-	ExplainPropertyInteger("Outer Rows", NULL, st->outer.total, es);
+	if (st->self_map != NULL)
+		ExplainPropertyText("Self Join", "one table's rows on both sides, read once", es);
+	else
+		ExplainPropertyInteger("Outer Rows", NULL, st->outer.total, es);
 	ExplainPropertyInteger("Inner Rows", NULL, st->inner.total, es);
 	ExplainPropertyInteger("Batches", NULL, st->batches, es);
 	ExplainPropertyInteger("Candidates", NULL, st->candidates, es);

@@ -78,7 +78,8 @@ enum
 	GJ_JP_INNER_COLS,			/* ... the inner's, then kNN's subquery columns */
 	GJ_JP_SORTOPS,				/* kNN: each ORDER BY key's operator, */
 	GJ_JP_COLLATIONS,			/* ... collation */
-	GJ_JP_NULLS_FIRST			/* ... and NULLS FIRST */
+	GJ_JP_NULLS_FIRST,			/* ... and NULLS FIRST */
+	GJ_JP_SELF_MAP				/* one table on both sides: each outer column's inner column */
 };
 
 /* custom_exprs of the plan: in this order */
@@ -95,6 +96,13 @@ enum
 	GJ_JE_ORDERKEYS,			/* ... its ORDER BY keys, */
 	GJ_JE_SOUT					/* ... and its output columns the join needs */
 };
+
+/*
+ * path.c: when outer and inner read the same rows of one table, the inner
+ * plan's column (1-based) of each outer plan column; else NIL.
+ */
+extern List *GjSelfMap(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
+					   List *outer_tlist, List *inner_tlist);
 
 /* lateral.c: a LATERAL kNN subquery the join can answer (see there) */
 extern bool GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,

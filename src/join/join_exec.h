@@ -27,6 +27,7 @@ typedef enum GjJoinPhase
 	PH_START,
 	PH_BATCH,
 	PH_PAIRS,
+	PH_DIAGONAL,				/* a self join's rows with themselves */
 	PH_OTHER,
 	PH_UNMATCHED,
 	PH_DONE
@@ -82,6 +83,11 @@ typedef struct GjJoinState
 	ExprState  *spheroid_state;
 	GjSide		outer;
 	GjSide		inner;
+	int		   *self_map;		/* self join: outer column j is inner column self_map[j] */
+	bool		self_pend;		/* a self-join pair's other order still to decide */
+	int64		self_a;
+	int64		self_b;
+	double		self_sq;
 
 	/* this scan */
 	GjJoinPhase phase;
@@ -124,7 +130,10 @@ typedef struct GjJoinState
 	bool		have_pend;		/* a job row of the next query row, taken early */
 	int64		pend_q;
 	int64		pend_r;
+	int32		pend_rank;
 	double		pend_d;
+	struct HTAB *partials;		/* outer rows whose candidates came in part */
+	MemoryContext partial_cxt;
 	int64		isel;			/* next of cand[] to emit, up to nsel */
 	int64		nsel;
 	int64		emit_o;

@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -68,6 +69,91 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 		st->sout_state[i] = ExecInitExpr((Expr *) list_nth(souts, i), ps);
 	st->knn_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN rows",
 										ALLOCSET_DEFAULT_SIZES);
+	st->partial_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN parts",
+											ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+AddCand(GjJoinState *st, int64 row, double dist)
+{
+	if (st->ncand == st->cap_cand)
+	{
+		st->cap_cand = st->cap_cand == 0 ? 64 : st->cap_cand * 2;
+		st->cand = st->cand == NULL ?
+			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * st->cap_cand) :
+			repalloc_huge(st->cand, sizeof(GjKnnCand) * st->cap_cand);
+	}
+	st->cand[st->ncand].row = row;
+	st->cand[st->ncand].order = st->ncand;
+	st->cand[st->ncand].dist = dist;
+	st->cand[st->ncand].keys = NULL;
+	st->ncand++;
+}
+
+/*
+ * An outer row's candidates arrive in rank order, but a chunk boundary
+ * can split them and another thread's chunk come between: the first part
+ * waits in a hash table until the rest comes.
+ */
+typedef struct GjPartial
+{
+	int64		q;				/* the hash key */
+	int64		n;
+	int64	   *rows;
+	double	   *dists;
+} GjPartial;
+
+static void
+StashGroup(GjJoinState *st)
+{
+	GjPartial  *p;
+	bool		found;
+	MemoryContext old;
+
+	if (st->partials == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(GjPartial);
+		ctl.hcxt = st->partial_cxt;
+		st->partials = hash_create("GpuJoin kNN partial rows", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	p = hash_search(st->partials, &st->cur_o, HASH_ENTER, &found);
+	old = MemoryContextSwitchTo(st->partial_cxt);
+	p->n = st->ncand;
+	p->rows = palloc(sizeof(int64) * Max(st->ncand, 1));
+	p->dists = palloc(sizeof(double) * Max(st->ncand, 1));
+	MemoryContextSwitchTo(old);
+	for (int64 i = 0; i < st->ncand; i++)
+	{
+		p->rows[i] = st->cand[i].row;
+		p->dists[i] = st->cand[i].dist;
+	}
+	st->ncand = 0;
+	st->cur_o = -1;
+}
+
+/* Outer row q's candidates begin (rank 1) or go on from a stashed part. */
+static void
+StartGroup(GjJoinState *st, int64 q, int32 rank)
+{
+	st->ncand = 0;
+	st->cur_o = q;
+	if (rank > 1 && st->partials != NULL)
+	{
+		bool		found;
+		GjPartial  *p = hash_search(st->partials, &q, HASH_FIND, &found);
+
+		if (found)
+		{
+			for (int64 i = 0; i < p->n; i++)
+				AddCand(st, p->rows[i], p->dists[i]);
+			hash_search(st->partials, &q, HASH_REMOVE, NULL);
+		}
+	}
 }
 
 /* LIMIT k, the inner side read and indexed. */
@@ -111,6 +197,8 @@ StartBatchJob(GjJoinState *st)
 	st->ncand = 0;
 	st->nsel = st->isel = 0;
 	st->have_pend = false;
+	st->partials = NULL;
+	MemoryContextReset(st->partial_cxt);
 	if (st->outer.pts.n == 0 || st->inner.pts.n == 0 || st->k <= 0 || st->k2 <= 0)
 		return;
 	memset(&spec, 0, sizeof(spec));
@@ -155,23 +243,6 @@ LowerKey(GjJoinState *st, double e)
 			return v * (1 - 1e-9) - 1e-3;
 	}
 	return 0;
-}
-
-static void
-AddCand(GjJoinState *st, int64 row, double dist)
-{
-	if (st->ncand == st->cap_cand)
-	{
-		st->cap_cand = st->cap_cand == 0 ? 64 : st->cap_cand * 2;
-		st->cand = st->cand == NULL ?
-			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * st->cap_cand) :
-			repalloc_huge(st->cand, sizeof(GjKnnCand) * st->cap_cand);
-	}
-	st->cand[st->ncand].row = row;
-	st->cand[st->ncand].order = st->ncand;
-	st->cand[st->ncand].dist = dist;
-	st->cand[st->ncand].keys = NULL;
-	st->ncand++;
 }
 
 static GjJoinState *sort_st;	/* the comparator's (qsort has no argument) */
@@ -373,8 +444,7 @@ GjKnnNext(GjJoinState *st)
 				{
 					/* the first candidate of the next outer row */
 					st->have_pend = false;
-					st->ncand = 0;
-					st->cur_o = st->pend_q;
+					StartGroup(st, st->pend_q, st->pend_rank);
 					AddCand(st, st->pend_r, st->pend_d);
 				}
 				if (st->job == NULL || !GjJobNext(st->job, values, nulls, &restarted))
@@ -383,21 +453,31 @@ GjKnnNext(GjJoinState *st)
 					if (st->cur_o >= 0)
 						SelectRows(st, st->cur_o, false);
 					st->cur_o = -1;
-					st->phase = PH_OTHER;
+					st->phase = PH_OTHER;	/* with any group left incomplete */
 					st->oi = 0;
 					break;
 				}
 				if (st->cur_o >= 0 && DatumGetInt64(values[0]) != st->cur_o)
 				{
-					/* the previous row's candidates are all in: its answer first */
-					SelectRows(st, st->cur_o, false);
-					st->have_pend = true;
-					st->pend_q = DatumGetInt64(values[0]);
-					st->pend_r = DatumGetInt64(values[1]);
-					st->pend_d = DatumGetFloat8(values[3]);
-					break;
+					if (st->ncand < st->k2)
+					{
+						/* the rest of this row's candidates come in a later chunk */
+						StashGroup(st);
+					}
+					else
+					{
+						/* the previous row's candidates are all in: its answer first */
+						SelectRows(st, st->cur_o, false);
+						st->have_pend = true;
+						st->pend_q = DatumGetInt64(values[0]);
+						st->pend_r = DatumGetInt64(values[1]);
+						st->pend_rank = DatumGetInt32(values[2]);
+						st->pend_d = DatumGetFloat8(values[3]);
+						break;
+					}
 				}
-				st->cur_o = DatumGetInt64(values[0]);
+				if (st->cur_o < 0)
+					StartGroup(st, DatumGetInt64(values[0]), DatumGetInt32(values[2]));
 				AddCand(st, DatumGetInt64(values[1]), DatumGetFloat8(values[3]));
 				break;
 			case PH_OTHER:
@@ -420,6 +500,7 @@ GjKnnNext(GjJoinState *st)
 					st->oi++;
 				}
 				break;
+			case PH_DIAGONAL:
 			case PH_UNMATCHED:
 			case PH_DONE:
 				return NULL;

@@ -452,5 +452,6 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private, sortops);
 	cscan->custom_private = lappend(cscan->custom_private, colls);
 	cscan->custom_private = lappend(cscan->custom_private, nfirst);
+	cscan->custom_private = lappend(cscan->custom_private, NIL);
 	return &cscan->scan.plan;
 }

@@ -139,12 +139,13 @@ StartBatchJob(GjJoinState *st)
 	GjJobSpec	spec;
 
 	st->batches++;
-	if (st->outer.pts.n == 0 || st->inner.pts.n == 0)
+	st->self_pend = false;
+	if ((st->self_map == NULL && st->outer.pts.n == 0) || st->inner.pts.n == 0)
 		return;
 	memset(&spec, 0, sizeof(spec));
 	spec.fname = "GpuJoin";
 	spec.shape = GJ_SHAPE_PAIRS;
-	spec.has_query = true;
+	spec.has_query = st->self_map == NULL;	/* a self join: each pair once, a < b */
 	spec.eps = st->eps;
 	spec.eps2 = st->eps2;
 	spec.metric = GJ_METRIC_L2;
@@ -153,7 +154,8 @@ StartBatchJob(GjJoinState *st)
 	spec.input.fname = spec.query.fname = "GpuJoin";
 	spec.input.metric = spec.query.metric = GJ_METRIC_L2;
 	spec.input.given = &st->inner.pts;
-	spec.query.given = &st->outer.pts;
+	if (spec.has_query)
+		spec.query.given = &st->outer.pts;
 	st->job = GjJobStart(&spec, st->css.ss.ps.state->es_query_cxt, false);
 }
 
@@ -192,7 +194,7 @@ JoinPair(GjJoinState *st, int64 o, int64 i, double sq)
 static bool
 NextOtherPair(GjJoinState *st, int64 *o, int64 *i)
 {
-	GjSide	   *out = &st->outer,
+	GjSide	   *out = st->self_map != NULL ? &st->inner : &st->outer,
 			   *in = &st->inner;
 
 	for (;;)
@@ -257,17 +259,49 @@ GjPairsNext(GjJoinState *st)
 				st->phase = PH_PAIRS;
 				break;
 			case PH_PAIRS:
+				if (st->self_pend)
+				{
+					/* a self join's pair the other way round */
+					st->self_pend = false;
+					st->candidates++;
+					res = JoinPair(st, st->self_b, st->self_a, st->self_sq);
+					if (res != NULL)
+						return res;
+					break;
+				}
 				if (st->job == NULL || !GjJobNext(st->job, values, nulls, &restarted))
 				{
 					GjJoinEndJob(st);
-					st->phase = PH_OTHER;
+					st->phase = st->self_map != NULL ? PH_DIAGONAL : PH_OTHER;
 					st->other_part = 0;
 					st->oi = st->ii = 0;
 					break;
 				}
 				st->candidates++;
-				res = JoinPair(st, DatumGetInt64(values[0]), DatumGetInt64(values[1]),
-							   DatumGetFloat8(values[2]) * DatumGetFloat8(values[2]));
+				o = DatumGetInt64(values[0]);
+				i = DatumGetInt64(values[1]);
+				if (st->self_map != NULL)
+				{
+					st->self_pend = true;
+					st->self_a = o;
+					st->self_b = i;
+					st->self_sq = DatumGetFloat8(values[2]) * DatumGetFloat8(values[2]);
+				}
+				res = JoinPair(st, o, i, DatumGetFloat8(values[2]) * DatumGetFloat8(values[2]));
+				if (res != NULL)
+					return res;
+				break;
+			case PH_DIAGONAL:
+				/* a self join's engine rows with themselves, at distance 0 */
+				if (st->oi >= st->inner.pts.n)
+				{
+					st->phase = PH_OTHER;
+					st->oi = 0;
+					break;
+				}
+				o = st->inner.pts.ids[st->oi++];
+				st->candidates++;
+				res = JoinPair(st, o, o, 0);
 				if (res != NULL)
 					return res;
 				break;
@@ -285,7 +319,7 @@ GjPairsNext(GjJoinState *st)
 				break;
 			case PH_UNMATCHED:
 				if ((st->jointype != JOIN_LEFT && st->jointype != JOIN_ANTI) ||
-					st->oi >= st->outer.n)
+					st->oi >= (st->self_map != NULL ? st->inner.n : st->outer.n))
 				{
 					st->phase = PH_BATCH;
 					break;
