@@ -201,6 +201,18 @@ SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM kq q CROSS JOIN LATE
 -- the row itself left out; quals on r alone; the distance not in the output
 SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM kr a CROSS JOIN LATERAL
     (SELECT r.id FROM kr r WHERE r.id <> a.id AND r.kind < 3 ORDER BY r.g <-> a.g, r.id LIMIT 3) s WHERE a.id % 7 = 0$$);
+-- one table on both sides (read once; the row itself is its own nearest)
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM kr a CROSS JOIN LATERAL
+    (SELECT r.id, r.g <-> a.g AS d FROM kr r ORDER BY r.g <-> a.g, r.id LIMIT 3) s$$);
+-- (no tie-break: the rows whose keys are NULL or empty, for which every distance ties, left out)
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM kr a LEFT JOIN LATERAL
+    (SELECT r.id FROM kr r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s ON true WHERE a.id <= 4002$$);
+SET enable_nestloop = off;
+SET gpujoin.device = cpu;  -- EXPLAIN names the engine
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM kr a CROSS JOIN LATERAL
+    (SELECT r.id FROM kr r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s;
+RESET gpujoin.device;
+RESET enable_nestloop;
 -- ST_Distance as the key, a filter on the subquery's output
 SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM kq q CROSS JOIN LATERAL
     (SELECT r.id, ST_Distance(r.g, q.g) AS d FROM kr r ORDER BY ST_Distance(r.g, q.g), r.id LIMIT 6) s WHERE s.d < 0.5$$);

@@ -618,7 +618,10 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Batches", NULL, st->batches, es);
 	ExplainPropertyInteger("Candidates", NULL, st->candidates, es);
 	if (st->what == GJ_JOIN_KNN)
+	{
+		ExplainPropertyInteger("Rows In Engine Order", NULL, st->fast, es);
 		ExplainPropertyInteger("Rows Searched Whole", NULL, st->fallbacks, es);
+	}
 	else
 		ExplainPropertyInteger("Decided By Distance", NULL, st->decided, es);
 	if (st->other_pairs > 0 || es->verbose)

@@ -123,6 +123,7 @@ typedef struct GjJoinState
 	ExprState **sout_state;
 	int64		k;				/* LIMIT */
 	int64		k2;				/* candidates asked of the engine */
+	int64		group;			/* ... and an outer row's when all are in */
 	GjKnnCand  *cand;
 	int64		ncand;
 	int64		cap_cand;
@@ -147,6 +148,7 @@ typedef struct GjJoinState
 	int64		decided;		/* ... of which the engine's distance decided */
 	int64		other_pairs;
 	int64		fallbacks;		/* kNN: query rows answered by every inner row */
+	int64		fast;			/* ... and in the engine's order, no key computed */
 	double		read_ms;
 	double		t0;
 } GjJoinState;

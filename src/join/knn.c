@@ -142,6 +142,8 @@ StartGroup(GjJoinState *st, int64 q, int32 rank)
 {
 	st->ncand = 0;
 	st->cur_o = q;
+	if (rank == 1 && st->self_map != NULL)
+		AddCand(st, q, 0);		/* a self join's engine leaves the row itself out */
 	if (rank > 1 && st->partials != NULL)
 	{
 		bool		found;
@@ -154,6 +156,13 @@ StartGroup(GjJoinState *st, int64 q, int32 rank)
 			hash_search(st->partials, &q, HASH_REMOVE, NULL);
 		}
 	}
+}
+
+/* The outer rows of this batch (a self join's: the inner rows). */
+static int64
+OuterRows(GjJoinState *st)
+{
+	return st->self_map != NULL ? st->inner.n : st->outer.n;
 }
 
 /* LIMIT k, the inner side read and indexed. */
@@ -199,21 +208,50 @@ StartBatchJob(GjJoinState *st)
 	st->have_pend = false;
 	st->partials = NULL;
 	MemoryContextReset(st->partial_cxt);
-	if (st->outer.pts.n == 0 || st->inner.pts.n == 0 || st->k <= 0 || st->k2 <= 0)
+	/* an outer row's candidates, all in: k2, or a self join's k2 others and itself */
+	st->group = st->self_map != NULL ? Min(st->k2, st->inner.pts.n - 1) + 1 : st->k2;
+	if ((st->self_map == NULL && st->outer.pts.n == 0) || st->inner.pts.n == 0 ||
+		st->k <= 0 || st->k2 <= 0)
 		return;
+	if (st->self_map != NULL && st->inner.pts.n == 1)
+		return;					/* no other row: PH_OTHER answers it */
 	memset(&spec, 0, sizeof(spec));
 	spec.fname = "GpuJoin";
 	spec.shape = GJ_SHAPE_KNN;
 	spec.is_knn = true;
-	spec.has_query = true;
+	spec.has_query = st->self_map == NULL;	/* self: each row's neighbours but itself */
 	spec.k = (int32) Min(st->k2, PG_INT32_MAX);
 	spec.metric = GJ_METRIC_L2;
 	spec.filter_column = GJ_FILTER_NONE;
 	spec.input.fname = spec.query.fname = "GpuJoin";
 	spec.input.metric = spec.query.metric = GJ_METRIC_L2;
 	spec.input.given = &st->inner.pts;
-	spec.query.given = &st->outer.pts;
+	if (spec.has_query)
+		spec.query.given = &st->outer.pts;
 	st->job = GjJobStart(&spec, st->css.ss.ps.state->es_query_cxt, false);
+}
+
+/* The largest first ORDER BY key a row at engine distance e can have. */
+static double
+UpperKey(GjJoinState *st, double e)
+{
+	double		gam = (st->dims + 4) * ldexp(1.0, -24),
+				r;
+
+	switch (st->metric)
+	{
+		case GJ_JM_PLANAR:
+			return e * (1 + 1e-9);
+		case GJ_JM_L2:
+			return sqrt(e * e * (1 + 1e-12) * (1 + gam) + st->dims * 1e-44) * (1 + 1e-12);
+		case GJ_JM_COSINE:
+			return e * e / 2 + 4 * gam + 1e-9;
+		case GJ_JM_SPHERE:
+		case GJ_JM_GEODESIC:
+			r = st->geo.a;
+			return 2 * r * asin(Min(1.0, e / (2 * r))) * (1 + 1e-9) + 1e-3;
+	}
+	return INFINITY;
 }
 
 /*
@@ -317,6 +355,51 @@ AddRows(GjJoinState *st, const int64 *list, int64 n)
 }
 
 /*
+ * The answer without the ORDER BY keys, when the engine's order is
+ * provably PostgreSQL's: walking the candidates in engine order, the
+ * first k that pass the pair quals, where each one's largest possible key
+ * is below the next one's least, and the k-th's below that of the next
+ * candidate (or of every row left out).  Then no other row can come
+ * before the k-th, and the k come in the same order.  False: rank them.
+ */
+static bool
+FastSelect(GjJoinState *st, int64 o, bool left_out)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	int64		npass = 0,
+				last = -1;
+	double		next;
+
+	for (int64 t = 0; t < st->ncand && npass < st->k; t++)
+	{
+		if (st->pairqual != NULL)
+		{
+			ResetExprContext(econtext);
+			econtext->ecxt_scantuple = GjJoinScanTuple(st, o, st->cand[t].row);
+			st->candidates++;
+			if (!ExecQual(st->pairqual, econtext))
+				continue;
+		}
+		if (last >= 0 && !(UpperKey(st, st->cand[last].dist) < LowerKey(st, st->cand[t].dist)))
+			return false;
+		st->cand[npass++] = st->cand[t];
+		last = t;
+	}
+	if (npass < st->k)
+		return false;
+	if (last + 1 < st->ncand)
+		next = st->cand[last + 1].dist;
+	else if (left_out)
+		return false;
+	else
+		next = INFINITY;
+	if (!(UpperKey(st, st->cand[npass - 1].dist) < LowerKey(st, next)))
+		return false;
+	st->ncand = npass;
+	return true;
+}
+
+/*
  * Outer row o's answer from its engine candidates (cand[0..ncand)), or,
  * with whole, from every inner row: sorted, the first k kept for emission.
  */
@@ -330,6 +413,25 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 
 	MemoryContextReset(st->knn_cxt);
 	st->matched[o] = true;
+	if (!whole && st->k > 0 && st->inner.nother == 0)
+	{
+		GjKnnCand  *saved = NULL;
+		int64		n = st->ncand;
+
+		/* FastSelect reorders cand[]: keep the candidates for ranking */
+		saved = MemoryContextAlloc(st->knn_cxt, sizeof(GjKnnCand) * Max(n, 1));
+		memcpy(saved, st->cand, sizeof(GjKnnCand) * n);
+		if (FastSelect(st, o, left_out))
+		{
+			st->fast++;
+			st->emit_o = o;
+			st->isel = 0;
+			st->nsel = st->ncand;
+			return;
+		}
+		memcpy(st->cand, saved, sizeof(GjKnnCand) * n);
+		st->ncand = n;
+	}
 	if (whole)
 	{
 		st->ncand = 0;
@@ -459,7 +561,7 @@ GjKnnNext(GjJoinState *st)
 				}
 				if (st->cur_o >= 0 && DatumGetInt64(values[0]) != st->cur_o)
 				{
-					if (st->ncand < st->k2)
+					if (st->ncand < st->group)
 					{
 						/* the rest of this row's candidates come in a later chunk */
 						StashGroup(st);
@@ -482,9 +584,9 @@ GjKnnNext(GjJoinState *st)
 				break;
 			case PH_OTHER:
 				/* outer rows the engine did not answer: from every inner row */
-				while (st->oi < st->outer.n && st->matched[st->oi])
+				while (st->oi < OuterRows(st) && st->matched[st->oi])
 					st->oi++;
-				if (st->oi >= st->outer.n)
+				if (st->oi >= OuterRows(st))
 				{
 					st->phase = PH_BATCH;
 					break;

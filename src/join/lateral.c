@@ -345,6 +345,8 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	ListCell   *lc;
 	double		n,
 				pages;
+	bool		self = false;
+	List	   *self_map = NIL;
 
 	if (!FindLateral(root, outer_path->parent, innerrel, &lat))
 		elog(ERROR, "GpuJoin: the LATERAL subquery is no longer a kNN search");
@@ -385,6 +387,39 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		souts = lappend(souts, ToJoinLevel(root, (Node *) tle->expr, lat.r_rti, nrti));
 	}
 
+	/*
+	 * One table on both sides, read with the same quals (q is r): the outer
+	 * plan's columns come from our scan's rows too, read once.
+	 */
+	{
+		RelOptInfo *orel = outer_path->parent;
+		RangeTblEntry *ort = orel->reloptkind == RELOPT_BASEREL && orel->rtekind == RTE_RELATION ?
+			planner_rt_fetch(orel->relid, root) : NULL;
+
+		if (ort != NULL && ort->relid == nrte->relid && !ort->inh && ort->tablesample == NULL)
+		{
+			List	   *oq = (List *) copyObject(extract_actual_clauses(orel->baserestrictinfo, false));
+
+			ChangeVarNodes((Node *) oq, orel->relid, nrti, 0);
+			self = equal(oq, scan_quals);
+			foreach(lc, outer_plan->targetlist)
+			{
+				Var		   *v = (Var *) lfirst_node(TargetEntry, lc)->expr;
+
+				if (!IsA(v, Var) || v->varno != orel->relid)
+					self = false;
+			}
+			if (self)
+				foreach(lc, outer_plan->targetlist)
+			{
+				Var		   *v = (Var *) copyObject(lfirst_node(TargetEntry, lc)->expr);
+
+				v->varno = v->varnosyn = nrti;
+				rvars = AddVarsOf(rvars, (Node *) v, nrti);
+			}
+		}
+	}
+
 	/* our scan of r: the columns anything above needs, the quals on r alone */
 	rvars = AddVarsOf(rvars, ikey, nrti);
 	rvars = AddVarsOf(rvars, (Node *) pair_quals, nrti);
@@ -404,6 +439,27 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	scan->scan.plan.plan_width = 32;
 	scan->scan.plan.parallel_aware = false;
 	scan->scan.plan.parallel_safe = false;
+
+	if (self)
+	{
+		/* each outer column's place among our scan's */
+		foreach(lc, outer_plan->targetlist)
+		{
+			Var		   *v = (Var *) lfirst_node(TargetEntry, lc)->expr;
+			ListCell   *lc2;
+			int			k = 0;
+
+			foreach(lc2, scan->scan.plan.targetlist)
+			{
+				Var		   *w = (Var *) lfirst_node(TargetEntry, lc2)->expr;
+
+				k++;
+				if (w->varattno == v->varattno)
+					break;
+			}
+			self_map = lappend(self_map, makeInteger(k));
+		}
+	}
 
 	/* the scan tuple: q's columns, r's, the subquery's */
 	resno = 1;
@@ -452,6 +508,6 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private, sortops);
 	cscan->custom_private = lappend(cscan->custom_private, colls);
 	cscan->custom_private = lappend(cscan->custom_private, nfirst);
-	cscan->custom_private = lappend(cscan->custom_private, NIL);
+	cscan->custom_private = lappend(cscan->custom_private, self_map);
 	return &cscan->scan.plan;
 }
