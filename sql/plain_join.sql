@@ -206,7 +206,7 @@ SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM kr a CROSS JOIN
     (SELECT r.id, r.g <-> a.g AS d FROM kr r ORDER BY r.g <-> a.g, r.id LIMIT 3) s$$);
 -- (no tie-break: the rows whose keys are NULL or empty, for which every distance ties, left out)
 SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM kr a LEFT JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s ON true WHERE a.id <= 4002$$);
+    (SELECT r.id FROM kr r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s ON true WHERE a.id NOT IN (4001, 4003)$$);
 SET enable_nestloop = off;
 SET gpujoin.device = cpu;  -- EXPLAIN names the engine
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM kr a CROSS JOIN LATERAL
