@@ -19,7 +19,8 @@
  * predicate itself: PostGIS declares its functions costly to make the
  * planner probe an index, and the engine's distance decides most pairs
  * without the call.  Candidates are the pairs the predicate's
- * selectivity gives.  So one point against a
+ * selectivity gives, or GJ_GUESS_PARTNERS a row where it is PostgreSQL's
+ * default guess (pgvector's distances have no statistics).  So one point against a
  * table (a handful of index probes) keeps PostgreSQL's plan, and a join
  * of two tables takes the engine.
  *
@@ -46,6 +47,7 @@
 #include "rewrite/rewriteManip.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 
 #include "join/join.h"
 #include "machine.h"
@@ -58,6 +60,8 @@
 #define GJ_ROW_OPERATORS 10.0
 /* dimensions the grid indexes; above them the engines compare by blocks */
 #define GJ_GRID_DIMS 6
+/* candidates a row, where the distance has no statistics */
+#define GJ_GUESS_PARTNERS 10.0
 /* candidates too near d for the engine's distance to decide: the predicate's */
 #define GJ_BAND_SHARE 0.05
 
@@ -198,7 +202,19 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		return;
 
 	sel = clause_selectivity(root, (Node *) jc.clause, 0, JOIN_INNER, NULL);
-	cand = clamp_row_est(outer_rows * inner_rows * Max(sel, 0.0));
+	if (sel == DEFAULT_INEQ_SEL)
+	{
+		/*
+		 * No statistics for the distance (pgvector's operators): a third of
+		 * all pairs is PostgreSQL's guess for any inequality, and no
+		 * similarity join anyone runs.  Costed so, the candidates' quals
+		 * outweigh a parallel nested loop over every pair, which then runs
+		 * for hours; take GJ_GUESS_PARTNERS partners a row instead.
+		 */
+		cand = GJ_GUESS_PARTNERS * Max(outer_rows, inner_rows);
+	}
+	else
+		cand = clamp_row_est(outer_rows * inner_rows * Max(sel, 0.0));
 	engine = (outer_rows + inner_rows) * (GJ_ROW_OPERATORS * cpu_operator_cost + cpu_tuple_cost);
 	if (dims > GJ_GRID_DIMS)
 		engine += outer_rows * inner_rows * dims * GJ_BRUTE_PAIR_DIM_COST;
