@@ -3,11 +3,11 @@
  *		What the GpuJoin executor's files share (join/): the node's state,
  *		each side's rows, reading, the scan tuple.
  *
- * exec.c runs the node (begin, end, rescan, EXPLAIN) and holds what both
- * kinds of join do: read the inner side whole and the outer side in
- * batches, keeping each row's tuple and its key's coordinates, and make
- * the scan tuple of a pair.  pairs.c is the distance join, knn.c the
- * LATERAL kNN join.
+ * node.c runs the node (begin, next row, end, rescan, EXPLAIN) and calls
+ * the others; exec.c holds what both kinds of join do: read the inner side
+ * whole and the outer side in batches, keeping each row's tuple and its
+ * key's coordinates, and make the scan tuple of a pair.  pairs.c is the
+ * distance join, knn.c the LATERAL kNN join; both call exec.c only.
  */
 #ifndef GJ_JOIN_EXEC_H
 #define GJ_JOIN_EXEC_H
