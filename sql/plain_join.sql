@@ -263,6 +263,30 @@ EXPLAIN (COSTS OFF) SELECT q.id, s.id FROM kq q CROSS JOIN LATERAL
     (SELECT r.id, r.g <-> q.g AS d FROM kr r WHERE r.id <> q.id ORDER BY r.g <-> q.g LIMIT 5) s;
 RESET gpujoin.device;
 
+-- cancel: statement_timeout stops a join comparing every pair, and a kNN search of every row
+SET enable_nestloop = off;
+SET statement_timeout = '300ms';
+DO $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+BEGIN
+    PERFORM count(*) FROM jp a JOIN jp b ON a.g <-> b.g <= 'Infinity' JOIN jq c ON c.g <-> b.g <= 'Infinity';
+    RAISE NOTICE 'not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    RAISE NOTICE 'cancelled within a second: %', clock_timestamp() - t0 < interval '1 second';
+END $$;
+DO $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+BEGIN
+    PERFORM count(*) FROM kr q CROSS JOIN LATERAL (SELECT r.id FROM kr r ORDER BY r.g <-> q.g LIMIT NULL) s;
+    RAISE NOTICE 'not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    RAISE NOTICE 'cancelled within a second: %', clock_timestamp() - t0 < interval '1 second';
+END $$;
+RESET statement_timeout;
+RESET enable_nestloop;
+
 -- row-level security and privileges apply to each side as in any plan
 CREATE ROLE gj_join_reader;
 GRANT SELECT ON jq TO gj_join_reader;

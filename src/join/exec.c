@@ -40,6 +40,19 @@ GjSideReset(GjSide *side)
 
 /* --- reading ------------------------------------------------------------- */
 
+/*
+ * The rows the side's plan is expected to return (at least 1024, at most
+ * a batch): its arrays start that large, not doubling their way up
+ * (each doubling copied everything so far).
+ */
+static int64
+ExpectedRows(GjSide *side)
+{
+	double		rows = side->ps->plan->plan_rows * 1.05;
+
+	return (int64) Min(Max(rows, 1024.0), (double) GJ_JOIN_BATCH_ROWS);
+}
+
 static void
 KeepTuple(GjSide *side, TupleTableSlot *slot)
 {
@@ -47,7 +60,7 @@ KeepTuple(GjSide *side, TupleTableSlot *slot)
 
 	if (side->n == side->cap)
 	{
-		side->cap = side->cap == 0 ? 1024 : side->cap * 2;
+		side->cap = side->cap == 0 ? ExpectedRows(side) : side->cap * 2;
 		side->tup = side->tup == NULL ? palloc(sizeof(MinimalTuple) * side->cap) :
 			repalloc_huge(side->tup, sizeof(MinimalTuple) * side->cap);
 	}
@@ -146,6 +159,8 @@ GjJoinReadRow(GjJoinState *st, GjSide *side, bool keep_never)
 	{
 		if (side->pts.dims == 0)
 			gj_points_init(&side->pts, st->dims);
+		if (side->pts.cap == 0)
+			GjCheckStatus(gj_points_reserve(&side->pts, ExpectedRows(side)), "keeping a join row");
 		GjCheckStatus(gj_points_push(&side->pts, side->n, st->row), "keeping a join row");
 	}
 	else if (c == ROW_OTHER)
