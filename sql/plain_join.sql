@@ -181,59 +181,59 @@ SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jgq q JOIN jgp p ON 
 SELECT * FROM join_check($$SELECT q.id FROM jgq q WHERE NOT EXISTS (SELECT 1 FROM jgp p WHERE ST_DWithin(q.g, p.g, 1500))$$);
 
 -- kNN written as LATERAL: the nearest rows of each outer row, as the subquery gives them
-CREATE TABLE kr (id int PRIMARY KEY, g geometry, gg geography, kind int);
-INSERT INTO kr SELECT i, ST_MakePoint(random() * 30, random() * 30), NULL, i % 5 FROM generate_series(1, 4000) i;
-UPDATE kr SET gg = ST_MakePoint(ST_X(g) / 10, 50 + ST_Y(g) / 30)::geography;
-INSERT INTO kr VALUES (4001, NULL, NULL, 1), (4002, 'LINESTRING(1 1, 9 9)', NULL, 2), (4003, 'POINT EMPTY', NULL, 3);
-CREATE TABLE kq (id int PRIMARY KEY, g geometry, gg geography);
-INSERT INTO kq SELECT i, ST_MakePoint(random() * 30, random() * 30), NULL FROM generate_series(1, 600) i;
-UPDATE kq SET gg = ST_MakePoint(ST_X(g) / 10, 50 + ST_Y(g) / 30)::geography;
-INSERT INTO kq VALUES (601, NULL, NULL), (602, 'POINT EMPTY', NULL), (603, 'LINESTRING(5 5, 6 9)', NULL);
-CREATE INDEX ON kr USING gist (g);
-CREATE INDEX ON kr USING gist (gg);
-ANALYZE kr;
-ANALYZE kq;
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id, r.g <-> q.g AS d FROM kr r ORDER BY r.g <-> q.g LIMIT 5) s WHERE q.id <= 600$$);
+CREATE TABLE lk_r (id int PRIMARY KEY, g geometry, gg geography, kind int);
+INSERT INTO lk_r SELECT i, ST_MakePoint(random() * 30, random() * 30), NULL, i % 5 FROM generate_series(1, 4000) i;
+UPDATE lk_r SET gg = ST_MakePoint(ST_X(g) / 10, 50 + ST_Y(g) / 30)::geography;
+INSERT INTO lk_r VALUES (4001, NULL, NULL, 1), (4002, 'LINESTRING(1 1, 9 9)', NULL, 2), (4003, 'POINT EMPTY', NULL, 3);
+CREATE TABLE lk_q (id int PRIMARY KEY, g geometry, gg geography);
+INSERT INTO lk_q SELECT i, ST_MakePoint(random() * 30, random() * 30), NULL FROM generate_series(1, 600) i;
+UPDATE lk_q SET gg = ST_MakePoint(ST_X(g) / 10, 50 + ST_Y(g) / 30)::geography;
+INSERT INTO lk_q VALUES (601, NULL, NULL), (602, 'POINT EMPTY', NULL), (603, 'LINESTRING(5 5, 6 9)', NULL);
+CREATE INDEX ON lk_r USING gist (g);
+CREATE INDEX ON lk_r USING gist (gg);
+ANALYZE lk_r;
+ANALYZE lk_q;
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id, r.g <-> q.g AS d FROM lk_r r ORDER BY r.g <-> q.g LIMIT 5) s WHERE q.id <= 600$$);
 -- ties broken by a second key; NULL, empty and line keys on both sides
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r ORDER BY q.g <-> r.g, r.id LIMIT 4) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r ORDER BY q.g <-> r.g, r.id LIMIT 4) s$$);
 -- the row itself left out; quals on r alone; the distance not in the output
-SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM kr a CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.id <> a.id AND r.kind < 3 ORDER BY r.g <-> a.g, r.id LIMIT 3) s WHERE a.id % 7 = 0$$);
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM lk_r a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r WHERE r.id <> a.id AND r.kind < 3 ORDER BY r.g <-> a.g, r.id LIMIT 3) s WHERE a.id % 7 = 0$$);
 -- one table on both sides (read once; the row itself is its own nearest)
-SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM kr a CROSS JOIN LATERAL
-    (SELECT r.id, r.g <-> a.g AS d FROM kr r ORDER BY r.g <-> a.g, r.id LIMIT 3) s$$);
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM lk_r a CROSS JOIN LATERAL
+    (SELECT r.id, r.g <-> a.g AS d FROM lk_r r ORDER BY r.g <-> a.g, r.id LIMIT 3) s$$);
 -- (no tie-break: the rows whose keys are NULL or empty, for which every distance ties, left out)
-SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM kr a LEFT JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s ON true WHERE a.id NOT IN (4001, 4003)$$);
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM lk_r a LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_r r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s ON true WHERE a.id NOT IN (4001, 4003)$$);
 SET enable_nestloop = off;
 SET gpujoin.device = cpu;  -- EXPLAIN names the engine
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM kr a CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM lk_r a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r WHERE r.id <> a.id ORDER BY r.g <-> a.g LIMIT 2) s;
 RESET gpujoin.device;
 RESET enable_nestloop;
 -- ST_Distance as the key, a filter on the subquery's output
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id, ST_Distance(r.g, q.g) AS d FROM kr r ORDER BY ST_Distance(r.g, q.g), r.id LIMIT 6) s WHERE s.d < 0.5$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id, ST_Distance(r.g, q.g) AS d FROM lk_r r ORDER BY ST_Distance(r.g, q.g), r.id LIMIT 6) s WHERE s.d < 0.5$$);
 -- LEFT JOIN LATERAL keeps the rows with no neighbour
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM kq q LEFT JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.kind = 4 AND r.id < 50 ORDER BY r.g <-> q.g, r.id LIMIT 2) s ON true$$);
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM kq q LEFT JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.id < 0 ORDER BY r.g <-> q.g LIMIT 2) s ON true$$);
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM kq q LEFT JOIN LATERAL
-    (SELECT r.id FROM kr r ORDER BY r.g <-> q.g, r.id LIMIT 0) s ON true$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_r r WHERE r.kind = 4 AND r.id < 50 ORDER BY r.g <-> q.g, r.id LIMIT 2) s ON true$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_r r WHERE r.id < 0 ORDER BY r.g <-> q.g LIMIT 2) s ON true$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_r r ORDER BY r.g <-> q.g, r.id LIMIT 0) s ON true$$);
 -- more rows than there are, k past the candidates' margin
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r WHERE r.id <= 30 ORDER BY r.g <-> q.g, r.id LIMIT 50) s WHERE q.id < 40$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r WHERE r.id <= 30 ORDER BY r.g <-> q.g, r.id LIMIT 50) s WHERE q.id < 40$$);
 -- geography's <->: metres on PostGIS's sphere
-SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, round(s.d::numeric, 3) AS d FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id, r.gg <-> q.gg AS d FROM kr r ORDER BY r.gg <-> q.gg, r.id LIMIT 3) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, round(s.d::numeric, 3) AS d FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id, r.gg <-> q.gg AS d FROM lk_r r ORDER BY r.gg <-> q.gg, r.id LIMIT 3) s$$);
 -- the LIMIT a parameter; rescans
 SET plan_cache_mode = force_generic_plan;
 SET enable_nestloop = off;
-PREPARE nearest(bigint) AS SELECT sum(s.id), count(*) FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r ORDER BY r.g <-> q.g, r.id LIMIT $1) s;
+PREPARE nearest(bigint) AS SELECT sum(s.id), count(*) FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r ORDER BY r.g <-> q.g, r.id LIMIT $1) s;
 SET gpujoin.device = cpu;  -- EXPLAIN names the engine
 EXPLAIN (COSTS OFF) EXECUTE nearest(3);
 RESET gpujoin.device;
@@ -246,21 +246,21 @@ EXECUTE nearest(3);
 EXECUTE nearest(0);
 RESET gpujoin.enable_join;
 RESET plan_cache_mode;
-SELECT v.n, (SELECT sum(s.id) FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r ORDER BY r.g <-> q.g, r.id LIMIT 2) s WHERE q.id < v.n) AS ids
+SELECT v.n, (SELECT sum(s.id) FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r ORDER BY r.g <-> q.g, r.id LIMIT 2) s WHERE q.id < v.n) AS ids
 FROM (VALUES (10), (100)) v(n);
 SET gpujoin.enable_join = off;
-SELECT v.n, (SELECT sum(s.id) FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r ORDER BY r.g <-> q.g, r.id LIMIT 2) s WHERE q.id < v.n) AS ids
+SELECT v.n, (SELECT sum(s.id) FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_r r ORDER BY r.g <-> q.g, r.id LIMIT 2) s WHERE q.id < v.n) AS ids
 FROM (VALUES (10), (100)) v(n);
 RESET gpujoin.enable_join;
 RESET enable_nestloop;
 -- one query point keeps the index's kNN scan
 SET gpujoin.device = cpu;  -- EXPLAIN names the engine
 EXPLAIN (COSTS OFF) SELECT s.id FROM (SELECT 'POINT(3 3)'::geometry AS g) x CROSS JOIN LATERAL
-    (SELECT r.id FROM kr r ORDER BY r.g <-> x.g LIMIT 5) s;
-EXPLAIN (COSTS OFF) SELECT q.id, s.id FROM kq q CROSS JOIN LATERAL
-    (SELECT r.id, r.g <-> q.g AS d FROM kr r WHERE r.id <> q.id ORDER BY r.g <-> q.g LIMIT 5) s;
+    (SELECT r.id FROM lk_r r ORDER BY r.g <-> x.g LIMIT 5) s;
+EXPLAIN (COSTS OFF) SELECT q.id, s.id FROM lk_q q CROSS JOIN LATERAL
+    (SELECT r.id, r.g <-> q.g AS d FROM lk_r r WHERE r.id <> q.id ORDER BY r.g <-> q.g LIMIT 5) s;
 RESET gpujoin.device;
 
 -- cancel: statement_timeout stops a join comparing every pair, and a kNN search of every row
@@ -279,7 +279,7 @@ DO $$
 DECLARE
     t0 timestamptz := clock_timestamp();
 BEGIN
-    PERFORM count(*) FROM kr q CROSS JOIN LATERAL (SELECT r.id FROM kr r ORDER BY r.g <-> q.g LIMIT NULL) s;
+    PERFORM count(*) FROM lk_r q CROSS JOIN LATERAL (SELECT r.id FROM lk_r r ORDER BY r.g <-> q.g LIMIT NULL) s;
     RAISE NOTICE 'not cancelled';
 EXCEPTION WHEN query_canceled THEN
     RAISE NOTICE 'cancelled within a second: %', clock_timestamp() - t0 < interval '1 second';
