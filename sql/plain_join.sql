@@ -298,6 +298,13 @@ SET ROLE gj_join_reader;
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5)$$);
 SELECT count(*) FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5) AND p.id > 0 WHERE q.tag >= 4;
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jsrid p ON ST_DWithin(q.g, p.g, 0.5)$$);
+-- LATERAL: the table scanned again is checked as the subquery's was; a policy keeps PostgreSQL's plan
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jq q CROSS JOIN LATERAL
+    (SELECT p.id FROM jp p ORDER BY p.g <-> q.g, p.id LIMIT 2) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jq q CROSS JOIN LATERAL
+    (SELECT p.id FROM jsrid p ORDER BY p.g <-> q.g LIMIT 2) s$$);
+SELECT * FROM join_check($$SELECT p.id AS a, s.id AS b FROM jp p CROSS JOIN LATERAL
+    (SELECT q.id FROM jq q ORDER BY q.g <-> p.g, q.id LIMIT 2) s WHERE p.id < 100$$);
 RESET ROLE;
 DROP POLICY jq_tag ON jq;
 ALTER TABLE jq DISABLE ROW LEVEL SECURITY;
