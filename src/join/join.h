@@ -98,11 +98,14 @@ enum
 };
 
 /*
- * path.c: when outer and inner read the same rows of one table, the inner
- * plan's column (1-based) of each outer plan column; else NIL.
+ * self.c: when outer and inner read the same rows of one table, the inner
+ * plan's column (1-based) of each outer plan column, else NIL; and
+ * whether a relation reads the rows that quals select from a table.
  */
 extern List *GjSelfMap(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
 					   List *outer_tlist, List *inner_tlist);
+extern bool GjSameTableRows(PlannerInfo *root, RelOptInfo *orel, Oid relid, List *quals,
+							Index rti);
 
 /* lateral.c: a LATERAL kNN subquery the join can answer (see there) */
 extern bool GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,

@@ -391,32 +391,23 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	 * One table on both sides, read with the same quals (q is r): the outer
 	 * plan's columns come from our scan's rows too, read once.
 	 */
+	if (GjSameTableRows(root, outer_path->parent, nrte->relid, scan_quals, nrti))
 	{
-		RelOptInfo *orel = outer_path->parent;
-		RangeTblEntry *ort = orel->reloptkind == RELOPT_BASEREL && orel->rtekind == RTE_RELATION ?
-			planner_rt_fetch(orel->relid, root) : NULL;
-
-		if (ort != NULL && ort->relid == nrte->relid && !ort->inh && ort->tablesample == NULL)
+		self = true;
+		foreach(lc, outer_plan->targetlist)
 		{
-			List	   *oq = (List *) copyObject(extract_actual_clauses(orel->baserestrictinfo, false));
+			Var		   *v = (Var *) lfirst_node(TargetEntry, lc)->expr;
 
-			ChangeVarNodes((Node *) oq, orel->relid, nrti, 0);
-			self = equal(oq, scan_quals);
+			if (!IsA(v, Var) || v->varno != outer_path->parent->relid)
+				self = false;
+		}
+		if (self)
 			foreach(lc, outer_plan->targetlist)
-			{
-				Var		   *v = (Var *) lfirst_node(TargetEntry, lc)->expr;
+		{
+			Var		   *v = (Var *) copyObject(lfirst_node(TargetEntry, lc)->expr);
 
-				if (!IsA(v, Var) || v->varno != orel->relid)
-					self = false;
-			}
-			if (self)
-				foreach(lc, outer_plan->targetlist)
-			{
-				Var		   *v = (Var *) copyObject(lfirst_node(TargetEntry, lc)->expr);
-
-				v->varno = v->varnosyn = nrti;
-				rvars = AddVarsOf(rvars, (Node *) v, nrti);
-			}
+			v->varno = v->varnosyn = nrti;
+			rvars = AddVarsOf(rvars, (Node *) v, nrti);
 		}
 	}
 

@@ -228,63 +228,6 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 				joinrel->rows * joinrel->reltarget->cost.per_tuple);
 }
 
-/*
- * The inner column of each outer column when both sides read the same
- * rows of one table (a self join: same table, same quals on it, each
- * column the outer side needs among the inner's), so that the rows are
- * read once and the self-join engine finds each pair once; else NIL.
- */
-List *
-GjSelfMap(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
-		  List *outer_tlist, List *inner_tlist)
-{
-	RangeTblEntry *ro,
-			   *ri;
-	List	   *oq,
-			   *iq,
-			   *map = NIL;
-	ListCell   *lc;
-
-	if (outerrel->reloptkind != RELOPT_BASEREL || innerrel->reloptkind != RELOPT_BASEREL ||
-		outerrel->rtekind != RTE_RELATION || innerrel->rtekind != RTE_RELATION)
-		return NIL;
-	ro = planner_rt_fetch(outerrel->relid, root);
-	ri = planner_rt_fetch(innerrel->relid, root);
-	if (ro->relid != ri->relid || ro->inh || ri->inh || ro->tablesample || ri->tablesample)
-		return NIL;
-	oq = extract_actual_clauses(outerrel->baserestrictinfo, false);
-	iq = extract_actual_clauses(innerrel->baserestrictinfo, false);
-	oq = (List *) copyObject(oq);
-	ChangeVarNodes((Node *) oq, outerrel->relid, innerrel->relid, 0);
-	if (!equal(oq, iq))
-		return NIL;
-	foreach(lc, outer_tlist)
-	{
-		Var		   *v = (Var *) lfirst_node(TargetEntry, lc)->expr;
-		ListCell   *lc2;
-		int			k = 0,
-					found = 0;
-
-		if (!IsA(v, Var) || v->varno != outerrel->relid)
-			return NIL;
-		foreach(lc2, inner_tlist)
-		{
-			Var		   *w = (Var *) lfirst_node(TargetEntry, lc2)->expr;
-
-			k++;
-			if (IsA(w, Var) && w->varno == innerrel->relid && w->varattno == v->varattno)
-			{
-				found = k;
-				break;
-			}
-		}
-		if (found == 0)
-			return NIL;
-		map = lappend(map, makeInteger(found));
-	}
-	return map;
-}
-
 /* A copy of each entry of tlist, numbered on from *resno. */
 static List *
 AppendColumns(List *scan_tlist, List *tlist, AttrNumber *resno)
