@@ -95,6 +95,13 @@ GjReadInit(void)
 							 NULL, NULL, NULL);
 }
 
+/* gpujoin.parallel_read_min_rows (-1: never), for the plain-SQL join's read. */
+int
+GjParallelReadMinRows(void)
+{
+	return parallel_read_min_rows_guc;
+}
+
 /*
  * The shared segment: this header, the fill count of each block, then ids
  * and coordinates of cap rows, unless the rows are in the reader's shared
@@ -447,7 +454,9 @@ ShapeFromArgs(FunctionCallInfo fcinfo, RowShape *shape)
 	if (nargs < 4)
 		elog(ERROR, "gpujoin_pack needs an id and at least one coordinate");
 	shape->id_type = getBaseType(get_fn_expr_argtype(fcinfo->flinfo, 2));
-	if (shape->id_type != INT2OID && shape->id_type != INT4OID && shape->id_type != INT8OID)
+	/* a tid: the plain-SQL join's read, each row's ctid its id */
+	if (shape->id_type != INT2OID && shape->id_type != INT4OID && shape->id_type != INT8OID &&
+		shape->id_type != TIDOID)
 		elog(ERROR, "gpujoin_pack: the id must be an integer");
 	t = getBaseType(get_fn_expr_argtype(fcinfo->flinfo, 3));
 	if (nargs == 4 && (IsCoordArrayType(t) || GjPgvectorKind(t) != 0))

@@ -52,13 +52,28 @@ typedef struct GjInputSpec
 	 * executor): copied as they are, nothing else above applies but fname.
 	 */
 	const gj_points *given;
+
+	/*
+	 * Relation form, the plain-SQL join's read of a side (join/tid_read.c):
+	 * each row's id is its ctid, packed as GjRowIdOf does, no primary key
+	 * is needed, and skipped rows are only counted (no NOTICE).
+	 */
+	bool		row_ids;
 } GjInputSpec;
+
+/* A ctid as a row id: block number and offset in one int64, and back. */
+static inline int64
+GjRowIdOf(uint32 block, uint16 offset)
+{
+	return ((int64) block << 16) | offset;
+}
 
 /* What reading cost, for EXPLAIN ANALYZE. */
 typedef struct GjReadStats
 {
 	int64		rows;			/* rows the query returned */
 	int64		skipped;		/* of which NULL, NaN or infinite, or zero for cosine */
+	int64		nonfinite;		/* ... of which NaN or infinite */
 	int			workers;		/* parallel workers' buffers combined */
 	double		ms;
 	int32		srid;			/* the last read's PostGIS SRID (-1: no rows), or GJ_NO_SRID */
@@ -70,6 +85,7 @@ typedef struct GjReadStats
 
 /* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */
 extern void GjReadInit(void);
+extern int	GjParallelReadMinRows(void);
 
 /*
  * Reads every usable row of spec into pts (empty, owned by the caller's

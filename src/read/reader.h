@@ -77,7 +77,7 @@ typedef struct GjRowReader
 /* rows.c */
 extern void GjCheckDims(const char *fname, int dims);
 extern bool GjIsPointColumnType(Oid t);
-extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape);
+extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool row_ids);
 /* After rd->shape is set; the row buffer lives in cxt. */
 extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
 							const int64 *only_ids, int nonly, MemoryContext cxt);

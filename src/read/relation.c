@@ -9,6 +9,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/sysattr.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "utils/array.h"
@@ -122,12 +123,14 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 	}
 	else
 	{
-		/* id column: given, or the primary key */
-		if (spec->id_col != NULL)
+		/* id column: the row's ctid (the join's read), given, or the primary key */
+		if (spec->row_ids)
+			id_att = SelfItemPointerAttributeNumber;
+		else if (spec->id_col != NULL)
 			id_att = GjLookupColumn(relid, text_to_cstring(spec->id_col));
 		else
 			id_att = GjPrimaryKeyColumn(relid, spec->fname);
-		id_type = getBaseType(get_atttype(relid, id_att));
+		id_type = spec->row_ids ? INT8OID : getBaseType(get_atttype(relid, id_att));
 		if (!IsIdType(id_type))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),

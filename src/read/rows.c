@@ -18,6 +18,7 @@
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "storage/itemptr.h"
 #include "utils/lsyscache.h"
 
 #include "read/reader.h"
@@ -43,7 +44,7 @@ GjIsPointColumnType(Oid t)
 
 /* The row shape of a query's result; shared by both forms of input. */
 void
-GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape)
+GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool row_ids)
 {
 	int			natts = td->natts;
 
@@ -54,7 +55,7 @@ GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape)
 				 errmsg("%s: query must return an id column and at least one coordinate column",
 						fname)));
 	shape->id_type = getBaseType(TupleDescAttr(td, 0)->atttypid);
-	if (!IsIdType(shape->id_type))
+	if (!IsIdType(shape->id_type) && !(row_ids && shape->id_type == TIDOID))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s: first column \"%s\" has type %s", fname,
@@ -117,6 +118,13 @@ DatumToId(Datum d, Oid type)
 		return DatumGetInt16(d);
 	if (type == INT4OID)
 		return DatumGetInt32(d);
+	if (type == TIDOID)
+	{
+		ItemPointer tid = (ItemPointer) DatumGetPointer(d);
+
+		return GjRowIdOf(ItemPointerGetBlockNumberNoCheck(tid),
+						 ItemPointerGetOffsetNumberNoCheck(tid));
+	}
 	return DatumGetInt64(d);
 }
 

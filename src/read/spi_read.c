@@ -107,7 +107,7 @@ GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 
 	if (r->packed)
 		return;
-	GjCheckRowShape(r->spec->fname, typeinfo, &r->rd.shape);
+	GjCheckRowShape(r->spec->fname, typeinfo, &r->rd.shape, r->spec->row_ids);
 	GjRowReaderInit(&r->rd, r->spec->fname, r->spec->only_ids, r->spec->nonly, r->cxt);
 	if (!r->rd.shape.is_array)
 	{
@@ -421,7 +421,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		 token > 0 ? (pack->in_file ? " (parallel, through shared files)" : " (parallel)") : "",
 		 t_exec - t0, t_pack, t_done - t_exec, gj_now_ms() - t_done);
 
-	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0)
+	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0 && !spec->row_ids)
 	{
 		if (nzero > 0)
 			ereport(NOTICE,
@@ -453,6 +453,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	{
 		stats->rows += counts->nrows - counts->nfiltered;
 		stats->skipped += counts->nnull + counts->nnonfinite + nzero;
+		stats->nonfinite += counts->nnonfinite;
 		stats->ms += gj_now_ms() - t0;
 	}
 }
