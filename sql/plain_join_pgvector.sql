@@ -94,3 +94,77 @@ SET gpujoin.device = cpu;  -- EXPLAIN names the engine
 EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM jv a JOIN jw b ON a.v <=> b.v <= 0.2;
 RESET gpujoin.device;
 RESET enable_nestloop;
+
+-- Sides read by the parallel read, their rows fetched by ctid for the pairs
+-- (join/tid_read.c): every table qualifies at this setting.  The same rows
+-- as PostgreSQL's plan; EXPLAIN ANALYZE says which sides were read so.
+-- The read needs the extension (its pack aggregate), not only the library.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpujoin;
+RESET client_min_messages;
+SET gpujoin.parallel_read_min_rows = 0;
+CREATE FUNCTION read_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line ~ 'GpuJoin|Parallel Read|Self Join' THEN
+            RETURN NEXT regexp_replace(line, '\d+ workers', 'N workers');
+        END IF;
+    END LOOP;
+END $$;
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <-> b.v <= 2.2$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <-> b.v <= 2.2$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b, a.v <-> b.v AS d FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id <> b.id AND b.v <-> a.v < 2.2$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b, b.h FROM jv a JOIN jv b ON a.id >= b.id AND b.v <-> a.v < 2.2$$);
+-- one table on both sides, one side filtered: no self join, one side so
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id <> b.id AND a.v <-> b.v <= 2.2 AND a.id % 3 = 0$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id <> b.id AND a.v <-> b.v <= 2.2 AND a.id % 3 = 0$$);
+-- the zero vector and the NULL are left out of the read: they match nothing
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <=> b.v <= 0.35$$);
+SELECT * FROM join_check($$SELECT a.*, b.id AS b_id, b.v AS b_v, b.h AS b_h FROM jv a JOIN jw b ON a.v <=> b.v < 0.0001$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.h <-> b.h <= 2.3$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.h <=> b.h <= 0.3 AND a.id % 2 = 0$$);
+-- semi: both sides so; left and anti: the outer side through its plan
+SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE EXISTS (SELECT 1 FROM jw b WHERE a.v <=> b.v <= 0.3)$$);
+SELECT * FROM read_lines($$SELECT a.id FROM jv a WHERE EXISTS (SELECT 1 FROM jw b WHERE a.v <=> b.v <= 0.3)$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jw a LEFT JOIN jv b ON a.v <-> b.v <= 2.0 AND a.id - 10000 <> b.id$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jw a LEFT JOIN jv b ON a.v <-> b.v <= 2.0 AND a.id - 10000 <> b.id$$);
+SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE NOT EXISTS (SELECT 1 FROM jw b WHERE a.v <-> b.v <= 2.0)$$);
+-- a filtered side is read through its plan; the other side still so
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0 WHERE b.id % 2 = 1$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0 WHERE b.id % 2 = 1$$);
+-- a rescan with another d each time, and a d that reads nothing
+SELECT * FROM join_check($$SELECT g, s.n FROM generate_series(0, 2) g CROSS JOIN LATERAL
+    (SELECT count(*) AS n FROM jv a JOIN jw b ON a.v <-> b.v <= g * 0.9) s$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= NULL::float8$$);
+-- a declared vector(24) against an undeclared one: the plan reads both, pgvector's error
+SET enable_nestloop = off;
+SELECT count(*) FROM jv a JOIN jx b ON a.v <-> b.v <= 1;
+SELECT count(*) FROM jx b JOIN jv a ON b.v <-> a.v <= 1;
+RESET enable_nestloop;
+-- a user who may read the table's columns only through a column grant, or
+-- the table only through a view: the plan reads it (as that user, or as
+-- the view's owner)
+CREATE ROLE gj_tid_reader;
+GRANT SELECT (id, v) ON jv TO gj_tid_reader;
+CREATE VIEW jw_view AS SELECT id, v FROM jw;
+GRANT SELECT ON jw_view TO gj_tid_reader;
+SET ROLE gj_tid_reader;
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw_view b ON a.v <-> b.v <= 2.0$$);
+SELECT count(*), sum(a.id * 7 + b.id) FROM jv a JOIN jw_view b ON a.v <-> b.v <= 2.0;
+RESET ROLE;
+SELECT count(*), sum(a.id * 7 + b.id) FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0;
+SET gpujoin.enable_join = off;
+SELECT count(*), sum(a.id * 7 + b.id) FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0;
+RESET gpujoin.enable_join;
+DROP VIEW jw_view;
+REVOKE ALL ON jv FROM gj_tid_reader;
+DROP ROLE gj_tid_reader;
+DROP FUNCTION read_lines(text);
+RESET gpujoin.parallel_read_min_rows;

@@ -13,6 +13,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "storage/bufmgr.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -27,7 +28,24 @@ void
 GjSideReset(GjSide *side)
 {
 	ExecClearTuple(side->slot);
-	MemoryContextReset(side->cxt);
+	if (side->tid_ok)
+		ExecClearTuple(((ScanState *) side->ps)->ss_ScanTupleSlot);	/* its buffer pin */
+	side->held_row = -1;
+	side->cur_src = NULL;
+	if (side->pins != NULL)
+	{
+		for (BlockNumber b = 0; b < side->npins; b++)
+			if (BufferIsValid(side->pins[b]))
+				ReleaseBuffer(side->pins[b]);
+		side->pins = NULL;		/* the array goes with cxt */
+		side->npins = 0;
+	}
+	side->by_tid = false;
+	side->tids = NULL;
+	side->cur = NULL;
+	MemoryContextReset(side->cxt);	/* tup_cxt too, made again */
+	side->tup_cxt = GenerationContextCreate(side->cxt, "GpuJoin rows", 0, 1024 * 1024,
+											64 * 1024 * 1024);
 	side->tup = NULL;
 	side->n = side->cap = 0;
 	side->other = side->never = NULL;
@@ -64,6 +82,7 @@ KeepTuple(GjSide *side, TupleTableSlot *slot)
 		side->tup = side->tup == NULL ? palloc(sizeof(MinimalTuple) * side->cap) :
 			repalloc_huge(side->tup, sizeof(MinimalTuple) * side->cap);
 	}
+	MemoryContextSwitchTo(side->tup_cxt);
 	side->tup[side->n++] = ExecCopySlotMinimalTuple(slot);
 	MemoryContextSwitchTo(old);
 }
@@ -208,6 +227,13 @@ GjJoinReadInner(GjJoinState *st)
 	bool		keep_never = st->what == GJ_JOIN_KNN ||
 		(st->self_map != NULL && (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI));
 
+	/* by the parallel read, where the plan qualifies (a self join: both plans) */
+	if (!keep_never && !st->fallback && (st->self_map == NULL || st->outer.tid_ok) &&
+		GjTidRead(st, &st->inner, limit))
+	{
+		st->read_ms += gj_now_ms() - t0;
+		return true;
+	}
 	while (GjJoinReadRow(st, &st->inner, keep_never))
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -245,9 +271,17 @@ GjJoinReadBatch(GjJoinState *st)
 		st->scan_outer = st->scan_inner = -2;
 		return st->inner.n > 0;
 	}
+	if (!keep_never && !st->none && !st->fallback && !o->tid_tried &&
+		(o->tid_tried = true) &&
+		GjTidRead(st, o, GjHostMemoryLimit() - GjSideBytes(&st->inner)))
+	{
+		/* the whole outer side by the parallel read: one batch */
+		o->ended = true;
+		k = -1;
+	}
 	if (st->kind == GJ_KEY_GEOGRAPHY)
 		gj_points_init(&o->pts, 2);
-	while (o->n < GJ_JOIN_BATCH_ROWS)
+	while (k >= 0 && o->n < GJ_JOIN_BATCH_ROWS)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (st->none)
@@ -312,13 +346,32 @@ GjJoinEndJob(GjJoinState *st)
 
 /* --- the scan tuple ------------------------------------------------------ */
 
-static void
-LoadRow(GjSide *side, int64 row)
+/* Start bringing row's tuple into the cache (rows kept in memory). */
+void
+GjSidePrefetch(GjSide *side, int64 row)
 {
-	if (side->loaded != row)
+	if (!side->by_tid && row >= 0 && row < side->n)
+		__builtin_prefetch(side->tup[row]);
+}
+
+/* ... and, earlier, the pointer to it. */
+void
+GjSidePrefetchSlot(GjSide *side, int64 row)
+{
+	if (!side->by_tid && row >= 0 && row < side->n)
+		__builtin_prefetch(&side->tup[row]);
+}
+
+/* Row row of side in side->cur, its columns deformed. */
+static void
+LoadRow(GjJoinState *st, GjSide *side, int64 row)
+{
+	if (side->by_tid)
+		(void) GjTidRow(st, side, row);
+	else if (side->loaded != row)
 	{
-		ExecStoreMinimalTuple(side->tup[row], side->slot, false);
-		slot_getallattrs(side->slot);
+		side->cur = ExecStoreMinimalTuple(side->tup[row], side->slot, false);
+		slot_getallattrs(side->cur);
 		side->loaded = row;
 	}
 }
@@ -335,7 +388,33 @@ GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 	int			nrest = scan->tts_tupleDescriptor->natts - st->nouter - nin;
 
 	ExecClearTuple(scan);
-	if (st->scan_outer != o && st->self_map != NULL)
+	if (st->self_map != NULL && st->inner.by_tid && i >= 0)
+	{
+		/*
+		 * A self join's rows by ctid: either row may be projected from the
+		 * other side's scan slot (GjTidRow), so loading one can drop the
+		 * other: load until both hold, then take both (two rounds at most)
+		 */
+		for (int round = 0; round < 3; round++)
+		{
+			GjTidRow(st, &st->outer, o);
+			GjTidRow(st, &st->inner, i);
+			if (st->outer.loaded == o)
+				break;
+		}
+		Assert(st->outer.loaded == o && st->inner.loaded == i);
+		memcpy(scan->tts_values, st->outer.cur->tts_values, sizeof(Datum) * st->nouter);
+		memcpy(scan->tts_isnull, st->outer.cur->tts_isnull, sizeof(bool) * st->nouter);
+		memcpy(scan->tts_values + st->nouter, st->inner.cur->tts_values, sizeof(Datum) * nin);
+		memcpy(scan->tts_isnull + st->nouter, st->inner.cur->tts_isnull, sizeof(bool) * nin);
+		st->scan_outer = st->scan_inner = -2;	/* not cached: either may go */
+		if (nrest > 0)
+			memset(scan->tts_isnull + st->nouter + nin, true, sizeof(bool) * nrest);
+		return ExecStoreVirtualTuple(scan);
+	}
+	if (st->scan_outer != o && st->self_map != NULL && st->inner.by_tid)
+		elog(ERROR, "GpuJoin: a self join's row read by ctid without a pair");
+	else if (st->scan_outer != o && st->self_map != NULL)
 	{
 		/* a self join's outer row: an inner row, its columns as the outer's */
 		TupleTableSlot *os = st->outer.slot;
@@ -355,9 +434,9 @@ GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 	}
 	else if (st->scan_outer != o)
 	{
-		LoadRow(&st->outer, o);
-		memcpy(scan->tts_values, st->outer.slot->tts_values, sizeof(Datum) * st->nouter);
-		memcpy(scan->tts_isnull, st->outer.slot->tts_isnull, sizeof(bool) * st->nouter);
+		LoadRow(st, &st->outer, o);
+		memcpy(scan->tts_values, st->outer.cur->tts_values, sizeof(Datum) * st->nouter);
+		memcpy(scan->tts_isnull, st->outer.cur->tts_isnull, sizeof(bool) * st->nouter);
 		st->scan_outer = o;
 	}
 	if (st->scan_inner != i)
@@ -369,9 +448,9 @@ GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 		}
 		else
 		{
-			LoadRow(&st->inner, i);
-			memcpy(scan->tts_values + st->nouter, st->inner.slot->tts_values, sizeof(Datum) * nin);
-			memcpy(scan->tts_isnull + st->nouter, st->inner.slot->tts_isnull, sizeof(bool) * nin);
+			LoadRow(st, &st->inner, i);
+			memcpy(scan->tts_values + st->nouter, st->inner.cur->tts_values, sizeof(Datum) * nin);
+			memcpy(scan->tts_isnull + st->nouter, st->inner.cur->tts_isnull, sizeof(bool) * nin);
 		}
 		st->scan_inner = i;
 	}

@@ -52,7 +52,25 @@ typedef struct GjSide
 	int64		cap_never;
 	bool		ended;			/* the plan has no more rows */
 	MemoryContext cxt;
+	MemoryContext tup_cxt;		/* tup[]'s tuples, packed (a child of cxt) */
 	int64		total;			/* rows read over the scan */
+	TupleTableSlot *cur;		/* the slot holding row loaded */
+
+	/* rows read by the parallel read, fetched by ctid (tid_read.c) */
+	bool		tid_ok;			/* the side's plan qualifies */
+	Oid			tid_nsp;		/* gpujoin's schema */
+	AttrNumber	tid_att;		/* the key's column in the table */
+	int			tid_dims;		/* ... its declared dimensions */
+	bool		by_tid;			/* this scan's rows: tids[], not tup[] */
+	bool		tid_tried;		/* this scan tried (the outer side: its first batch) */
+	ItemPointerData *tids;
+	int			tid_workers;	/* the read's parallel workers, at most */
+	int64		tid_rows;		/* rows read so over the scan */
+	int64		fetches;		/* tuples fetched by ctid */
+	Buffer	   *pins;			/* the table's pages, pinned as first fetched (or NULL) */
+	BlockNumber npins;
+	int64		held_row;		/* the row whose tuple the plan's scan slot holds (-1) */
+	struct GjSide *cur_src;		/* the side whose scan slot cur was made from */
 } GjSide;
 
 /* A kNN candidate of one query row: the inner row, its ORDER BY keys. */
@@ -64,6 +82,17 @@ typedef struct GjKnnCand
 	Datum	   *keys;
 	bool	   *nulls;
 } GjKnnCand;
+
+/* A candidate pair held to be taken in the outer rows' ctid order (pairs.c). */
+typedef struct GjHeldPair
+{
+	uint64		key;			/* the outer row's ctid */
+	int64		o;
+	int64		i;
+	double		sq;
+} GjHeldPair;
+
+#define GJ_HELD_PAIRS 65536
 
 typedef struct GjJoinState
 {
@@ -88,6 +117,10 @@ typedef struct GjJoinState
 	int64		self_a;
 	int64		self_b;
 	double		self_sq;
+	bool		diag_never;		/* a self join's quals fail every row with itself */
+	GjHeldPair *held;			/* pairs taken in ctid order, when the outer side is so read */
+	int64		nheld;
+	int64		iheld;
 
 	/* this scan */
 	GjJoinPhase phase;
@@ -169,9 +202,16 @@ extern bool GjJoinReadInner(GjJoinState *st);
 extern bool GjJoinReadBatch(GjJoinState *st);
 extern void GjJoinGeography(GjJoinState *st, gj_points *p);
 extern void GjJoinEndJob(GjJoinState *st);
+extern void GjSidePrefetch(GjSide *side, int64 row);
+extern void GjSidePrefetchSlot(GjSide *side, int64 row);
 extern TupleTableSlot *GjJoinScanTuple(GjJoinState *st, int64 o, int64 i);
 extern TupleTableSlot *GjJoinProject(GjJoinState *st);
 extern TupleTableSlot *GjJoinUnmatched(GjJoinState *st, int64 o);
+
+/* tid_read.c */
+extern void GjTidInit(GjJoinState *st, GjSide *side);
+extern bool GjTidRead(GjJoinState *st, GjSide *side, int64 budget);
+extern TupleTableSlot *GjTidRow(GjJoinState *st, GjSide *side, int64 row);
 
 /* pairs.c, knn.c: the next output row, NULL at the end */
 extern TupleTableSlot *GjPairsNext(GjJoinState *st);

@@ -83,6 +83,7 @@ AddCand(GjJoinState *st, int64 row, double dist)
 			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * st->cap_cand) :
 			repalloc_huge(st->cand, sizeof(GjKnnCand) * st->cap_cand);
 	}
+	GjSidePrefetchSlot(&st->inner, row);	/* for SelectRows' prefetch of the tuple */
 	st->cand[st->ncand].row = row;
 	st->cand[st->ncand].order = st->ncand;
 	st->cand[st->ncand].dist = dist;
@@ -417,6 +418,14 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 	{
 		GjKnnCand  *saved = NULL;
 		int64		n = st->ncand;
+
+		/*
+		 * Every candidate's tuple is touched, each a cache miss away (rows
+		 * near in space are far apart in memory): asked for together, the
+		 * misses overlap
+		 */
+		for (int64 t = 0; t < n; t++)
+			GjSidePrefetch(&st->inner, st->cand[t].row);
 
 		/* FastSelect reorders cand[]: keep the candidates for ranking */
 		saved = MemoryContextAlloc(st->knn_cxt, sizeof(GjKnnCand) * Max(n, 1));

@@ -51,8 +51,64 @@
 #include <math.h>
 
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/lsyscache.h"
 
 #include "join/join_exec.h"
+
+/*
+ * Whether a self join's quals fail each row paired with itself: one of
+ * them compares a column of the outer row with the same column of the
+ * inner by an operator that no value has with itself (a btree opfamily's
+ * < or >, or the negator of its =: a.id < b.id, a.id <> b.id).  Then the
+ * diagonal is not even looked at.
+ */
+static bool
+DiagonalNever(GjJoinState *st)
+{
+	CustomScan *cscan = (CustomScan *) st->css.ss.ps.plan;
+	List	   *quals = (List *) list_nth(cscan->custom_exprs, GJ_JE_JOINQUALS);
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		Node	   *l,
+				   *r;
+		int			lo,
+					ri;
+		ListCell   *lc2;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+			continue;
+		l = strip_implicit_coercions(linitial(op->args));
+		r = strip_implicit_coercions(lsecond(op->args));
+		if (!IsA(l, Var) || !IsA(r, Var) ||
+			((Var *) l)->varno != INDEX_VAR || ((Var *) r)->varno != INDEX_VAR)
+			continue;
+		lo = ((Var *) l)->varattno;
+		ri = ((Var *) r)->varattno;
+		if (lo > st->nouter)
+		{
+			int			t = lo;
+
+			lo = ri;
+			ri = t;
+		}
+		if (lo < 1 || lo > st->nouter || ri <= st->nouter || ri > st->nouter + st->ninner ||
+			st->self_map[lo - 1] != ri - st->nouter)
+			continue;
+		foreach(lc2, get_op_btree_interpretation(op->opno))
+		{
+			OpBtreeInterpretation *bi = lfirst(lc2);
+
+			if (bi->strategy == BTLessStrategyNumber || bi->strategy == BTGreaterStrategyNumber ||
+				bi->strategy == ROWCOMPARE_NE)
+				return true;
+		}
+	}
+	return false;
+}
 
 /* Evaluate d, read the inner side, size eps. */
 static void
@@ -75,6 +131,8 @@ StartScan(GjJoinState *st)
 	st->tag_set = false;
 	st->geo_ready = false;
 	st->runs++;
+	st->diag_never = st->self_map != NULL && DiagonalNever(st);
+	st->nheld = st->iheld = 0;
 	if (st->none)
 	{
 		/* nothing can match: the inner side is not even needed */
@@ -231,6 +289,50 @@ NextOtherPair(GjJoinState *st, int64 *o, int64 *i)
 	}
 }
 
+static int
+CompareHeld(const void *a, const void *b)
+{
+	const GjHeldPair *x = a,
+			   *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i ? 1 : 0;
+}
+
+/*
+ * The engine's next pairs, up to GJ_HELD_PAIRS, sorted by the outer row's
+ * ctid; false when it has no more.
+ */
+static bool
+HoldPairs(GjJoinState *st)
+{
+	Datum		values[3];
+	bool		nulls[3];
+	bool		restarted;
+
+	if (st->held == NULL)
+		st->held = MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt,
+									  sizeof(GjHeldPair) * GJ_HELD_PAIRS);
+	st->nheld = st->iheld = 0;
+	while (st->job != NULL && st->nheld < GJ_HELD_PAIRS &&
+		   GjJobNext(st->job, values, nulls, &restarted))
+	{
+		GjHeldPair *h = &st->held[st->nheld++];
+		ItemPointer tid;
+
+		h->o = DatumGetInt64(values[0]);
+		h->i = DatumGetInt64(values[1]);
+		h->sq = DatumGetFloat8(values[2]) * DatumGetFloat8(values[2]);
+		tid = &st->outer.tids[h->o];
+		h->key = ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+			ItemPointerGetOffsetNumberNoCheck(tid);
+	}
+	if (st->nheld > 1)
+		qsort(st->held, st->nheld, sizeof(GjHeldPair), CompareHeld);
+	return st->nheld > 0;
+}
+
 TupleTableSlot *
 GjPairsNext(GjJoinState *st)
 {
@@ -269,6 +371,25 @@ GjPairsNext(GjJoinState *st)
 						return res;
 					break;
 				}
+				if (st->self_map == NULL && st->outer.by_tid)
+				{
+					/* the outer rows in ctid order: rows of a page fetched together */
+					if (st->iheld >= st->nheld && !HoldPairs(st))
+					{
+						GjJoinEndJob(st);
+						st->phase = PH_OTHER;
+						st->other_part = 0;
+						st->oi = st->ii = 0;
+						break;
+					}
+					st->candidates++;
+					res = JoinPair(st, st->held[st->iheld].o, st->held[st->iheld].i,
+								   st->held[st->iheld].sq);
+					st->iheld++;
+					if (res != NULL)
+						return res;
+					break;
+				}
 				if (st->job == NULL || !GjJobNext(st->job, values, nulls, &restarted))
 				{
 					GjJoinEndJob(st);
@@ -293,7 +414,7 @@ GjPairsNext(GjJoinState *st)
 				break;
 			case PH_DIAGONAL:
 				/* a self join's engine rows with themselves, at distance 0 */
-				if (st->oi >= st->inner.pts.n)
+				if (st->diag_never || st->oi >= st->inner.pts.n)
 				{
 					st->phase = PH_OTHER;
 					st->oi = 0;
