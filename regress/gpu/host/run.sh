@@ -320,7 +320,7 @@ fi
 # plain SQL (<->, <=> joins, LATERAL kNN) against the function calls, pgvector staged
 if has plainjoin; then
 	sql_step regress/gpu/host/plain_join.sql plain_join.txt 8
-	summary+=("plain SQL / function: $(grep -E '^ [0-9]' "$OUT/plain_join.txt" | awk -F'|' '{printf "%s %s;", $1, $4}')")
+	summary+=("plain SQL / function: $(grep -E '^ [0-9]' "$OUT/plain_join.txt" | awk -F'|' '{printf "%s %s;", $1, $5}')")
 fi
 if has knnsql && [ "${GJ_KNN_DSM:-1}" = 1 ]; then	# GJ_KNN_DSM=0: not this comparison
 	# the read's rows in a file or a segment, with and without the main region, side by side
