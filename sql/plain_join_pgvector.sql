@@ -111,7 +111,7 @@ BEGIN
     PERFORM set_config('enable_hashjoin', 'off', true);
     PERFORM set_config('enable_mergejoin', 'off', true);
     FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-        IF line ~ 'GpuJoin|Parallel Read|Self Join' THEN
+        IF line ~ 'GpuJoin|Parallel Read|Self Join|Filter By' THEN
             RETURN NEXT regexp_replace(line, '\d+ workers', 'N workers');
         END IF;
     END LOOP;
@@ -139,6 +139,34 @@ SELECT * FROM join_check($$SELECT a.id FROM jv a WHERE NOT EXISTS (SELECT 1 FROM
 -- a filtered side is read through its plan; the other side still so
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0 WHERE b.id % 2 = 1$$);
 SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0 WHERE b.id % 2 = 1$$);
+-- the key in the output (made from the carried coordinates), left and anti
+-- joins whose outer side has no NULL key (read so, every row kept)
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b, a.v <-> b.v AS d, b.v AS bv FROM jw a JOIN jv b ON a.v <-> b.v <= 2.0$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jw a LEFT JOIN jw b ON a.v <-> b.v <= 1.5 AND a.id <> b.id$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jw a LEFT JOIN jw b ON a.v <-> b.v <= 1.5 AND a.id <> b.id$$);
+SELECT * FROM join_check($$SELECT a.id FROM jw a WHERE NOT EXISTS (SELECT 1 FROM jv b WHERE a.v <-> b.v <= 1.5 AND b.id <> a.id - 10000)$$);
+-- LATERAL kNN on rows carried by the read (no NULL key in jw; jv's NULL and
+-- zero rows: read through the plan)
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jw q CROSS JOIN LATERAL
+    (SELECT e.id FROM jw e WHERE e.id <> q.id ORDER BY e.v <-> q.v, e.id LIMIT 7) s$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, s.id AS b FROM jw q CROSS JOIN LATERAL
+    (SELECT e.id FROM jw e WHERE e.id <> q.id ORDER BY e.v <-> q.v, e.id LIMIT 7) s$$);
+-- e.id <> q.id tested by row where id is unique; not where ids repeat
+SELECT * FROM read_lines($$SELECT q.id AS a, s.id AS b FROM jw q CROSS JOIN LATERAL
+    (SELECT e.id FROM jw e WHERE q.id <> e.id ORDER BY e.v <-> q.v LIMIT 7) s$$) WHERE read_lines ~ 'By';
+CREATE TABLE jd AS SELECT id % 50 AS id, v FROM jw;
+INSERT INTO jd SELECT id, v FROM jd WHERE id < 5;
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.v <-> q.v AS d FROM jd q CROSS JOIN LATERAL
+    (SELECT e.id, e.v FROM jd e WHERE e.id <> q.id ORDER BY e.v <-> q.v, e.id LIMIT 3) s$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, s.id AS b FROM jd q CROSS JOIN LATERAL
+    (SELECT e.id FROM jd e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 3) s$$) WHERE read_lines ~ 'By';
+DROP TABLE jd;
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d, s.v FROM jw q LEFT JOIN LATERAL
+    (SELECT e.id, e.v, e.v <-> q.v AS d FROM jw e WHERE e.id > q.id ORDER BY e.v <-> q.v, e.id LIMIT 3) s ON true$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jv q CROSS JOIN LATERAL
+    (SELECT e.id FROM jw e ORDER BY e.v <-> q.v, e.id LIMIT 4) s$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, s.id AS b FROM jv q CROSS JOIN LATERAL
+    (SELECT e.id FROM jw e ORDER BY e.v <-> q.v, e.id LIMIT 4) s$$);
 -- a rescan with another d each time, and a d that reads nothing
 SELECT * FROM join_check($$SELECT g, s.n FROM generate_series(0, 2) g CROSS JOIN LATERAL
     (SELECT count(*) AS n FROM jv a JOIN jw b ON a.v <-> b.v <= g * 0.9) s$$);

@@ -43,6 +43,10 @@ GjSideReset(GjSide *side)
 	side->by_tid = false;
 	side->tids = NULL;
 	side->cur = NULL;
+	side->by_cols = false;
+	side->cvals = NULL;
+	side->keybuf = NULL;		/* in cxt */
+	side->key_row = -1;
 	MemoryContextReset(side->cxt);	/* tup_cxt too, made again */
 	side->tup_cxt = GenerationContextCreate(side->cxt, "GpuJoin rows", 0, 1024 * 1024,
 											64 * 1024 * 1024);
@@ -227,9 +231,13 @@ GjJoinReadInner(GjJoinState *st)
 	bool		keep_never = st->what == GJ_JOIN_KNN ||
 		(st->self_map != NULL && (st->jointype == JOIN_LEFT || st->jointype == JOIN_ANTI));
 
-	/* by the parallel read, where the plan qualifies (a self join: both plans) */
-	if (!keep_never && !st->fallback && (st->self_map == NULL || st->outer.tid_ok) &&
-		GjTidRead(st, &st->inner, limit))
+	/*
+	 * By the parallel read, where the plan qualifies (a self join: both
+	 * plans); rows that must come out unmatched or ranked (keep_never)
+	 * only when it left none out
+	 */
+	if (!st->fallback && (st->self_map == NULL || st->outer.tid_ok) &&
+		GjTidRead(st, &st->inner, limit, keep_never))
 	{
 		st->read_ms += gj_now_ms() - t0;
 		return true;
@@ -271,9 +279,8 @@ GjJoinReadBatch(GjJoinState *st)
 		st->scan_outer = st->scan_inner = -2;
 		return st->inner.n > 0;
 	}
-	if (!keep_never && !st->none && !st->fallback && !o->tid_tried &&
-		(o->tid_tried = true) &&
-		GjTidRead(st, o, GjHostMemoryLimit() - GjSideBytes(&st->inner)))
+	if (!st->none && !st->fallback && !o->tid_tried && (o->tid_tried = true) &&
+		GjTidRead(st, o, GjHostMemoryLimit() - GjSideBytes(&st->inner), keep_never))
 	{
 		/* the whole outer side by the parallel read: one batch */
 		o->ended = true;
@@ -350,7 +357,7 @@ GjJoinEndJob(GjJoinState *st)
 void
 GjSidePrefetch(GjSide *side, int64 row)
 {
-	if (!side->by_tid && row >= 0 && row < side->n)
+	if (side->tup != NULL && row >= 0 && row < side->n)
 		__builtin_prefetch(side->tup[row]);
 }
 
@@ -358,8 +365,10 @@ GjSidePrefetch(GjSide *side, int64 row)
 void
 GjSidePrefetchSlot(GjSide *side, int64 row)
 {
-	if (!side->by_tid && row >= 0 && row < side->n)
+	if (side->tup != NULL && row >= 0 && row < side->n)
 		__builtin_prefetch(&side->tup[row]);
+	else if (side->cvals != NULL && row >= 0 && row < side->n)
+		__builtin_prefetch(&side->cvals[row]);
 }
 
 /* Row row of side in side->cur, its columns deformed. */
@@ -380,15 +389,68 @@ LoadRow(GjJoinState *st, GjSide *side, int64 row)
  * The scan tuple: outer row o's columns, then inner row i's (-1: NULLs),
  * then (kNN) the subquery's output columns, NULL until knn.c sets them.
  */
+/* The side whose carried rows make side's columns (a self join's outer: the inner), or NULL. */
+static GjSide *
+ColsRows(GjJoinState *st, GjSide *side)
+{
+	if (side->by_cols)
+		return side;
+	if (side == &st->outer && st->self_map != NULL && st->inner.by_cols)
+		return &st->inner;
+	return NULL;
+}
+
+/*
+ * Before an expression that reads a carried key is evaluated on the scan
+ * tuple (the join's quals on a pair the engine's distance left open, kNN's
+ * ORDER BY keys): the keys made from their coordinates.
+ */
+void
+GjJoinScanKeys(GjJoinState *st)
+{
+	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	GjSide	   *rows;
+
+	if ((rows = ColsRows(st, &st->outer)) != NULL && st->outer.key_needed &&
+		!st->outer.key_always && st->scan_outer >= 0)
+	{
+		scan->tts_values[st->outer.key - 1] = GjColsKey(&st->outer, rows, st->scan_outer);
+		scan->tts_isnull[st->outer.key - 1] = false;
+	}
+	if (st->inner.by_cols && st->inner.key_needed && !st->inner.key_always &&
+		st->scan_inner >= 0)
+	{
+		scan->tts_values[st->nouter + st->inner.key - 1] =
+			GjColsKey(&st->inner, &st->inner, st->scan_inner);
+		scan->tts_isnull[st->nouter + st->inner.key - 1] = false;
+	}
+}
+
 TupleTableSlot *
 GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 {
 	TupleTableSlot *scan = st->css.ss.ss_ScanTupleSlot;
+	GjSide	   *orows;
 	int			nin = st->ninner;
 	int			nrest = scan->tts_tupleDescriptor->natts - st->nouter - nin;
 
 	ExecClearTuple(scan);
-	if (st->self_map != NULL && st->inner.by_tid && i >= 0)
+	if ((orows = ColsRows(st, &st->outer)) != NULL)
+	{
+		/* rows carried by the read: no tuples */
+		if (st->scan_outer != o)
+		{
+			GjColsValues(&st->outer, orows, o, scan->tts_values, scan->tts_isnull);
+			st->scan_outer = o;
+		}
+		if (st->scan_inner != i && i >= 0 && st->inner.by_cols)
+		{
+			GjColsValues(&st->inner, &st->inner, i, scan->tts_values + st->nouter,
+						 scan->tts_isnull + st->nouter);
+			st->scan_inner = i;
+		}
+	}
+	else if (st->self_map != NULL && st->inner.by_tid && i >= 0)
 	{
 		/*
 		 * A self join's rows by ctid: either row may be projected from the
@@ -441,7 +503,10 @@ GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 	}
 	if (st->scan_inner != i)
 	{
-		if (i < 0)
+		if (i >= 0 && st->inner.by_cols)
+			GjColsValues(&st->inner, &st->inner, i, scan->tts_values + st->nouter,
+						 scan->tts_isnull + st->nouter);
+		else if (i < 0)
 		{
 			memset(scan->tts_isnull + st->nouter, true, sizeof(bool) * nin);
 			memset(scan->tts_values + st->nouter, 0, sizeof(Datum) * nin);

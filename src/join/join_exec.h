@@ -67,6 +67,23 @@ typedef struct GjSide
 	int			tid_workers;	/* the read's parallel workers, at most */
 	int64		tid_rows;		/* rows read so over the scan */
 	int64		fetches;		/* tuples fetched by ctid */
+	/*
+	 * ... or carried by the read, no tuple ever fetched (by_cols): the
+	 * plan's columns are the key and at most one NOT NULL integer column,
+	 * read as the rows' ids; the key's value is made from its coordinates
+	 * (a vector under <->) where an expression needs it
+	 */
+	bool		cols_ok;		/* the plan's columns allow it */
+	bool		by_cols;		/* this scan's rows: pts and cvals */
+	AttrNumber	carry_att;		/* the integer column in the table (0: none) */
+	Oid			carry_type;
+	int			key_pos;		/* the plan's column that is the key (-1: none) ... */
+	int			carry_pos;		/* ... and the integer column (-1: none) */
+	int64	   *cvals;			/* the integer column's value per row */
+	bool		key_needed;		/* an expression of the node reads the key ... */
+	bool		key_always;		/* ... one evaluated on every scan tuple */
+	struct varlena *keybuf;		/* the key's value, made for key_row */
+	int64		key_row;
 	Buffer	   *pins;			/* the table's pages, pinned as first fetched (or NULL) */
 	BlockNumber npins;
 	int64		held_row;		/* the row whose tuple the plan's scan slot holds (-1) */
@@ -147,6 +164,7 @@ typedef struct GjJoinState
 
 	/* kNN: the subquery's quals on a pair, ORDER BY keys, output columns */
 	ExprState  *pairqual;
+	bool		pair_not_self;	/* ... which are r.key <> q.key of a unique key: r is not q */
 	int			norder;
 	ExprState **order_state;
 	int16	   *order_len;
@@ -205,13 +223,17 @@ extern void GjJoinEndJob(GjJoinState *st);
 extern void GjSidePrefetch(GjSide *side, int64 row);
 extern void GjSidePrefetchSlot(GjSide *side, int64 row);
 extern TupleTableSlot *GjJoinScanTuple(GjJoinState *st, int64 o, int64 i);
+extern void GjJoinScanKeys(GjJoinState *st);
 extern TupleTableSlot *GjJoinProject(GjJoinState *st);
 extern TupleTableSlot *GjJoinUnmatched(GjJoinState *st, int64 o);
 
 /* tid_read.c */
 extern void GjTidInit(GjJoinState *st, GjSide *side);
-extern bool GjTidRead(GjJoinState *st, GjSide *side, int64 budget);
+extern bool GjTidRead(GjJoinState *st, GjSide *side, int64 budget, bool exact);
 extern TupleTableSlot *GjTidRow(GjJoinState *st, GjSide *side, int64 row);
+extern void GjColsKeyUse(GjJoinState *st, GjSide *side, bool needed, bool always);
+extern void GjColsValues(GjSide *layout, GjSide *rows, int64 row, Datum *values, bool *isnull);
+extern Datum GjColsKey(GjSide *layout, GjSide *rows, int64 row);
 
 /* pairs.c, knn.c: the next output row, NULL at the end */
 extern TupleTableSlot *GjPairsNext(GjJoinState *st);

@@ -27,12 +27,95 @@
 
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "catalog/pg_index.h"
 #include "utils/datum.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "join/join_exec.h"
+
+/* Whether column att of rel is a key: a unique, immediate, whole-table index on it alone. */
+static bool
+UniqueColumn(Relation rel, AttrNumber att)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		unique = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index ix;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		if (ix->indisunique && ix->indimmediate && ix->indisvalid && ix->indnkeyatts == 1 &&
+			ix->indkey.values[0] == att && heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+			unique = true;
+		ReleaseSysCache(tup);
+		if (unique)
+			break;
+	}
+	list_free(indexes);
+	return unique;
+}
+
+/*
+ * Whether a self join's pair quals are one r.c <> q.c on the same column
+ * c of the table, unique: then they pass exactly the pairs of two rows
+ * (the <> of c's btree opfamily), and a candidate is tested by its row
+ * number, the scan tuple not made (the pgvector idiom WHERE e.id <> q.id).
+ */
+static bool
+PairNotSelf(GjJoinState *st, List *quals)
+{
+	OpExpr	   *op;
+	Node	   *l,
+			   *r;
+	int			lo,
+				ri;
+	PlanState  *ips = st->inner.ps;
+	ListCell   *lc;
+
+	if (st->self_map == NULL || list_length(quals) != 1 || !IsA(linitial(quals), OpExpr) ||
+		!IsA(ips, SeqScanState))
+		return false;
+	op = linitial(quals);
+	if (list_length(op->args) != 2)
+		return false;
+	l = strip_implicit_coercions(linitial(op->args));
+	r = strip_implicit_coercions(lsecond(op->args));
+	if (!IsA(l, Var) || !IsA(r, Var) ||
+		((Var *) l)->varno != INDEX_VAR || ((Var *) r)->varno != INDEX_VAR)
+		return false;
+	lo = Min(((Var *) l)->varattno, ((Var *) r)->varattno);
+	ri = Max(((Var *) l)->varattno, ((Var *) r)->varattno);
+	if (lo < 1 || lo > st->nouter || ri <= st->nouter || ri > st->nouter + st->ninner ||
+		st->self_map[lo - 1] != ri - st->nouter)
+		return false;
+	foreach(lc, get_op_btree_interpretation(op->opno))
+	{
+		OpBtreeInterpretation *bi = lfirst(lc);
+
+		if (bi->strategy == ROWCOMPARE_NE)
+		{
+			/* the inner plan's column ri: a column of the table? */
+			TargetEntry *tle = list_nth_node(TargetEntry, ips->plan->targetlist,
+											 ri - st->nouter - 1);
+
+			return IsA(tle->expr, Var) && ((Var *) tle->expr)->varattno > 0 &&
+				exprType((Node *) tle->expr) == exprType(l) &&
+				UniqueColumn(((ScanState *) ips)->ss_currentRelation,
+							 ((Var *) tle->expr)->varattno);
+		}
+	}
+	return false;
+}
 
 void
 GjKnnInit(GjJoinState *st, CustomScan *cscan)
@@ -48,6 +131,7 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 	int			i;
 
 	st->pairqual = ExecInitQual((List *) list_nth(ex, GJ_JE_PAIRQUALS), ps);
+	st->pair_not_self = PairNotSelf(st, (List *) list_nth(ex, GJ_JE_PAIRQUALS));
 	st->norder = list_length(keys);
 	st->order_state = palloc(sizeof(ExprState *) * st->norder);
 	st->ssup = palloc0(sizeof(SortSupportData) * st->norder);
@@ -236,7 +320,7 @@ StartBatchJob(GjJoinState *st)
 static double
 UpperKey(GjJoinState *st, double e)
 {
-	double		gam = (st->dims + 4) * ldexp(1.0, -24),
+	double		gam = (st->dims + 4) * 0x1p-24,
 				r;
 
 	switch (st->metric)
@@ -262,7 +346,7 @@ UpperKey(GjJoinState *st, double e)
 static double
 LowerKey(GjJoinState *st, double e)
 {
-	double		gam = (st->dims + 4) * ldexp(1.0, -24),
+	double		gam = (st->dims + 4) * 0x1p-24,
 				v,
 				r;
 
@@ -322,8 +406,10 @@ RankCandidates(GjJoinState *st, int64 o, int64 from)
 		ResetExprContext(econtext);
 		econtext->ecxt_scantuple = GjJoinScanTuple(st, o, cd->row);
 		st->candidates++;
-		if (st->pairqual != NULL && !ExecQual(st->pairqual, econtext))
+		if (st->pair_not_self ? cd->row == o :
+			(st->pairqual != NULL && !ExecQual(st->pairqual, econtext)))
 			continue;
+		GjJoinScanKeys(st);		/* carried keys, for the ORDER BY keys */
 		old = MemoryContextSwitchTo(st->knn_cxt);
 		cd->keys = palloc(sizeof(Datum) * st->norder);
 		cd->nulls = palloc(sizeof(bool) * st->norder);
@@ -373,7 +459,13 @@ FastSelect(GjJoinState *st, int64 o, bool left_out)
 
 	for (int64 t = 0; t < st->ncand && npass < st->k; t++)
 	{
-		if (st->pairqual != NULL)
+		if (st->pair_not_self)
+		{
+			st->candidates++;
+			if (st->cand[t].row == o)
+				continue;
+		}
+		else if (st->pairqual != NULL)
 		{
 			ResetExprContext(econtext);
 			econtext->ecxt_scantuple = GjJoinScanTuple(st, o, st->cand[t].row);

@@ -10,6 +10,7 @@
 #include "executor/tuptable.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -69,6 +70,7 @@ InitSide(GjSide *side, PlanState *ps, AttrNumber key, EState *estate, MemoryCont
 	side->key = key;
 	side->loaded = -1;
 	side->held_row = -1;
+	side->key_row = -1;
 	side->slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(ps), &TTSOpsMinimalTuple);
 	side->cxt = AllocSetContextCreate(parent, "GpuJoin side", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSetIdentifier(side->cxt, name);
@@ -86,6 +88,50 @@ InitSide(GjSide *side, PlanState *ps, AttrNumber key, EState *estate, MemoryCont
 	cb->func = FreePoints;
 	cb->arg = &side->pts;
 	MemoryContextRegisterResetCallback(parent, cb);
+}
+
+static bool
+IndexVars(Node *node, Bitmapset **cols)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) && ((Var *) node)->varno == INDEX_VAR && ((Var *) node)->varattno > 0)
+	{
+		*cols = bms_add_member(*cols, ((Var *) node)->varattno);
+		return false;
+	}
+	return expression_tree_walker(node, IndexVars, (void *) cols);
+}
+
+/*
+ * Which of the node's expressions read each side's key column (okey,
+ * ikey in the scan tuple): those evaluated on every scan tuple (the
+ * output, the other quals, kNN's pair quals and subquery columns), and
+ * those only where the engine's distance leaves a pair open (the join's
+ * quals) or kNN ranks (its ORDER BY keys).  A side whose rows the read
+ * carries (tid_read.c) makes its key from the coordinates for them.
+ */
+static void
+KeyUse(GjJoinState *st, CustomScan *cscan, AttrNumber okey, AttrNumber ikey)
+{
+	List	   *ex = cscan->custom_exprs;
+	Bitmapset  *always = NULL,
+			   *lazy = NULL;
+
+	IndexVars((Node *) cscan->scan.plan.targetlist, &always);
+	IndexVars((Node *) cscan->scan.plan.qual, &always);
+	IndexVars((Node *) list_nth(ex, GJ_JE_REST), &always);
+	IndexVars((Node *) list_nth(ex, GJ_JE_JOINQUALS), st->what == GJ_JOIN_KNN ? &always : &lazy);
+	if (st->what == GJ_JOIN_KNN)
+	{
+		IndexVars((Node *) list_nth(ex, GJ_JE_PAIRQUALS), &always);
+		IndexVars((Node *) list_nth(ex, GJ_JE_SOUT), &always);
+		IndexVars((Node *) list_nth(ex, GJ_JE_ORDERKEYS), &lazy);
+	}
+	GjColsKeyUse(st, &st->outer, bms_is_member(okey, always) || bms_is_member(okey, lazy),
+				 bms_is_member(okey, always));
+	GjColsKeyUse(st, &st->inner, bms_is_member(ikey, always) || bms_is_member(ikey, lazy),
+				 bms_is_member(ikey, always));
 }
 
 static void
@@ -140,10 +186,15 @@ GjJoinBegin(CustomScanState *node, EState *estate, int eflags)
 			 "GpuJoin inner");
 	GjTidInit(st, &st->outer);
 	GjTidInit(st, &st->inner);
+	KeyUse(st, cscan, okey, ikey);
 	if (st->self_map != NULL && st->outer.tid_ok && st->inner.tid_ok &&
 		RelationGetRelid(((ScanState *) outer_ps)->ss_currentRelation) !=
 		RelationGetRelid(((ScanState *) inner_ps)->ss_currentRelation))
 		st->outer.tid_ok = st->inner.tid_ok = false;
+	if (st->self_map != NULL &&
+		!(st->outer.tid_ok && st->outer.cols_ok && st->inner.cols_ok &&
+		  (st->outer.carry_att == 0 || st->outer.carry_att == st->inner.carry_att)))
+		st->outer.cols_ok = st->inner.cols_ok = false;	/* the outer columns from the inner's */
 	st->row = MemoryContextAlloc(estate->es_query_cxt, sizeof(double) * GJ_MAX_DIMS);
 	if (st->what == GJ_JOIN_KNN)
 		GjKnnInit(st, cscan);
@@ -268,8 +319,11 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 			st->inner.tid_rows == 0 ? "outer" : "outer and inner";
 
 		ExplainPropertyText("Parallel Read",
-							psprintf("%s, %d workers", st->self_map != NULL ? "the table" : sides,
-									 Max(st->outer.tid_workers, st->inner.tid_workers)),
+							psprintf("%s, %d workers%s", st->self_map != NULL ? "the table" : sides,
+									 Max(st->outer.tid_workers, st->inner.tid_workers),
+									 (st->outer.cols_ok && st->outer.tid_rows > 0) ||
+									 (st->inner.cols_ok && st->inner.tid_rows > 0) ?
+									 ", columns read with the keys" : ""),
 							es);
 		ExplainPropertyInteger("Rows Fetched By Ctid", NULL,
 							   st->outer.fetches + st->inner.fetches, es);
@@ -278,6 +332,8 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Candidates", NULL, st->candidates, es);
 	if (st->what == GJ_JOIN_KNN)
 	{
+		if (st->pair_not_self)
+			ExplainPropertyText("Pair Filter By", "row (a unique column)", es);
 		ExplainPropertyInteger("Rows In Engine Order", NULL, st->fast, es);
 		ExplainPropertyInteger("Rows Searched Whole", NULL, st->fallbacks, es);
 	}

@@ -238,8 +238,12 @@ JoinPair(GjJoinState *st, int64 o, int64 i, double sq)
 		if (!ExecQual(st->restqual, econtext))
 			return NULL;
 	}
-	else if (!ExecQual(st->joinqual, econtext))
-		return NULL;
+	else
+	{
+		GjJoinScanKeys(st);		/* carried keys, for the predicate */
+		if (!ExecQual(st->joinqual, econtext))
+			return NULL;
+	}
 	st->matched[o] = true;
 	if (st->jointype == JOIN_ANTI)
 		return NULL;

@@ -45,6 +45,7 @@
 #include "catalog/namespace.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_inherits.h"
 #include "executor/executor.h"
@@ -57,6 +58,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 
@@ -102,6 +104,116 @@ GpujoinSchema(void)
 	systable_endscan(scan);
 	table_close(r, AccessShareLock);
 	return nsp;
+}
+
+/* Whether column att of relid is declared NOT NULL. */
+static bool
+AttNotNull(Oid relid, AttrNumber att)
+{
+	HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(att));
+	bool		notnull = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+		ReleaseSysCache(tup);
+	}
+	return notnull;
+}
+
+/*
+ * Whether the read can carry every column side's plan returns: the key,
+ * and at most one other column, NOT NULL, of an integer type (read as the
+ * rows' ids).  Then no tuple is ever fetched (side->cols_ok).
+ */
+static void
+ColumnsCarried(GjSide *side, Oid relid, AttrNumber key_att)
+{
+	Plan	   *plan = side->ps->plan;
+	Index		scanrelid = ((Scan *) plan)->scanrelid;
+	int			j = 0;
+	ListCell   *lc;
+
+	side->cols_ok = false;
+	side->carry_att = 0;
+	side->key_pos = side->carry_pos = -1;
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Var		   *v = (Var *) tle->expr;
+		Oid			t;
+
+		if (!IsA(v, Var) || v->varno != scanrelid || v->varattno < 1)
+			return;
+		if (v->varattno == key_att && side->key_pos < 0)
+			side->key_pos = j++;
+		else
+		{
+			t = getBaseType(get_atttype(relid, v->varattno));
+			if (side->carry_att != 0 || v->varattno == key_att ||
+				(t != INT2OID && t != INT4OID && t != INT8OID) || !AttNotNull(relid, v->varattno))
+				return;
+			side->carry_att = v->varattno;
+			side->carry_type = t;
+			side->carry_pos = j++;
+		}
+	}
+	side->cols_ok = true;
+}
+
+/*
+ * Whether the node's expressions read side's key (needed), and whether
+ * one evaluated on every scan tuple does (always): a key made from the
+ * coordinates must be a vector's, under <->, whose coordinates are the
+ * value's own (a cosine join's are normalised).
+ */
+void
+GjColsKeyUse(GjJoinState *st, GjSide *side, bool needed, bool always)
+{
+	side->key_needed = needed;
+	side->key_always = always;
+	if (needed && (st->kind != GJ_KEY_VECTOR || st->metric != GJ_JM_L2))
+		side->cols_ok = false;
+}
+
+/* The key of rows' row as a vector value, made in layout's buffer. */
+Datum
+GjColsKey(GjSide *layout, GjSide *rows, int64 row)
+{
+	if (layout->keybuf == NULL)
+		layout->keybuf = MemoryContextAlloc(layout->cxt, VARHDRSZ + 4 + sizeof(float4) * rows->pts.dims);
+	if (layout->key_row != row)
+	{
+		GjPgvectorFromFloat8(rows->pts.x + row * rows->pts.dims, rows->pts.dims, layout->keybuf);
+		layout->key_row = row;
+	}
+	return PointerGetDatum(layout->keybuf);
+}
+
+/*
+ * The columns of layout's plan for row of rows (layout itself, or a self
+ * join's inner side for its outer plan): the carried integer, and the key
+ * where it is needed on every scan tuple (else NULL until GjJoinScanKeys).
+ */
+void
+GjColsValues(GjSide *layout, GjSide *rows, int64 row, Datum *values, bool *isnull)
+{
+	int			j = layout->carry_pos;
+
+	if (layout->key_pos >= 0)
+	{
+		isnull[layout->key_pos] = !layout->key_always;
+		values[layout->key_pos] = layout->key_always ? GjColsKey(layout, rows, row) : (Datum) 0;
+	}
+	if (j < 0)
+		return;
+	isnull[j] = false;
+	if (layout->carry_type == INT4OID)
+		values[j] = Int32GetDatum((int32) rows->cvals[row]);
+	else if (layout->carry_type == INT8OID)
+		values[j] = Int64GetDatum(rows->cvals[row]);
+	else
+		values[j] = Int16GetDatum((int16) rows->cvals[row]);
 }
 
 /*
@@ -154,6 +266,8 @@ GjTidInit(GjJoinState *st, GjSide *side)
 	side->tid_att = att;
 	side->tid_dims = typmod;
 	side->tid_ok = OidIsValid(side->tid_nsp);
+	if (side->tid_ok)
+		ColumnsCarried(side, relid, att);
 }
 
 /*
@@ -164,7 +278,7 @@ GjTidInit(GjJoinState *st, GjSide *side)
  * take.
  */
 bool
-GjTidRead(GjJoinState *st, GjSide *side, int64 budget)
+GjTidRead(GjJoinState *st, GjSide *side, int64 budget, bool exact)
 {
 	ScanState  *ss = (ScanState *) side->ps;
 	Relation	rel = ss->ss_currentRelation;
@@ -178,7 +292,14 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget)
 	MemoryContext old;
 
 	/* the plan's estimate, with room to spare as the reader's own check has */
-	if (!side->tid_ok || min_rows < 0 || rows < min_rows ||
+	bool		cols = side->cols_ok;
+
+	/*
+	 * A kNN join touches each row k times: only without fetches; a self
+	 * join's unmatched rows, only from carried columns (GjJoinScanTuple)
+	 */
+	if (((st->what == GJ_JOIN_KNN || (exact && st->self_map != NULL)) && !cols) ||
+		!side->tid_ok || min_rows < 0 || rows < min_rows ||
 		(st->dims != 0 && st->dims != side->tid_dims) ||
 		rows * 1.25 * (8.0 * side->tid_dims + sizeof(int64) + sizeof(ItemPointerData)) >
 		(double) budget)
@@ -187,19 +308,29 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget)
 	memset(&spec, 0, sizeof(spec));
 	memset(&rs, 0, sizeof(rs));
 	spec.fname = "GpuJoin";
-	spec.metric = GJ_METRIC_L2;		/* a cosine join normalises below, as its keys.c rows */
+	/*
+	 * A cosine join's rows normalised by the read (its workers, as
+	 * ClassifyKey would, gj_normalize_row), the zero rows left out and
+	 * counted; carried rows keep the value's own coordinates (cols is
+	 * never a cosine join's where the key is needed: GjColsKeyUse)
+	 */
+	spec.metric = st->metric == GJ_JM_COSINE ? GJ_METRIC_COSINE : GJ_METRIC_L2;
 	spec.nsp = side->tid_nsp;
 	spec.relid = RelationGetRelid(rel);
 	col = CStringGetTextDatum(get_attname(spec.relid, side->tid_att, false));
 	spec.cols = construct_array(&col, 1, TEXTOID, -1, false, TYPALIGN_INT);
-	spec.row_ids = true;
+	spec.quiet = true;
+	if (cols && side->carry_att != 0)
+		spec.id_col = cstring_to_text(get_attname(spec.relid, side->carry_att, false));
+	else
+		spec.row_ids = true;
 
 	gj_points_free(p);
 	gj_points_init(p, 0);
 	PushActiveSnapshot(side->ps->state->es_snapshot);
 	GjReadPoints(&spec, p, &rs);
 	PopActiveSnapshot();
-	if (rs.nonfinite > 0 || (p->n > 0 && p->dims != side->tid_dims))
+	if (rs.nonfinite > 0 || (exact && rs.skipped > 0) || (p->n > 0 && p->dims != side->tid_dims))
 	{
 		/* not every key an engine row: the plan reads them (not expected) */
 		gj_points_free(p);
@@ -207,9 +338,12 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget)
 		return false;
 	}
 
-	/* the rows' ctids, and row numbers for ids */
+	/* the rows' ctids (or carried column), and row numbers for ids */
 	old = MemoryContextSwitchTo(side->cxt);
-	side->tids = p->n > 0 ? palloc_extended(sizeof(ItemPointerData) * p->n, MCXT_ALLOC_HUGE) : NULL;
+	if (cols)
+		side->cvals = p->n > 0 ? palloc_extended(sizeof(int64) * p->n, MCXT_ALLOC_HUGE) : NULL;
+	else
+		side->tids = p->n > 0 ? palloc_extended(sizeof(ItemPointerData) * p->n, MCXT_ALLOC_HUGE) : NULL;
 	MemoryContextSwitchTo(old);
 	for (int64 i = 0; i < p->n; i++)
 	{
@@ -218,16 +352,28 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget)
 
 		if ((i & 65535) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (st->metric == GJ_JM_COSINE && !gj_normalize_row(x, p->dims))
-			continue;			/* no cosine distance: matches nothing (pairs.c) */
 		if (w != i)
 			memcpy(p->x + w * p->dims, x, sizeof(double) * p->dims);
-		ItemPointerSet(&side->tids[w], (BlockNumber) (id >> 16), (OffsetNumber) (id & 0xffff));
+		if (cols)
+			side->cvals[w] = id;
+		else
+			ItemPointerSet(&side->tids[w], (BlockNumber) (id >> 16), (OffsetNumber) (id & 0xffff));
 		p->ids[w] = w;
 		w++;
 	}
 	p->n = w;
 	side->n = w;
+	side->total += rs.rows;
+	side->tid_rows += rs.rows;
+	side->tid_workers = Max(side->tid_workers, rs.workers);
+	if (st->dims == 0)
+		st->dims = side->tid_dims;
+	if (cols)
+	{
+		side->by_cols = true;
+		side->key_row = -1;
+		return true;
+	}
 	side->by_tid = true;
 
 	/*
@@ -247,11 +393,6 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget)
 			MemoryContextSwitchTo(old);
 		}
 	}
-	side->total += rs.rows;
-	side->tid_rows += rs.rows;
-	side->tid_workers = Max(side->tid_workers, rs.workers);
-	if (st->dims == 0)
-		st->dims = side->tid_dims;
 	return true;
 }
 

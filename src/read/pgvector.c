@@ -135,3 +135,25 @@ GjPgvectorToFloat8(const struct varlena *v, int kind, double *out)
 		}
 	}
 }
+
+/*
+ * A pgvector vector of dims elements from float64 coordinates that came
+ * from one (each exactly a float4), into buf (VARHDRSZ + 4 + 4 dims bytes):
+ * the same value, bit for bit, as the one read.
+ */
+void
+GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf)
+{
+	PgvectorHeader *h = (PgvectorHeader *) VARDATA(buf);
+	char	   *data = (char *) (h + 1);
+
+	SET_VARSIZE(buf, VARHDRSZ + sizeof(PgvectorHeader) + sizeof(float4) * (Size) dims);
+	h->dim = (int16) dims;
+	h->unused = 0;
+	for (int d = 0; d < dims; d++)
+	{
+		float4		f = (float4) x[d];
+
+		memcpy(data + d * sizeof(float4), &f, sizeof(float4));
+	}
+}

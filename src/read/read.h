@@ -59,6 +59,7 @@ typedef struct GjInputSpec
 	 * is needed, and skipped rows are only counted (no NOTICE).
 	 */
 	bool		row_ids;
+	bool		quiet;			/* skipped rows only counted (the join's reads) */
 } GjInputSpec;
 
 /* A ctid as a row id: block number and offset in one int64, and back. */
@@ -118,6 +119,8 @@ typedef enum GjKeyResult
 
 extern bool GjKeyKindOf(Oid t, GjKeyKind *kind);
 extern GjKeyResult GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag);
+/* pgvector.c: a vector value from coordinates read from one (exact) */
+extern void GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf);
 /* postgis.c: whether base type t is PostGIS's geometry or geography, and its schema */
 extern bool GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind);
 

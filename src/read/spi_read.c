@@ -421,7 +421,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		 token > 0 ? (pack->in_file ? " (parallel, through shared files)" : " (parallel)") : "",
 		 t_exec - t0, t_pack, t_done - t_exec, gj_now_ms() - t_done);
 
-	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0 && !spec->row_ids)
+	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0 && !spec->quiet)
 	{
 		if (nzero > 0)
 			ereport(NOTICE,
