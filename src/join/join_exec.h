@@ -172,6 +172,9 @@ typedef struct GjJoinState
 	SortSupportData *ssup;
 	int			nsout;
 	ExprState **sout_state;
+	AttrNumber *sout_var;		/* ... a column of the scan tuple, taken as it is (0: evaluated) */
+	GjKnnCand  *saved;			/* a query row's candidates, kept while FastSelect reorders them */
+	int64		cap_saved;
 	int64		k;				/* LIMIT */
 	int64		k2;				/* candidates asked of the engine */
 	int64		group;			/* ... and an outer row's when all are in */

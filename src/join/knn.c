@@ -149,8 +149,16 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 	}
 	st->nsout = list_length(souts);
 	st->sout_state = palloc(sizeof(ExprState *) * Max(st->nsout, 1));
+	st->sout_var = palloc0(sizeof(AttrNumber) * Max(st->nsout, 1));
 	for (i = 0; i < st->nsout; i++)
-		st->sout_state[i] = ExecInitExpr((Expr *) list_nth(souts, i), ps);
+	{
+		Expr	   *e = (Expr *) list_nth(souts, i);
+
+		st->sout_state[i] = ExecInitExpr(e, ps);
+		if (IsA(e, Var) && ((Var *) e)->varno == INDEX_VAR && ((Var *) e)->varattno > 0 &&
+			((Var *) e)->varattno <= st->nouter + st->ninner)
+			st->sout_var[i] = ((Var *) e)->varattno;
+	}
 	st->knn_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN rows",
 										ALLOCSET_DEFAULT_SIZES);
 	st->partial_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN parts",
@@ -508,7 +516,6 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 	st->matched[o] = true;
 	if (!whole && st->k > 0 && st->inner.nother == 0)
 	{
-		GjKnnCand  *saved = NULL;
 		int64		n = st->ncand;
 
 		/*
@@ -520,8 +527,14 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 			GjSidePrefetch(&st->inner, st->cand[t].row);
 
 		/* FastSelect reorders cand[]: keep the candidates for ranking */
-		saved = MemoryContextAlloc(st->knn_cxt, sizeof(GjKnnCand) * Max(n, 1));
-		memcpy(saved, st->cand, sizeof(GjKnnCand) * n);
+		if (st->cap_saved < n)
+		{
+			st->cap_saved = Max(n, 64);
+			st->saved = st->saved == NULL ?
+				MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * st->cap_saved) :
+				repalloc_huge(st->saved, sizeof(GjKnnCand) * st->cap_saved);
+		}
+		memcpy(st->saved, st->cand, sizeof(GjKnnCand) * n);
 		if (FastSelect(st, o, left_out))
 		{
 			st->fast++;
@@ -530,7 +543,7 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 			st->nsel = st->ncand;
 			return;
 		}
-		memcpy(st->cand, saved, sizeof(GjKnnCand) * n);
+		memcpy(st->cand, st->saved, sizeof(GjKnnCand) * n);
 		st->ncand = n;
 	}
 	if (whole)
@@ -599,8 +612,17 @@ EmitSelected(GjJoinState *st)
 		scan = GjJoinScanTuple(st, st->emit_o, cd->row);
 		econtext->ecxt_scantuple = scan;
 		for (int j = 0; j < st->nsout; j++)
-			scan->tts_values[base + j] = ExecEvalExprSwitchContext(st->sout_state[j], econtext,
-																   &scan->tts_isnull[base + j]);
+		{
+			if (st->sout_var[j] > 0)
+			{
+				/* a column of r, as the subquery returns it */
+				scan->tts_values[base + j] = scan->tts_values[st->sout_var[j] - 1];
+				scan->tts_isnull[base + j] = scan->tts_isnull[st->sout_var[j] - 1];
+			}
+			else
+				scan->tts_values[base + j] = ExecEvalExprSwitchContext(st->sout_state[j], econtext,
+																	   &scan->tts_isnull[base + j]);
+		}
 		if (!ExecQual(st->joinqual, econtext))
 			continue;
 		if (otherqual != NULL && !ExecQual(otherqual, econtext))
