@@ -554,3 +554,49 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	job->stats.rows_out++;
 	return true;
 }
+
+int64
+GjJobNextKnnRows(GjJob *job, int64 *q, int64 *r, int32 *rank, double *dist, int64 max)
+{
+	int64		n = 0;
+	bool		restarted;
+
+	Assert(job->spec.shape == GJ_SHAPE_KNN);
+	while (n < max)
+	{
+		gj_chunk   *c = job->out.chunk;
+
+		if (c != NULL && c->rank != NULL && job->out.pos < c->n)
+		{
+			int64		take = Min(max - n, (int64) (c->n - job->out.pos));
+
+			for (int64 i = job->out.pos; i < job->out.pos + take; i++, n++)
+			{
+				q[n] = c->a[i];
+				r[n] = c->b[i];
+				rank[n] = c->rank[i];
+				dist[n] = OutDist(job, c->dist[i]);
+			}
+			job->out.pos += take;
+			job->out.rows_this_run += take;
+			job->stats.rows_out += take;
+			continue;
+		}
+		if (c != NULL)
+		{
+			gj_engine_release(job->res->engine, c);
+			job->out.chunk = NULL;
+		}
+		if (job->out.done)
+			break;
+		if (!NextChunk(job, &restarted))
+		{
+			job->out.done = true;
+			job->stats.emit_ms = gj_now_ms() - job->t_engine - job->stats.wait_ms;
+			break;
+		}
+		if (restarted)
+			job->stats.rows_out = 0;
+	}
+	return n;
+}

@@ -108,6 +108,14 @@ extern void GjJobInit(void);
 extern GjJob *GjJobStart(const GjJobSpec *spec, MemoryContext parent,
 						 bool restart_ok);
 extern bool GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted);
+
+/*
+ * A kNN job's next rows, up to max at once (the plain-SQL join takes 10M
+ * rows a second from it): query id, reference id, rank and distance each;
+ * 0 at the end.  The same rows as GjJobNext, without a call a row.
+ */
+extern int64 GjJobNextKnnRows(GjJob *job, int64 *q, int64 *r, int32 *rank, double *dist,
+							  int64 max);
 extern void GjJobEnd(GjJob *job, GjJobStats *stats);
 
 /*

@@ -367,6 +367,8 @@ GjSidePrefetchSlot(GjSide *side, int64 row)
 {
 	if (side->tup != NULL && row >= 0 && row < side->n)
 		__builtin_prefetch(&side->tup[row]);
+	else if (side->cvals != NULL && row >= 0 && row < side->n)
+		__builtin_prefetch(&side->cvals[row]);
 }
 
 /* Row row of side in side->cur, its columns deformed. */

@@ -110,6 +110,7 @@ typedef struct GjHeldPair
 } GjHeldPair;
 
 #define GJ_HELD_PAIRS 65536
+#define GJ_KNN_TAKE 4096			/* kNN job rows taken at once */
 
 typedef struct GjJoinState
 {
@@ -174,6 +175,12 @@ typedef struct GjJoinState
 	ExprState **sout_state;
 	AttrNumber *sout_var;		/* ... a column of the scan tuple, taken as it is (0: evaluated) */
 	GjKnnCand  *saved;			/* a query row's candidates, kept while FastSelect reorders them */
+	int64	   *kb_q;			/* the job's rows, taken GJ_KNN_TAKE at a time */
+	int64	   *kb_r;
+	int32	   *kb_rank;
+	double	   *kb_d;
+	int64		kb_n;
+	int64		kb_pos;
 	int64		cap_saved;
 	int64		k;				/* LIMIT */
 	int64		k2;				/* candidates asked of the engine */

@@ -159,6 +159,10 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 			((Var *) e)->varattno <= st->nouter + st->ninner)
 			st->sout_var[i] = ((Var *) e)->varattno;
 	}
+	st->kb_q = palloc(sizeof(int64) * GJ_KNN_TAKE);
+	st->kb_r = palloc(sizeof(int64) * GJ_KNN_TAKE);
+	st->kb_rank = palloc(sizeof(int32) * GJ_KNN_TAKE);
+	st->kb_d = palloc(sizeof(double) * GJ_KNN_TAKE);
 	st->knn_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN rows",
 										ALLOCSET_DEFAULT_SIZES);
 	st->partial_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN parts",
@@ -175,7 +179,6 @@ AddCand(GjJoinState *st, int64 row, double dist)
 			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * st->cap_cand) :
 			repalloc_huge(st->cand, sizeof(GjKnnCand) * st->cap_cand);
 	}
-	GjSidePrefetchSlot(&st->inner, row);	/* for SelectRows' prefetch of the tuple */
 	st->cand[st->ncand].row = row;
 	st->cand[st->ncand].order = st->ncand;
 	st->cand[st->ncand].dist = dist;
@@ -295,6 +298,7 @@ StartBatchJob(GjJoinState *st)
 	GjJobSpec	spec;
 
 	st->batches++;
+	st->kb_n = st->kb_pos = 0;
 	st->cur_o = -1;
 	st->ncand = 0;
 	st->nsel = st->isel = 0;
@@ -632,12 +636,39 @@ EmitSelected(GjJoinState *st)
 	return NULL;
 }
 
+/* The job's next row: query row, inner row, rank, distance; false at its end. */
+static inline bool
+JobRow(GjJoinState *st, int64 *q, int64 *r, int32 *rank, double *d)
+{
+	if (st->kb_pos >= st->kb_n)
+	{
+		st->kb_pos = 0;
+		st->kb_n = st->job == NULL ? 0 :
+			GjJobNextKnnRows(st->job, st->kb_q, st->kb_r, st->kb_rank, st->kb_d, GJ_KNN_TAKE);
+		if (st->kb_n == 0)
+			return false;
+	}
+	/*
+	 * A row's kept tuple (its pointer) or carried value is a cache miss
+	 * away: asked for some rows ahead of their use, the misses overlap
+	 */
+	if (st->kb_pos + 32 < st->kb_n)
+		GjSidePrefetchSlot(&st->inner, st->kb_r[st->kb_pos + 32]);
+	*q = st->kb_q[st->kb_pos];
+	*r = st->kb_r[st->kb_pos];
+	*rank = st->kb_rank[st->kb_pos];
+	*d = st->kb_d[st->kb_pos];
+	st->kb_pos++;
+	return true;
+}
+
 TupleTableSlot *
 GjKnnNext(GjJoinState *st)
 {
-	Datum		values[4];
-	bool		nulls[4];
-	bool		restarted;
+	int64		jq,
+				jr;
+	int32		jrank;
+	double		jd;
 	TupleTableSlot *res;
 
 	for (;;)
@@ -672,7 +703,7 @@ GjKnnNext(GjJoinState *st)
 					StartGroup(st, st->pend_q, st->pend_rank);
 					AddCand(st, st->pend_r, st->pend_d);
 				}
-				if (st->job == NULL || !GjJobNext(st->job, values, nulls, &restarted))
+				if (!JobRow(st, &jq, &jr, &jrank, &jd))
 				{
 					GjJoinEndJob(st);
 					if (st->cur_o >= 0)
@@ -682,7 +713,7 @@ GjKnnNext(GjJoinState *st)
 					st->oi = 0;
 					break;
 				}
-				if (st->cur_o >= 0 && DatumGetInt64(values[0]) != st->cur_o)
+				if (st->cur_o >= 0 && jq != st->cur_o)
 				{
 					if (st->ncand < st->group)
 					{
@@ -694,16 +725,16 @@ GjKnnNext(GjJoinState *st)
 						/* the previous row's candidates are all in: its answer first */
 						SelectRows(st, st->cur_o, false);
 						st->have_pend = true;
-						st->pend_q = DatumGetInt64(values[0]);
-						st->pend_r = DatumGetInt64(values[1]);
-						st->pend_rank = DatumGetInt32(values[2]);
-						st->pend_d = DatumGetFloat8(values[3]);
+						st->pend_q = jq;
+						st->pend_r = jr;
+						st->pend_rank = jrank;
+						st->pend_d = jd;
 						break;
 					}
 				}
 				if (st->cur_o < 0)
-					StartGroup(st, DatumGetInt64(values[0]), DatumGetInt32(values[2]));
-				AddCand(st, DatumGetInt64(values[1]), DatumGetFloat8(values[3]));
+					StartGroup(st, jq, jrank);
+				AddCand(st, jr, jd);
 				break;
 			case PH_OTHER:
 				/* outer rows the engine did not answer: from every inner row */
