@@ -311,3 +311,66 @@ ALTER TABLE jq DISABLE ROW LEVEL SECURITY;
 REVOKE ALL ON jq, jp FROM gj_join_reader;
 REVOKE ALL ON FUNCTION join_check(text) FROM gj_join_reader;
 DROP ROLE gj_join_reader;
+
+-- Sides read by the parallel read, their tuples fetched by ctid for the
+-- pairs (join/tid_read.c): PostGIS columns declared as 2-D points of one
+-- SRID, every table so read at this setting; an empty point sends a side
+-- back to its plan.  The extension's read aggregate is needed.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpujoin;
+RESET client_min_messages;
+SET gpujoin.parallel_read_min_rows = 0;
+CREATE FUNCTION read_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+        IF line ~ 'GpuJoin|Parallel Read|Self Join' THEN
+            RETURN NEXT regexp_replace(line, '\d+ workers', 'N workers');
+        END IF;
+    END LOOP;
+END $$;
+CREATE TABLE tp (id int PRIMARY KEY, g geometry(Point, 3857));
+INSERT INTO tp SELECT id, ST_SetSRID(g, 3857) FROM jp
+WHERE GeometryType(g) = 'POINT' AND NOT ST_IsEmpty(g) AND ST_NDims(g) = 2;
+INSERT INTO tp VALUES (9001, NULL);
+CREATE TABLE tq (id int PRIMARY KEY, g geometry(Point, 3857), tag int);
+INSERT INTO tq SELECT id, ST_SetSRID(g, 3857), tag FROM jq
+WHERE GeometryType(g) = 'POINT' AND NOT ST_IsEmpty(g);
+CREATE TABLE te (id int PRIMARY KEY, g geometry(Point, 3857));
+INSERT INTO te SELECT id, g FROM tq;
+INSERT INTO te VALUES (9002, 'SRID=3857;POINT EMPTY');
+CREATE TABLE tw (id int PRIMARY KEY, g geometry(Point, 4326));
+INSERT INTO tw VALUES (1, 'SRID=4326;POINT(3 3)');
+CREATE TABLE tgp (id int PRIMARY KEY, g geography(Point, 4326));
+INSERT INTO tgp SELECT id, g FROM jgp WHERE GeometryType(g) = 'POINT' AND NOT ST_IsEmpty(g::geometry);
+CREATE TABLE tgq (id int PRIMARY KEY, g geography(Point, 4326));
+INSERT INTO tgq SELECT id, g FROM jgq;
+ANALYZE tp, tq, te, tw, tgp, tgq;
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tq q JOIN tp p ON ST_DWithin(q.g, p.g, 0.5)$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM tq q JOIN tp p ON ST_DWithin(q.g, p.g, 0.5)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b, q.g <-> p.g AS d FROM tq q JOIN tp p ON p.g <-> q.g < 0.5 AND q.tag <> 3$$);
+SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM tp a JOIN tp b ON a.id < b.id AND ST_Distance(a.g, b.g) <= 0.3$$);
+SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM tp a JOIN tp b ON a.id < b.id AND ST_Distance(a.g, b.g) <= 0.3$$);
+SELECT * FROM join_check($$SELECT q.id FROM tq q WHERE EXISTS (SELECT 1 FROM tp p WHERE ST_DWithin(q.g, p.g, 0.2))$$);
+SELECT * FROM join_check($$SELECT q.id FROM tq q WHERE NOT EXISTS (SELECT 1 FROM tp p WHERE ST_DWithin(q.g, p.g, 0.2))$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tq q LEFT JOIN tp p ON ST_DWithin(q.g, p.g, 0.3)$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM tq q LEFT JOIN tp p ON ST_DWithin(q.g, p.g, 0.3)$$);
+-- an empty point: that side through its plan
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM te q JOIN tp p ON q.g <-> p.g <= 0.5$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM te q JOIN tp p ON q.g <-> p.g <= 0.5$$);
+-- another SRID on the other side: PostGIS's error
+SET enable_nestloop = off;
+SELECT count(*) FROM tp p JOIN tw w ON ST_DWithin(p.g, w.g, 0.5);
+RESET enable_nestloop;
+-- geography: the spheroid, the sphere, <->
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON ST_DWithin(q.g, p.g, 3000)$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON ST_DWithin(q.g, p.g, 3000)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON ST_DWithin(p.g, q.g, 3000, false)$$);
+SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON q.g <-> p.g <= 2500$$);
+DROP TABLE tp, tq, te, tw, tgp, tgq;
+DROP FUNCTION read_lines(text);
+RESET gpujoin.parallel_read_min_rows;

@@ -32,8 +32,12 @@ CREATE TABLE pj_cities AS SELECT i AS id, ST_MakePoint(random() * 60, random() *
 FROM generate_series(1, :ncity) i;
 CREATE TABLE pj_coast AS SELECT i AS id, ST_MakePoint(random() * 60, random() * 30) AS g
 FROM generate_series(1, :ncoast) i;
-ALTER TABLE pj_cities ADD PRIMARY KEY (id), ADD COLUMN gg geography;
-ALTER TABLE pj_coast ADD PRIMARY KEY (id), ADD COLUMN gg geography;
+-- declared as points of one SRID, as such tables usually are (and as the
+-- GpuJoin's parallel read of a side needs)
+ALTER TABLE pj_cities ADD PRIMARY KEY (id), ADD COLUMN gg geography(Point, 4326),
+    ALTER COLUMN g TYPE geometry(Point, 4326) USING ST_SetSRID(g, 4326);
+ALTER TABLE pj_coast ADD PRIMARY KEY (id), ADD COLUMN gg geography(Point, 4326),
+    ALTER COLUMN g TYPE geometry(Point, 4326) USING ST_SetSRID(g, 4326);
 UPDATE pj_cities SET gg = g::geography;
 UPDATE pj_coast SET gg = g::geography;
 CREATE INDEX ON pj_cities USING gist (g);

@@ -286,7 +286,7 @@ GjJoinReadBatch(GjJoinState *st)
 		o->ended = true;
 		k = -1;
 	}
-	if (st->kind == GJ_KEY_GEOGRAPHY)
+	if (st->kind == GJ_KEY_GEOGRAPHY && k >= 0)
 		gj_points_init(&o->pts, 2);
 	while (k >= 0 && o->n < GJ_JOIN_BATCH_ROWS)
 	{

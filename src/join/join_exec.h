@@ -61,6 +61,7 @@ typedef struct GjSide
 	Oid			tid_nsp;		/* gpujoin's schema */
 	AttrNumber	tid_att;		/* the key's column in the table */
 	int			tid_dims;		/* ... its declared dimensions */
+	int32		tid_srid;		/* ... or PostGIS points' SRID */
 	bool		by_tid;			/* this scan's rows: tids[], not tup[] */
 	bool		tid_tried;		/* this scan tried (the outer side: its first batch) */
 	ItemPointerData *tids;

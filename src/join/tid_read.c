@@ -27,8 +27,10 @@
  *	  checked as the current user (not through a view's owner), who holds
  *	  SELECT on the whole table;
  *	- its key is a pgvector vector or halfvec column with declared
- *	  dimensions (every value one the engine takes: pgvector stores no NaN).
- *	  PostGIS columns are not taken by the parallel read yet;
+ *	  dimensions (every value one the engine takes: pgvector stores no NaN),
+ *	  or a PostGIS geometry or geography column declared as 2-D points of
+ *	  one SRID (an empty or non-finite point sends the side back to its
+ *	  plan: the reader counts it);
  *	- the plan expects gpujoin.parallel_read_min_rows rows or more (-1:
  *	  never), and their keys fit in gpujoin.host_memory_limit.
  * A NULL key (a zero vector under <=>) never passes the predicate and is
@@ -236,8 +238,7 @@ GjTidInit(GjJoinState *st, GjSide *side)
 	GjKeyKind	kind;
 
 	side->tid_ok = false;
-	if ((st->kind != GJ_KEY_VECTOR && st->kind != GJ_KEY_HALFVEC) ||
-		!IsA(side->ps, SeqScanState) || side->ps->plan->qual != NIL ||
+	if (!IsA(side->ps, SeqScanState) || side->ps->plan->qual != NIL ||
 		stmt == NULL || stmt->commandType != CMD_SELECT || stmt->hasModifyingCTE ||
 		stmt->rowMarks != NIL || IsParallelWorker() ||
 		estate->es_snapshot == NULL || !IsMVCCSnapshot(estate->es_snapshot))
@@ -259,8 +260,16 @@ GjTidInit(GjJoinState *st, GjSide *side)
 	if (att == InvalidAttrNumber)
 		return;
 	get_atttypetypmodcoll(relid, att, &t, &typmod, &coll);
-	if (!GjKeyKindOf(getBaseType(t), &kind) || kind != st->kind ||
-		typmod < 1 || typmod > GJ_MAX_DIMS)
+	if (!GjKeyKindOf(getBaseType(t), &kind) || kind != st->kind)
+		return;
+	if (kind == GJ_KEY_GEOMETRY || kind == GJ_KEY_GEOGRAPHY)
+	{
+		/* 2-D points of one SRID, by the column's declaration */
+		if (!GjPointTypmod(typmod, &side->tid_srid))
+			return;
+		typmod = 2;
+	}
+	else if (typmod < 1 || typmod > GJ_MAX_DIMS)
 		return;
 	side->tid_nsp = GpujoinSchema();
 	side->tid_att = att;
@@ -291,14 +300,18 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget, bool exact)
 	int64		w = 0;
 	MemoryContext old;
 
-	/* the plan's estimate, with room to spare as the reader's own check has */
 	bool		cols = side->cols_ok;
+	bool		postgis = st->kind == GJ_KEY_GEOMETRY || st->kind == GJ_KEY_GEOGRAPHY;
 
 	/*
 	 * A kNN join touches each row k times: only without fetches; a self
-	 * join's unmatched rows, only from carried columns (GjJoinScanTuple)
+	 * join's unmatched rows, only from carried columns (GjJoinScanTuple);
+	 * PostGIS points of another SRID than the other side's: PostGIS's
+	 * error, through the plan.  The plan's estimate of the rows, with room
+	 * to spare as the reader's own check has.
 	 */
 	if (((st->what == GJ_JOIN_KNN || (exact && st->self_map != NULL)) && !cols) ||
+		(postgis && st->tag_set && st->tag != side->tid_srid) ||
 		!side->tid_ok || min_rows < 0 || rows < min_rows ||
 		(st->dims != 0 && st->dims != side->tid_dims) ||
 		rows * 1.25 * (8.0 * side->tid_dims + sizeof(int64) + sizeof(ItemPointerData)) >
@@ -368,6 +381,12 @@ GjTidRead(GjJoinState *st, GjSide *side, int64 budget, bool exact)
 	side->tid_workers = Max(side->tid_workers, rs.workers);
 	if (st->dims == 0)
 		st->dims = side->tid_dims;
+	if (postgis)
+	{
+		/* the rows' SRID, as ClassifyKey takes the first row's */
+		st->tag = side->tid_srid;
+		st->tag_set = true;
+	}
 	if (cols)
 	{
 		side->by_cols = true;

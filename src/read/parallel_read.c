@@ -459,6 +459,20 @@ ShapeFromArgs(FunctionCallInfo fcinfo, RowShape *shape)
 		shape->id_type != TIDOID)
 		elog(ERROR, "gpujoin_pack: the id must be an integer");
 	t = getBaseType(get_fn_expr_argtype(fcinfo->flinfo, 3));
+	if (nargs == 4)
+	{
+		Oid			nsp;
+		GjKeyKind	kind;
+
+		if (GjPostgisType(t, &nsp, &kind))
+		{
+			/* a PostGIS point column: the plain-SQL join's read */
+			shape->is_array = true;
+			shape->postgis = (int) kind + 1;
+			shape->srid = -1;
+			return;
+		}
+	}
 	if (nargs == 4 && (IsCoordArrayType(t) || GjPgvectorKind(t) != 0))
 	{
 		shape->is_array = true;
@@ -1061,8 +1075,10 @@ GjParallelReadWanted(const GjInputSpec *spec, int *dims)
 		int			n;
 		AttrNumber	att;
 		Oid			t,
-					coll;
+					coll,
+					pnsp;
 		int32		typmod;
+		GjKeyKind	pkind;
 
 		deconstruct_array(spec->cols, TEXTOID, -1, false, TYPALIGN_INT,
 						  &elems, &nulls, &n);
@@ -1073,6 +1089,8 @@ GjParallelReadWanted(const GjInputSpec *spec, int *dims)
 		t = getBaseType(t);
 		if (GjPgvectorKind(t) != 0)
 			*dims = typmod >= 1 && typmod <= GJ_MAX_DIMS ? typmod : 0;
+		else if (spec->quiet && GjPostgisType(t, &pnsp, &pkind))
+			*dims = 2;			/* the join's read of PostGIS points */
 		else if (IsCoordArrayType(t))
 			*dims = ProbeArrayDims(spec, att);
 		else if (!IsCoordType(t))

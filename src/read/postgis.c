@@ -298,3 +298,18 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 	appendStringInfo(&s, " FROM (%.*s\n) q(i, g)", len, query);
 	return s.data;
 }
+
+/*
+ * Whether a geometry or geography column's type modifier declares 2-D
+ * points of one SRID (geometry(Point, 4326)): every value then a point of
+ * that SRID, or empty.  *srid: the SRID.
+ */
+bool
+GjPointTypmod(int32 typmod, int32 *srid)
+{
+	if (typmod < 0 || GJ_TYPMOD_TYPE(typmod) != 1 || GJ_TYPMOD_Z(typmod) || (typmod & 0x1) ||
+		GJ_TYPMOD_SRID(typmod) <= 0)
+		return false;
+	*srid = GJ_TYPMOD_SRID(typmod);
+	return true;
+}

@@ -123,5 +123,6 @@ extern GjKeyResult GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, 
 extern void GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf);
 /* postgis.c: whether base type t is PostGIS's geometry or geography, and its schema */
 extern bool GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind);
+extern bool GjPointTypmod(int32 typmod, int32 *srid);
 
 #endif							/* GJ_READ_H */

@@ -27,6 +27,8 @@ typedef struct RowShape
 	Oid			id_type;
 	bool		is_array;		/* one float4[]/float8[], vector or halfvec column */
 	int			vec;			/* ... pgvector's GJ_VEC_*, or 0 for an array */
+	int			postgis;		/* ... a PostGIS point column (the join's read): its GjKeyKind + 1 */
+	int32		srid;			/* ... of which this SRID (another: an "other" row) */
 	int			ncoord;			/* scalar coordinate columns */
 	Oid		   *coord_types;	/* their base types */
 	Oid			elem_type;		/* array element type */
@@ -77,7 +79,7 @@ typedef struct GjRowReader
 /* rows.c */
 extern void GjCheckDims(const char *fname, int dims);
 extern bool GjIsPointColumnType(Oid t);
-extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool row_ids);
+extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read);
 /* After rd->shape is set; the row buffer lives in cxt. */
 extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
 							const int64 *only_ids, int nonly, MemoryContext cxt);

@@ -150,7 +150,9 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 	for (int i = 0; i < ncols; i++)
 	{
 		AttrNumber	att;
-		Oid			t;
+		Oid			t,
+					pnsp;
+		GjKeyKind	pkind;
 
 		if (elem_nulls[i])
 			ereport(ERROR,
@@ -158,7 +160,7 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 					 errmsg("%s: cols must not contain NULL", spec->fname)));
 		att = GjLookupColumn(relid, TextDatumGetCString(elems[i]));
 		t = getBaseType(get_atttype(relid, att));
-		if (GjIsPointColumnType(t))
+		if (GjIsPointColumnType(t) || (spec->quiet && ncols == 1 && GjPostgisType(t, &pnsp, &pkind)))
 		{
 			if (ncols != 1)
 				ereport(ERROR,

@@ -44,7 +44,7 @@ GjIsPointColumnType(Oid t)
 
 /* The row shape of a query's result; shared by both forms of input. */
 void
-GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool row_ids)
+GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read)
 {
 	int			natts = td->natts;
 
@@ -55,7 +55,7 @@ GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool row_ids)
 				 errmsg("%s: query must return an id column and at least one coordinate column",
 						fname)));
 	shape->id_type = getBaseType(TupleDescAttr(td, 0)->atttypid);
-	if (!IsIdType(shape->id_type) && !(row_ids && shape->id_type == TIDOID))
+	if (!IsIdType(shape->id_type) && !(join_read && shape->id_type == TIDOID))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s: first column \"%s\" has type %s", fname,
@@ -63,6 +63,20 @@ GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool row_ids)
 						format_type_be(TupleDescAttr(td, 0)->atttypid)),
 				 errdetail("The first column is the row id and must be smallint, integer or bigint.")));
 
+	if (join_read && natts == 2)
+	{
+		Oid			nsp;
+		GjKeyKind	kind;
+
+		if (GjPostgisType(getBaseType(TupleDescAttr(td, 1)->atttypid), &nsp, &kind))
+		{
+			/* the plain-SQL join's read of a PostGIS point column */
+			shape->is_array = true;
+			shape->postgis = (int) kind + 1;
+			shape->srid = -1;
+			return;
+		}
+	}
 	if (natts == 2 && GjIsPointColumnType(getBaseType(TupleDescAttr(td, 1)->atttypid)))
 	{
 		Oid			t = getBaseType(TupleDescAttr(td, 1)->atttypid);
@@ -249,7 +263,26 @@ GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
 			rd->nnull++;
 			return false;
 		}
-		if (rd->shape.vec != 0)
+		if (rd->shape.postgis != 0)
+		{
+			int			pdims = 2;
+			int32		tag;
+
+			GjRowReaderSetDims(rd, 2);
+			/*
+			 * Not one finite point of the column's SRID (empty, a line, a
+			 * NaN): counted with the non-finite rows, and the join reads
+			 * the side through its plan instead (tid_read.c)
+			 */
+			if (GjKeyCoords((GjKeyKind) (rd->shape.postgis - 1), values[1], rd->row, &pdims,
+							&tag) != GJ_KEY_OK ||
+				(rd->shape.srid >= 0 && tag != rd->shape.srid))
+			{
+				rd->nnonfinite++;
+				return false;
+			}
+		}
+		else if (rd->shape.vec != 0)
 			VectorCoords(rd, values[1]);
 		else if (!ArrayCoords(rd, values[1]))
 		{

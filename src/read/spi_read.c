@@ -107,7 +107,7 @@ GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 
 	if (r->packed)
 		return;
-	GjCheckRowShape(r->spec->fname, typeinfo, &r->rd.shape, r->spec->row_ids);
+	GjCheckRowShape(r->spec->fname, typeinfo, &r->rd.shape, r->spec->quiet);
 	GjRowReaderInit(&r->rd, r->spec->fname, r->spec->only_ids, r->spec->nonly, r->cxt);
 	if (!r->rd.shape.is_array)
 	{
@@ -298,8 +298,11 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		return;
 	}
 
-	/* a PostGIS point column: read through a query of its coordinates */
-	if (GjGeometryInput(spec, &gsql, &srid, &geography, &postgis_nsp))
+	/*
+	 * A PostGIS point column: read through a query of its coordinates (the
+	 * join's reads take the points themselves, read/keys.c)
+	 */
+	if (!spec->quiet && GjGeometryInput(spec, &gsql, &srid, &geography, &postgis_nsp))
 	{
 		gspec = *spec;
 		gspec.is_query = true;
