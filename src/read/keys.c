@@ -1,7 +1,8 @@
 /*
  * keys.c
  *		One value of a join's key column as coordinates, straight from its
- *		Datum: a PostGIS point (geometry or geography) or a pgvector value.
+ *		Datum: a PostGIS point (geometry or geography), a pgvector value or
+ *		a point of contrib's cube.
  *
  * The plain-SQL join (join/) reads its two sides through the executor, row
  * by row, not through a query of ours, so it cannot ask PostGIS for ST_X
@@ -19,6 +20,13 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
 #include "read/reader.h"
 
 /* gserialized2.c's flags */
@@ -29,6 +37,8 @@
 #define G2_EXTENDED		0x10
 #define G2_VERSION		0x40	/* set in version 2 */
 #define LW_POINTTYPE	1
+
+static GjKeyResult CubePoint(Datum d, double *out, int *dims);
 
 /* A geometry or geography value's first point (x, y) and SRID. */
 static GjKeyResult
@@ -93,6 +103,8 @@ GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag)
 			return PostgisPoint(d, false, out, tag);
 		case GJ_KEY_GEOGRAPHY:
 			return PostgisPoint(d, true, out, tag);
+		case GJ_KEY_CUBE:
+			return CubePoint(d, out, dims);
 		case GJ_KEY_VECTOR:
 		case GJ_KEY_HALFVEC:
 			vk = kind == GJ_KEY_VECTOR ? GJ_VEC_VECTOR : GJ_VEC_HALFVEC;
@@ -112,6 +124,107 @@ GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag)
 	return GJ_KEY_OTHER;
 }
 
+/*
+ * A cube (contrib/cube/cubedata.h, read without a build dependency): a
+ * varlena header, a word of dimensions (bits 0-30) and the point flag (bit
+ * 31), then the lower-left coordinates and, unless a point, the upper-right.
+ * One point (a box whose corners are equal is one): its coordinates, in
+ * dims dimensions (the first row's; another count is an "other" row, which
+ * cube's distance pads with zeros).
+ */
+static GjKeyResult
+CubePoint(Datum d, double *out, int *dims)
+{
+	struct varlena *v = pg_detoast_datum((struct varlena *) DatumGetPointer(d));
+	const char *p = VARDATA(v);
+	uint32		header;
+	int			n;
+	bool		point;
+
+	if (VARSIZE(v) < VARHDRSZ + sizeof(uint32))
+		return GJ_KEY_OTHER;
+	memcpy(&header, p, sizeof(uint32));
+	n = (int) (header & 0x7fffffff);
+	point = (header & 0x80000000) != 0;
+	if (n < 1 || n > GJ_MAX_DIMS || (*dims != 0 && n != *dims) ||
+		VARSIZE(v) != VARHDRSZ + sizeof(uint32) + sizeof(double) * (Size) n * (point ? 1 : 2))
+		return GJ_KEY_OTHER;
+	for (int i = 0; i < n; i++)
+	{
+		double		lo,
+					hi;
+
+		memcpy(&lo, p + sizeof(uint32) + sizeof(double) * i, sizeof(double));
+		hi = lo;
+		if (!point)
+			memcpy(&hi, p + sizeof(uint32) + sizeof(double) * (n + i), sizeof(double));
+		if (lo != hi || !isfinite(lo))
+			return GJ_KEY_OTHER;
+		out[i] = lo;
+	}
+	*dims = n;
+	return GJ_KEY_OK;
+}
+
+/* Whether t is contrib's cube (by name, in the extension "cube"). */
+static bool
+IsCubeType(Oid t)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(t));
+	bool		cube;
+	Oid			ext;
+	char	   *extname;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	cube = strcmp(NameStr(((Form_pg_type) GETSTRUCT(tup))->typname), "cube") == 0 &&
+		((Form_pg_type) GETSTRUCT(tup))->typlen == -1;
+	ReleaseSysCache(tup);
+	if (!cube)
+		return false;
+	ext = getExtensionOfObject(TypeRelationId, t);
+	if (!OidIsValid(ext) || (extname = get_extension_name(ext)) == NULL)
+		return false;
+	cube = strcmp(extname, "cube") == 0;
+	pfree(extname);
+	return cube;
+}
+
+/* The name of base type t when it is geometry or geography, else NULL. */
+const char *
+GjPostgisTypeName(Oid t, Oid *nsp)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(t));
+	const char *name = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	{
+		Form_pg_type typ = (Form_pg_type) GETSTRUCT(tup);
+
+		if (typ->typtype == TYPTYPE_BASE &&
+			(strcmp(NameStr(typ->typname), "geometry") == 0 ||
+			 strcmp(NameStr(typ->typname), "geography") == 0))
+		{
+			name = strcmp(NameStr(typ->typname), "geometry") == 0 ? "geometry" : "geography";
+			*nsp = typ->typnamespace;
+		}
+	}
+	ReleaseSysCache(tup);
+	return name;
+}
+
+bool
+GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind)
+{
+	const char *name = GjPostgisTypeName(t, nsp);
+
+	if (name == NULL)
+		return false;
+	*kind = strcmp(name, "geometry") == 0 ? GJ_KEY_GEOMETRY : GJ_KEY_GEOGRAPHY;
+	return true;
+}
+
 /* The key kind of a column of base type t, if the join can read it. */
 bool
 GjKeyKindOf(Oid t, GjKeyKind *kind)
@@ -126,5 +239,10 @@ GjKeyKindOf(Oid t, GjKeyKind *kind)
 	}
 	if (GjPostgisType(t, &nsp, kind))
 		return true;
+	if (IsCubeType(t))
+	{
+		*kind = GJ_KEY_CUBE;
+		return true;
+	}
 	return false;
 }

@@ -122,41 +122,6 @@ GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography)
 	return srid;
 }
 
-/* The name of base type t when it is geometry or geography, else NULL. */
-static const char *
-PostgisTypeName(Oid t, Oid *nsp)
-{
-	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(t));
-	const char *name = NULL;
-
-	if (!HeapTupleIsValid(tup))
-		return NULL;
-	{
-		Form_pg_type typ = (Form_pg_type) GETSTRUCT(tup);
-
-		if (typ->typtype == TYPTYPE_BASE &&
-			(strcmp(NameStr(typ->typname), "geometry") == 0 ||
-			 strcmp(NameStr(typ->typname), "geography") == 0))
-		{
-			name = strcmp(NameStr(typ->typname), "geometry") == 0 ? "geometry" : "geography";
-			*nsp = typ->typnamespace;
-		}
-	}
-	ReleaseSysCache(tup);
-	return name;
-}
-
-bool
-GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind)
-{
-	const char *name = PostgisTypeName(t, nsp);
-
-	if (name == NULL)
-		return false;
-	*kind = strcmp(name, "geometry") == 0 ? GJ_KEY_GEOMETRY : GJ_KEY_GEOGRAPHY;
-	return true;
-}
-
 /* The one SRID of the rows of column col of relid, by a scan; -1 when there is none. */
 static int32
 ScanSrid(const char *fname, const char *qrel, const char *qcol, const char *nspname)
@@ -221,7 +186,7 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 	if (att == InvalidAttrNumber)
 		return false;
 	get_atttypetypmodcoll(spec->relid, att, &t, &typmod, &coll);
-	kind = PostgisTypeName(getBaseType(t), &nsp);
+	kind = GjPostgisTypeName(getBaseType(t), &nsp);
 	if (kind == NULL)
 		return false;
 	qcol = (char *) quote_identifier(get_attname(spec->relid, att, false));
@@ -279,7 +244,7 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 		return NULL;
 	t = TupleDescAttr(td, 1)->atttypid;
 	typmod = TupleDescAttr(td, 1)->atttypmod;
-	kind = PostgisTypeName(getBaseType(t), &nsp);
+	kind = GjPostgisTypeName(getBaseType(t), &nsp);
 	if (kind == NULL)
 		return NULL;
 	*geography = strcmp(kind, "geography") == 0;

@@ -107,7 +107,8 @@ typedef enum GjKeyKind
 	GJ_KEY_GEOMETRY,
 	GJ_KEY_GEOGRAPHY,
 	GJ_KEY_VECTOR,
-	GJ_KEY_HALFVEC
+	GJ_KEY_HALFVEC,
+	GJ_KEY_CUBE					/* contrib's cube, points only */
 } GjKeyKind;
 
 typedef enum GjKeyResult
@@ -121,7 +122,7 @@ extern bool GjKeyKindOf(Oid t, GjKeyKind *kind);
 extern GjKeyResult GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag);
 /* pgvector.c: a vector value from coordinates read from one (exact) */
 extern void GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf);
-/* postgis.c: whether base type t is PostGIS's geometry or geography, and its schema */
+/* keys.c: whether base type t is PostGIS's geometry or geography, and its schema */
 extern bool GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind);
 extern bool GjPointTypmod(int32 typmod, int32 *srid);
 

@@ -115,6 +115,7 @@ extern int	GjEnterReadOnly(void);
  */
 extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
 							bool *geography, Oid *nsp);
+extern const char *GjPostgisTypeName(Oid t, Oid *nsp);	/* keys.c */
 extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 								 bool *geography, Oid *nsp, int *coords);
 extern int32 GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography);
