@@ -49,7 +49,7 @@ DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
 	readonly upgrade clustering clustering_postgis postgis_input geography parallel_read highdim \
-	plain_join
+	plain_join plain_join_cube
 REGRESS_OPTS = --inputdir=$(srcdir)
 # pgvector's input test, where pgvector is installed (regress/run_tests.sh
 # sets this when it finds the extension)

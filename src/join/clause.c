@@ -10,8 +10,9 @@
  *	          a <-> b <= d, < d                              geometry, geography
  *	pgvector  a <-> b <= d, < d  (L2)                        vector, halfvec
  *	          a <=> b <= d, < d  (cosine distance)           vector, halfvec
- * and d >= .., d > .. the other way round.  The functions are PostGIS's
- * and pgvector's own: found by name in the schema their types live in, so
+ *	cube      a <-> b <= d, < d  (cube_distance: Euclidean)  cube points
+ * and d >= .., d > .. the other way round.  The functions are PostGIS's,
+ * pgvector's and cube's own: found by name in the schema their types live in, so
  * a function of the same name elsewhere is not mistaken for them.
  * Everything else, and these on expressions rather than columns, stays
  * with PostgreSQL.
@@ -125,6 +126,12 @@ IsPostgis(GjKeyKind k)
 	return k == GJ_KEY_GEOMETRY || k == GJ_KEY_GEOGRAPHY;
 }
 
+static bool
+IsPgvector(GjKeyKind k)
+{
+	return k == GJ_KEY_VECTOR || k == GJ_KEY_HALFVEC;
+}
+
 /* A distance function or operator between the sides: its metric. */
 bool
 GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc)
@@ -181,10 +188,12 @@ GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc)
 		jc->metric = GJ_JM_PLANAR;
 	else if (jc->kind == GJ_KEY_GEOGRAPHY && strcmp(name, "geography_distance_knn") == 0)
 		jc->metric = GJ_JM_SPHERE;
-	else if (!IsPostgis(jc->kind) && strcmp(name, "l2_distance") == 0)
+	else if (IsPgvector(jc->kind) && strcmp(name, "l2_distance") == 0)
 		jc->metric = GJ_JM_L2;
-	else if (!IsPostgis(jc->kind) && strcmp(name, "cosine_distance") == 0)
+	else if (IsPgvector(jc->kind) && strcmp(name, "cosine_distance") == 0)
 		jc->metric = GJ_JM_COSINE;
+	else if (jc->kind == GJ_KEY_CUBE && strcmp(name, "cube_distance") == 0)
+		jc->metric = GJ_JM_PLANAR;	/* float64 coordinates, as geometry's */
 	else
 		return false;
 	return true;
