@@ -328,8 +328,9 @@ BEGIN
     PERFORM set_config('enable_hashjoin', 'off', true);
     PERFORM set_config('enable_mergejoin', 'off', true);
     FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-        IF line ~ 'GpuJoin|Parallel Read|Self Join' THEN
-            RETURN NEXT regexp_replace(line, '\d+ workers', 'N workers');
+        IF line ~ 'GpuJoin|Parallel Read|Self Join|Fetched' THEN
+            RETURN NEXT regexp_replace(regexp_replace(line, '\d+ workers', 'N workers'),
+                                       'Ctid: [1-9]\d*', 'Ctid: (some)');
         END IF;
     END LOOP;
 END $$;
@@ -353,6 +354,8 @@ ANALYZE tp, tq, te, tw, tgp, tgq;
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tq q JOIN tp p ON ST_DWithin(q.g, p.g, 0.5)$$);
 SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM tq q JOIN tp p ON ST_DWithin(q.g, p.g, 0.5)$$);
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b, q.g <-> p.g AS d FROM tq q JOIN tp p ON p.g <-> q.g < 0.5 AND q.tag <> 3$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b, q.g <-> p.g AS d FROM tq q JOIN tp p ON p.g <-> q.g < 0.5 AND q.tag <> 3$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b, q.tag FROM tq q JOIN tp p ON p.g <-> q.g < 0.5$$) WHERE read_lines ~ 'Fetched';
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM tp a JOIN tp b ON a.id < b.id AND ST_Distance(a.g, b.g) <= 0.3$$);
 SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM tp a JOIN tp b ON a.id < b.id AND ST_Distance(a.g, b.g) <= 0.3$$);
 SELECT * FROM join_check($$SELECT q.id FROM tq q WHERE EXISTS (SELECT 1 FROM tp p WHERE ST_DWithin(q.g, p.g, 0.2))$$);

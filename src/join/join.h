@@ -79,7 +79,8 @@ enum
 	GJ_JP_SORTOPS,				/* kNN: each ORDER BY key's operator, */
 	GJ_JP_COLLATIONS,			/* ... collation */
 	GJ_JP_NULLS_FIRST,			/* ... and NULLS FIRST */
-	GJ_JP_SELF_MAP				/* one table on both sides: each outer column's inner column */
+	GJ_JP_SELF_MAP,				/* one table on both sides: each outer column's inner column */
+	GJ_JP_CANDIDATES			/* distance joins: the candidates expected (-1: no estimate) */
 };
 
 /* custom_exprs of the plan: in this order */

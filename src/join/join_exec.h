@@ -83,6 +83,7 @@ typedef struct GjSide
 	int64	   *cvals;			/* the integer column's value per row */
 	bool		key_needed;		/* an expression of the node reads the key ... */
 	bool		key_always;		/* ... one evaluated on every scan tuple */
+	GjKeyKind	key_kind;
 	struct varlena *keybuf;		/* the key's value, made for key_row */
 	int64		key_row;
 	Buffer	   *pins;			/* the table's pages, pinned as first fetched (or NULL) */
@@ -117,6 +118,7 @@ typedef struct GjJoinState
 {
 	CustomScanState css;
 	int			what;			/* GJ_JOIN_DISTANCE or GJ_JOIN_KNN */
+	double		est_cand;		/* candidates the plan expects (-1: no estimate) */
 	JoinType	jointype;
 	GjKeyKind	kind;
 	GjJoinMetric metric;

@@ -147,6 +147,8 @@ GjJoinBegin(CustomScanState *node, EState *estate, int eflags)
 				ikey;
 
 	st->what = intVal(list_nth(priv, GJ_JP_WHAT));
+	st->est_cand = list_length(priv) > GJ_JP_CANDIDATES ?
+		(double) intVal(list_nth(priv, GJ_JP_CANDIDATES)) : -1;
 	st->jointype = (JoinType) intVal(list_nth(priv, GJ_JP_JOINTYPE));
 	st->kind = (GjKeyKind) intVal(list_nth(priv, GJ_JP_KIND));
 	st->metric = (GjJoinMetric) intVal(list_nth(priv, GJ_JP_METRIC));

@@ -33,6 +33,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include <math.h>
 
 #include "nodes/extensible.h"
@@ -115,7 +117,8 @@ SplitQuals(JoinType jointype, List *restrictlist, Relids joinrelids,
  */
 static void
 AddJoinPath(RelOptInfo *joinrel, Path *outer_path, Path *inner_path, JoinType jointype,
-			List *restrictlist, int what, Index inner_relid, double startup, double total)
+			List *restrictlist, int what, Index inner_relid, double startup, double total,
+			double cand)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 
@@ -133,8 +136,9 @@ AddJoinPath(RelOptInfo *joinrel, Path *outer_path, Path *inner_path, JoinType jo
 	cpath->flags = 0;
 	cpath->custom_paths = inner_path != NULL ? list_make2(outer_path, inner_path) :
 		list_make1(outer_path);
-	cpath->custom_private = list_make4(makeInteger(jointype), restrictlist, makeInteger(what),
-									   makeInteger(inner_relid));
+	cpath->custom_private = list_make5(makeInteger(jointype), restrictlist, makeInteger(what),
+									   makeInteger(inner_relid),
+									   makeInteger(cand < 0 ? -1 : (int) Min(cand, (double) INT_MAX)));
 	cpath->methods = &gj_join_path_methods;
 	add_path(joinrel, &cpath->path);
 }
@@ -159,6 +163,7 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 				engine,
 				inner_bytes,
 				startup;
+	bool		known;
 
 	if (prev_join_pathlist)
 		prev_join_pathlist(root, joinrel, outerrel, innerrel, jointype, extra);
@@ -186,7 +191,7 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 			GjLateralPath(root, joinrel, outerrel, innerrel, jointype, extra, outer_path,
 						  &startup, &total))
 			AddJoinPath(joinrel, outer_path, NULL, jointype, extra->restrictlist,
-						GJ_JOIN_KNN, innerrel->relid, startup, total);
+						GJ_JOIN_KNN, innerrel->relid, startup, total, -1);
 		return;
 	}
 
@@ -202,7 +207,8 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		return;
 
 	sel = clause_selectivity(root, (Node *) jc.clause, 0, JOIN_INNER, NULL);
-	if (sel == DEFAULT_INEQ_SEL)
+	known = sel != DEFAULT_INEQ_SEL;
+	if (!known)
 	{
 		/*
 		 * No statistics for the distance (pgvector's operators): a third of
@@ -225,7 +231,7 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	AddJoinPath(joinrel, outer_path, inner_path, jointype, extra->restrictlist,
 				GJ_JOIN_DISTANCE, 0, startup,
 				startup + cand * (qc.per_tuple + GJ_BAND_SHARE * pc.per_tuple + cpu_tuple_cost) +
-				joinrel->rows * joinrel->reltarget->cost.per_tuple);
+				joinrel->rows * joinrel->reltarget->cost.per_tuple, known ? cand : -1);
 }
 
 /* A copy of each entry of tlist, numbered on from *resno. */
@@ -306,6 +312,8 @@ GjJoinPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private,
 									GjSelfMap(root, outer_path->parent, inner_path->parent,
 											  outer_plan->targetlist, inner_plan->targetlist));
+	cscan->custom_private = lappend(cscan->custom_private,
+									makeInteger(intVal(list_nth(best_path->custom_private, 4))));
 	return &cscan->scan.plan;
 }
 

@@ -166,6 +166,30 @@ CubePoint(Datum d, double *out, int *dims)
 	return GJ_KEY_OK;
 }
 
+/*
+ * A 2-D geometry point of srid in PostGIS 3's serialization (what
+ * PostgisPoint reads): the varlena header, the SRID's 21 bits in three
+ * bytes, the version flag, then type 1 (point), one point, x and y.  A
+ * point has no box and no extended flags: 32 bytes, as PostGIS makes it.
+ */
+void
+GjPostgisPointFromXY(double x, double y, int32 srid, struct varlena *buf)
+{
+	uint8	   *p = (uint8 *) VARDATA(buf);
+	uint32		type = LW_POINTTYPE,
+				npoints = 1;
+
+	SET_VARSIZE(buf, GJ_POSTGIS_POINT_SIZE);
+	p[0] = (uint8) ((srid & 0x001F0000) >> 16);
+	p[1] = (uint8) ((srid & 0x0000FF00) >> 8);
+	p[2] = (uint8) (srid & 0x000000FF);
+	p[3] = G2_VERSION;
+	memcpy(p + 4, &type, 4);
+	memcpy(p + 8, &npoints, 4);
+	memcpy(p + 12, &x, 8);
+	memcpy(p + 20, &y, 8);
+}
+
 /* Whether t is contrib's cube (by name, in the extension "cube"). */
 static bool
 IsCubeType(Oid t)

@@ -120,6 +120,9 @@ typedef enum GjKeyResult
 
 extern bool GjKeyKindOf(Oid t, GjKeyKind *kind);
 extern GjKeyResult GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, int32 *tag);
+/* keys.c: a geometry point value of x, y and srid, in GJ_POSTGIS_POINT_SIZE bytes */
+#define GJ_POSTGIS_POINT_SIZE 32
+extern void GjPostgisPointFromXY(double x, double y, int32 srid, struct varlena *buf);
 /* pgvector.c: a vector value from coordinates read from one (exact) */
 extern void GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf);
 /* keys.c: whether base type t is PostGIS's geometry or geography, and its schema */
