@@ -362,6 +362,16 @@ SELECT * FROM join_check($$SELECT q.id FROM tq q WHERE EXISTS (SELECT 1 FROM tp 
 SELECT * FROM join_check($$SELECT q.id FROM tq q WHERE NOT EXISTS (SELECT 1 FROM tp p WHERE ST_DWithin(q.g, p.g, 0.2))$$);
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tq q LEFT JOIN tp p ON ST_DWithin(q.g, p.g, 0.3)$$);
 SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM tq q LEFT JOIN tp p ON ST_DWithin(q.g, p.g, 0.3)$$);
+-- LATERAL kNN: typed geometry carried with the ids (the ORDER BY key made
+-- from x, y and the SRID where ranked); tp's NULL row: tp through its plan
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM tq q CROSS JOIN LATERAL
+    (SELECT e.id, e.g <-> q.g AS d FROM tq e WHERE e.id <> q.id ORDER BY e.g <-> q.g, e.id LIMIT 4) s$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, s.id AS b FROM tq q CROSS JOIN LATERAL
+    (SELECT e.id FROM tq e WHERE e.id <> q.id ORDER BY e.g <-> q.g, e.id LIMIT 4) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.g FROM tq q CROSS JOIN LATERAL
+    (SELECT p.id, p.g FROM tp p ORDER BY ST_Distance(p.g, q.g), p.id LIMIT 3) s$$);
+SELECT * FROM read_lines($$SELECT q.id AS a, s.id AS b, s.g FROM tq q CROSS JOIN LATERAL
+    (SELECT p.id, p.g FROM tp p ORDER BY ST_Distance(p.g, q.g), p.id LIMIT 3) s$$);
 -- an empty point: that side through its plan
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM te q JOIN tp p ON q.g <-> p.g <= 0.5$$);
 SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM te q JOIN tp p ON q.g <-> p.g <= 0.5$$);
