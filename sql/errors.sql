@@ -37,6 +37,14 @@ SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x,t}', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{ctid}', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x,arr}', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{arr,arr4}', 1)$$);
+-- a column named twice (it would weigh its axis twice): 42701
+SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x,x}', 1)$$);
+SELECT pg_temp.err($$SELECT * FROM eps_join('e', 'e', '{y,x,y}', 1)$$);
+SELECT pg_temp.err($$SELECT * FROM knn_selfjoin('e', '{x,y,x}', 1)$$);
+-- metric names in any case, as PostgreSQL's settings take theirs
+SELECT count(*) FROM knn_selfjoin('e', '{x,y}', 1, metric => 'L2');
+SELECT count(*) FROM eps_selfjoin('e', '{x,y}', 2, metric => 'Cosine');
+SELECT pg_temp.err($$SELECT * FROM knn_selfjoin('e', '{x,y}', 1, metric => 'l1')$$);
 -- id column
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x}', 1, 'f')$$);
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('e', '{x}', 1, 'nosuch')$$);

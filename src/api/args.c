@@ -55,9 +55,10 @@ MetricFromArg(const Datum *values, const bool *nulls, int argno)
 		return GJ_METRIC_L2;	/* a 0.3 definition: no metric argument */
 	CheckNotNull(nulls, argno, "metric");
 	m = TextDatumGetCString(values[argno]);
-	if (strcmp(m, "l2") == 0)
+	/* any case, as PostgreSQL's own settings take their names */
+	if (pg_strcasecmp(m, "l2") == 0)
 		return GJ_METRIC_L2;
-	if (strcmp(m, "cosine") == 0)
+	if (pg_strcasecmp(m, "cosine") == 0)
 		return GJ_METRIC_COSINE;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

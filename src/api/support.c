@@ -251,9 +251,9 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 			{
 				char	   *m = TextDatumGetCString(c5->constvalue);
 
-				if (strcmp(m, "cosine") == 0)
+				if (pg_strcasecmp(m, "cosine") == 0)
 					metric = GJ_METRIC_COSINE;
-				else if (strcmp(m, "l2") != 0)
+				else if (pg_strcasecmp(m, "l2") != 0)
 					return false;	/* the call will fail: no estimate */
 			}
 			else if (list_length(fexpr->args) > 5)
@@ -301,9 +301,9 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 			{
 				char	   *m = TextDatumGetCString(c5->constvalue);
 
-				if (strcmp(m, "cosine") == 0)
+				if (pg_strcasecmp(m, "cosine") == 0)
 					metric = GJ_METRIC_COSINE;
-				else if (strcmp(m, "l2") != 0)
+				else if (pg_strcasecmp(m, "l2") != 0)
 					return false;
 			}
 			if (c0 == NULL || c1 == NULL || c2 == NULL || c3 == NULL || c4 == NULL ||

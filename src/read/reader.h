@@ -53,7 +53,7 @@ IsCoordArrayType(Oid t)
 	return t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID;
 }
 
-#define GJ_COORD_TYPES_DETAIL "Coordinates must be smallint, integer, bigint, real, double precision or numeric columns, or one real[], double precision[], vector or halfvec column."
+#define GJ_COORD_TYPES_DETAIL "Coordinates must be smallint, integer, bigint, real, double precision or numeric columns, or one real[], double precision[], vector, halfvec, geometry or geography column."
 
 /*
  * Converting rows of one shape (rows.c): counters of why rows were

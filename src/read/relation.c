@@ -159,6 +159,13 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("%s: cols must not contain NULL", spec->fname)));
 		att = GjLookupColumn(relid, TextDatumGetCString(elems[i]));
+		for (int j = 0; j < i; j++)
+			if (!elem_nulls[j] && GjLookupColumn(relid, TextDatumGetCString(elems[j])) == att)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("%s: column \"%s\" is named twice in cols", spec->fname,
+								get_attname(relid, att, false)),
+						 errdetail("Each coordinate column counts once; a repeated one would weigh its axis twice in every distance.")));
 		t = getBaseType(get_atttype(relid, att));
 		if (GjIsPointColumnType(t) || (spec->quiet && ncols == 1 && GjPostgisType(t, &pnsp, &pkind)))
 		{
