@@ -208,7 +208,7 @@ SELECT pg_temp.differ($$SELECT * FROM naive_cos_rs$$,
                       $$SELECT * FROM eps_join_sql('SELECT id, v FROM hc_r', 'SELECT id, v FROM hc_s', 0.002, metric => 'cosine')$$) AS cosine_join_sql_differ;
 RESET gpujoin.eps_method;
 -- bad metrics
-SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => 'L2');
+SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => 'l1');
 SELECT * FROM eps_selfjoin('hc', '{v}', 0.1, metric => NULL);
 
 -- the host memory limit: checked before reading (statistics) and while reading
