@@ -19,7 +19,7 @@
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.6"
+#define GPUJOIN_VERSION "0.7"
 
 /* How long the backend waits on an engine between interrupt checks. */
 #define GJ_WAIT_MS 50
@@ -31,7 +31,11 @@
  */
 extern void GjCheckStatus(gj_status st, const char *what);
 extern void GjCheckCore(gj_status st, const char *what);
+#if PG_VERSION_NUM >= 180000	/* 18 has only the C11-style specifier */
+pg_noreturn extern void GjRaiseCanceled(void);
+#else
 extern void GjRaiseCanceled(void) pg_attribute_noreturn();
+#endif
 
 /* Is id one of the n sorted ids? */
 static inline bool

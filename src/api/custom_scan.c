@@ -35,6 +35,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "catalog/objectaccess.h"
@@ -42,6 +44,7 @@
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
+#include GJ_EXPLAIN_FORMAT_H
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -352,7 +355,7 @@ GjBeginScan(CustomScanState *node, EState *estate, int eflags)
 		(Expr *) lsecond(cscan->custom_exprs) : NULL;
 
 	/* what the function scan would have checked */
-	aclresult = pg_proc_aclcheck(st->fexpr->funcid, GetUserId(), ACL_EXECUTE);
+	aclresult = GjProcAclCheck(st->fexpr->funcid, GetUserId(), ACL_EXECUTE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(st->fexpr->funcid));
 	InvokeFunctionExecuteHook(st->fexpr->funcid);

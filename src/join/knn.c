@@ -23,6 +23,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include <math.h>
 
 #include "miscadmin.h"
@@ -98,11 +100,11 @@ PairNotSelf(GjJoinState *st, List *quals)
 	if (lo < 1 || lo > st->nouter || ri <= st->nouter || ri > st->nouter + st->ninner ||
 		st->self_map[lo - 1] != ri - st->nouter)
 		return false;
-	foreach(lc, get_op_btree_interpretation(op->opno))
+	foreach(lc, GjOpInterpretations(op->opno))
 	{
-		OpBtreeInterpretation *bi = lfirst(lc);
+		GjOpInterpretation *bi = lfirst(lc);
 
-		if (bi->strategy == ROWCOMPARE_NE)
+		if (GjOpIsNotEqual(bi))
 		{
 			/* the inner plan's column ri: a column of the table? */
 			TargetEntry *tle = list_nth_node(TargetEntry, ips->plan->targetlist,

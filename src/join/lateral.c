@@ -36,6 +36,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include <math.h>
 
 #include "access/sysattr.h"
@@ -353,6 +355,7 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 
 	/* r again, for our scan: the subquery's RTE, its permissions with it */
 	nrte = copyObject(lat.r_rte);
+	GjCopyRtePermissions(root->parse, lat.sq, nrte);
 	root->parse->rtable = lappend(root->parse->rtable, nrte);
 	nrti = list_length(root->parse->rtable);
 
@@ -500,5 +503,6 @@ GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->custom_private = lappend(cscan->custom_private, colls);
 	cscan->custom_private = lappend(cscan->custom_private, nfirst);
 	cscan->custom_private = lappend(cscan->custom_private, self_map);
+	GjAlignNullingMarks(cscan);
 	return &cscan->scan.plan;
 }

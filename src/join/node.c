@@ -6,7 +6,10 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include "commands/explain.h"
+#include GJ_EXPLAIN_FORMAT_H
 #include "executor/tuptable.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"

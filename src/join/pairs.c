@@ -48,6 +48,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include <math.h>
 
 #include "miscadmin.h"
@@ -98,12 +100,11 @@ DiagonalNever(GjJoinState *st)
 		if (lo < 1 || lo > st->nouter || ri <= st->nouter || ri > st->nouter + st->ninner ||
 			st->self_map[lo - 1] != ri - st->nouter)
 			continue;
-		foreach(lc2, get_op_btree_interpretation(op->opno))
+		foreach(lc2, GjOpInterpretations(op->opno))
 		{
-			OpBtreeInterpretation *bi = lfirst(lc2);
+			GjOpInterpretation *bi = lfirst(lc2);
 
-			if (bi->strategy == BTLessStrategyNumber || bi->strategy == BTGreaterStrategyNumber ||
-				bi->strategy == ROWCOMPARE_NE)
+			if (GjOpIsLess(bi) || GjOpIsGreater(bi) || GjOpIsNotEqual(bi))
 				return true;
 		}
 	}

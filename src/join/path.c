@@ -183,15 +183,15 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	SplitQuals(jointype, extra->restrictlist, joinrel->relids, &joinquals, &otherquals);
 	if (!GjFindJoinClause(joinquals, outerrel->relids, innerrel->relids, &jc))
 	{
-		double		startup,
-					total;
+		double		knn_startup,
+					knn_total;
 
 		/* q JOIN LATERAL (SELECT .. FROM r ORDER BY r.x <-> q.x LIMIT k) */
 		if ((jointype == JOIN_INNER || jointype == JOIN_LEFT) &&
 			GjLateralPath(root, joinrel, outerrel, innerrel, jointype, extra, outer_path,
-						  &startup, &total))
+						  &knn_startup, &knn_total))
 			AddJoinPath(joinrel, outer_path, NULL, jointype, extra->restrictlist,
-						GJ_JOIN_KNN, innerrel->relid, startup, total, -1);
+						GJ_JOIN_KNN, innerrel->relid, knn_startup, knn_total, -1);
 		return;
 	}
 
@@ -232,6 +232,65 @@ GjJoinPathlist(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 				GJ_JOIN_DISTANCE, 0, startup,
 				startup + cand * (qc.per_tuple + GJ_BAND_SHARE * pc.per_tuple + cpu_tuple_cost) +
 				joinrel->rows * joinrel->reltarget->cost.per_tuple, known ? cand : -1);
+}
+
+#if PG_VERSION_NUM >= 160000
+/*
+ * PostgreSQL 16 marks each Var above an outer join with the joins that can
+ * null it (varnullingrels), and setrefs.c matches the plan's target list,
+ * its qual and custom_exprs against custom_scan_tlist requiring the marks
+ * to be equal.  The target list and qual are what the plan above reads
+ * (their Vars carry this join's mark on the nullable side); the join's own
+ * quals, read before null-extension, carry none.  The executor never reads
+ * the marks, so the scan tuple's Vars and the join's quals take, for each
+ * column, the mark it has in the target list and qual.
+ */
+typedef struct NullingMarks
+{
+	List	   *vars;			/* the Vars of the target list and qual */
+} NullingMarks;
+
+static Node *
+TakeNullingMarks(Node *node, NullingMarks *marks)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
+	{
+		Var		   *v = (Var *) copyObject(node);
+		ListCell   *lc;
+
+		v->varnullingrels = NULL;
+		foreach(lc, marks->vars)
+		{
+			Var		   *m = lfirst(lc);
+
+			if (IsA(m, Var) && m->varno == v->varno && m->varattno == v->varattno &&
+				m->varlevelsup == 0)
+			{
+				v->varnullingrels = bms_copy(m->varnullingrels);
+				break;
+			}
+		}
+		return (Node *) v;
+	}
+	return expression_tree_mutator(node, TakeNullingMarks, marks);
+}
+#endif
+
+/* custom_scan_tlist and custom_exprs with the target list's marks (above). */
+void
+GjAlignNullingMarks(CustomScan *cscan)
+{
+#if PG_VERSION_NUM >= 160000
+	NullingMarks marks;
+
+	marks.vars = pull_var_clause((Node *) cscan->scan.plan.targetlist, PVC_RECURSE_PLACEHOLDERS);
+	marks.vars = list_concat(marks.vars,
+							 pull_var_clause((Node *) cscan->scan.plan.qual, PVC_RECURSE_PLACEHOLDERS));
+	cscan->custom_scan_tlist = (List *) TakeNullingMarks((Node *) cscan->custom_scan_tlist, &marks);
+	cscan->custom_exprs = (List *) TakeNullingMarks((Node *) cscan->custom_exprs, &marks);
+#endif
 }
 
 /* A copy of each entry of tlist, numbered on from *resno. */
@@ -314,6 +373,7 @@ GjJoinPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 											  outer_plan->targetlist, inner_plan->targetlist));
 	cscan->custom_private = lappend(cscan->custom_private,
 									makeInteger(intVal(list_nth(best_path->custom_private, 4))));
+	GjAlignNullingMarks(cscan);
 	return &cscan->scan.plan;
 }
 

@@ -39,6 +39,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/parallel.h"
@@ -264,7 +266,7 @@ GjTidInit(GjJoinState *st, GjSide *side)
 		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return;
 	rte = exec_rt_fetch(((Scan *) side->ps->plan)->scanrelid, estate);
-	if (OidIsValid(rte->checkAsUser) && rte->checkAsUser != GetUserId())
+	if (OidIsValid(GjRteCheckAsUser(rte, estate)) && GjRteCheckAsUser(rte, estate) != GetUserId())
 		return;
 	att = HeapKeyColumn(side);
 	if (att == InvalidAttrNumber)

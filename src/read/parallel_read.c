@@ -36,6 +36,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include <limits.h>
 #include <sys/statvfs.h>
 
@@ -46,7 +48,6 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "storage/backendid.h"
 #include "storage/dsm.h"
 #include "storage/dsm_impl.h"
 #include "storage/fd.h"
@@ -121,7 +122,7 @@ typedef struct PackShared
 	int32		normalize;		/* cosine: rows normalised as they are packed */
 	char		fname[NAMEDATALEN];	/* the reading function, for messages */
 	int32		leader_pid;		/* the reader that made it ... */
-	BackendId	leader_backend;	/* ... and its backend slot */
+	GjBackendSlot leader_backend;	/* ... and its backend slot */
 	int32		rows_nfiles;	/* the rows' files in the reader, or 0: rows follow */
 	int32		rows_fds[GJ_SHARED_ROWS_MAX_FILES];	/* their descriptors there */
 	int64		rows_part;		/* bytes a file */
@@ -387,7 +388,7 @@ UseShared(PackState *st)
 		RefuseToken(st->token);	/* the reader's segment lives while its workers run */
 	sh = (PackShared *) dsm_segment_address(st->seg);
 	if (sh->magic != PACK_MAGIC || sh->token != st->token ||
-		sh->leader_backend != ParallelLeaderBackendId || MyProc->lockGroupLeader == NULL ||
+		sh->leader_backend != GjLeaderSlot() || MyProc->lockGroupLeader == NULL ||
 		MyProc->lockGroupLeader->pid != sh->leader_pid)
 	{
 		dsm_detach(st->seg);
@@ -944,7 +945,7 @@ GjPackBegin(GjPackTarget *t, MemoryContext cxt, int dims, bool normalize, const 
 		sh->normalize = normalize;
 		strlcpy(sh->fname, fname, sizeof(sh->fname));
 		sh->leader_pid = MyProcPid;
-		sh->leader_backend = MyBackendId;
+		sh->leader_backend = GjMySlot();
 		sh->dims = dims;
 		sh->cap = cap;
 		sh->block_rows = BlockRows(dims);
@@ -1012,17 +1013,17 @@ ProbeArrayDims(const GjInputSpec *spec, AttrNumber att)
 	bool		isnull;
 	Datum		d;
 	int			dims = 0;
-	int			nestlevel;
+	GjReadOnly	guard;
 
 	/* under the read's own guard: nothing the probe calls may write */
-	nestlevel = GjEnterReadOnly();
+	GjEnterReadOnly(&guard);
 	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (!isnull)
 			dims = DatumGetInt32(d);
 	}
-	AtEOXact_GUC(true, nestlevel);
+	GjLeaveReadOnly(&guard);
 	if (SPI_tuptable != NULL)
 		SPI_freetuptable(SPI_tuptable);
 	pfree(sql);

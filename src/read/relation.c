@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
+
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/sysattr.h"
@@ -48,7 +50,7 @@ GjPrimaryKeyColumn(Oid relid, const char *fname)
 	if (rel->rd_rel->relkind == RELKIND_RELATION ||
 		rel->rd_rel->relkind == RELKIND_MATVIEW ||
 		rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		pkidx = RelationGetPrimaryKeyIndex(rel);
+		pkidx = GjRelationPrimaryKeyIndex(rel);
 	relation_close(rel, AccessShareLock);
 
 	if (OidIsValid(pkidx))
