@@ -434,6 +434,13 @@ GjJoinScanTuple(GjJoinState *st, int64 o, int64 i)
 	int			nin = st->ninner;
 	int			nrest = scan->tts_tupleDescriptor->natts - st->nouter - nin;
 
+	/*
+	 * A consumer that materialized the last row in place (CREATE TABLE AS
+	 * stores it so) moved its values into memory the slot frees now: the
+	 * values kept for the next row are gone with them
+	 */
+	if (TTS_SHOULDFREE(scan))
+		st->scan_outer = st->scan_inner = -2;
 	ExecClearTuple(scan);
 	if ((orows = ColsRows(st, &st->outer)) != NULL)
 	{
