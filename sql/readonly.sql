@@ -31,6 +31,8 @@ END $$;
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT id, x, y FROM ro_pts WHERE ro_write() = 1', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM knn_selfjoin_sql('SELECT id, x, y FROM ro_pts WHERE ro_write() = 1', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT id, x, nextval(''ro_seq'')::float8 FROM ro_pts', 1)$$);
+-- the error says whose guard refused the write, and why
+SELECT * FROM eps_selfjoin_sql('SELECT id, x, y FROM ro_pts WHERE ro_write() = 1', 1);
 -- the same through a view read by the relation form
 CREATE VIEW ro_view AS SELECT id, x, y FROM ro_pts WHERE ro_write() = 1;
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin('ro_view', '{x,y}', 1, 'id')$$);

@@ -31,6 +31,7 @@ typedef struct RowShape
 	int32		srid;			/* ... of which this SRID (another: an "other" row) */
 	int			ncoord;			/* scalar coordinate columns */
 	Oid		   *coord_types;	/* their base types */
+	char	  **coord_names;	/* ... and names, for errors */
 	Oid			elem_type;		/* array element type */
 } RowShape;
 
@@ -103,10 +104,19 @@ extern void GjPrecheckHostMemory(const GjInputSpec *spec);
 extern void GjSizeFromStats(const GjInputSpec *spec, gj_points *pts);
 
 /*
- * guard.c: transaction_read_only on at a new GUC nest level, for a read
- * as the caller; AtEOXact_GUC(true, level) undoes it (an error does too).
+ * guard.c: the read-only guard of a read as the caller.  Enter starts a
+ * GUC nest level (settings the read changes go there) and makes the
+ * transaction read-only; Leave undoes both (an error does too).
  */
-extern int	GjEnterReadOnly(void);
+typedef struct GjReadOnly
+{
+	int			nestlevel;
+	bool		was_read_only;
+	ErrorContextCallback context;	/* says why a write was refused */
+} GjReadOnly;
+
+extern void GjEnterReadOnly(GjReadOnly *guard);
+extern void GjLeaveReadOnly(GjReadOnly *guard);
 
 /*
  * postgis.c: a geometry or geography column's query and SRID
@@ -117,7 +127,7 @@ extern bool GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid,
 							bool *geography, Oid *nsp);
 extern const char *GjPostgisTypeName(Oid t, Oid *nsp);	/* keys.c */
 extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
-								 bool *geography, Oid *nsp, int *coords);
+								 Oid gpujoin_nsp, bool *geography, Oid *nsp, int *coords);
 extern int32 GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography);
 
 /*

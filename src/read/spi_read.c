@@ -38,6 +38,7 @@
 
 #include "machine.h"
 #include "read/reader.h"
+#include "progress.h"
 
 
 /*
@@ -126,6 +127,8 @@ GjReceiveSlot(TupleTableSlot *slot, DestReceiver *self)
 
 	if (r->packed)
 		return true;
+	if ((r->rd.nrows & 0xFFFF) == 0xFFFF)
+		GjProgressRead(r->rd.nrows + 1);
 	slot_getallattrs(slot);
 	if (!GjConvertRow(&r->rd, slot->tts_values, slot->tts_isnull, &id))
 		return true;
@@ -162,7 +165,7 @@ static void
 ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 {
 	SPIExecuteOptions opt;
-	int			nestlevel;
+	GjReadOnly	guard;
 	CommandId	cid;
 	int			rc;
 
@@ -180,7 +183,7 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 		return;
 	}
 
-	nestlevel = GjEnterReadOnly();
+	GjEnterReadOnly(&guard);
 	if (r->packed && gj_cpu_count() >= 8)
 	{
 		/*
@@ -238,7 +241,7 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 				 errmsg("%s: the query that reads the rows changed the database", r->spec->fname),
 				 errdetail("gpujoin reads its input read-only; a function the query calls wrote to a table."),
 				 errhint("Write in a separate statement.")));
-	AtEOXact_GUC(true, nestlevel);
+	GjLeaveReadOnly(&guard);
 }
 
 /*
@@ -330,6 +333,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			List	   *ps = SPI_plan_get_plan_sources(plan);
 			char	   *wrapped = GjGeometryWrapQuery(spec->fname, spec->query,
 													  ((CachedPlanSource *) linitial(ps))->resultDesc,
+													  spec->nsp,
 													  &geography, &postgis_nsp, &srid_coords);
 
 			if (wrapped != NULL)
@@ -395,6 +399,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		stats->geography = geography;
 		stats->postgis_nsp = postgis_nsp;
 	}
+	GjProgressReadStart(spec->is_query ? -1 : token > 0 ? (double) pack->expect :
+						GjRelationRows(spec->relid));
 	t_exec = gj_now_ms();
 	ExecuteReadOnly(plan, &r);
 	t_done = gj_now_ms();
@@ -415,6 +421,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			stats->workers = Max(stats->workers, pack->partials);
 	}
 
+	GjProgressRead(counts->nrows);
 	if (token > 0 && pack->normalized)
 		nzero = pack->nzero;	/* the participants normalised as they packed */
 	else if (spec->metric == GJ_METRIC_COSINE)
