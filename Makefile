@@ -11,12 +11,12 @@
 # tests, GPU checks and benchmarks under regress/ link the same library.
 
 EXTENSION = gpujoin
-EXTVERSION = 0.6
+EXTVERSION = 0.7
 
 MODULE_big = gpujoin
 
 # The glue, by part (docs/contributing.md says what each file does).
-GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_trace.o \
+GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_trace.o src/progress.o \
 	src/api/functions.o src/api/args.o src/api/entry_points.o src/api/custom_scan.o \
 	src/api/support.o src/api/info.o \
 	src/job/job.o src/job/plan.o src/job/settings.o src/job/run_common.o src/job/run_eps.o \
@@ -44,11 +44,12 @@ OBJS = $(GLUE_OBJS)
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
-	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql
+	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql \
+	sql/$(EXTENSION)--0.6--0.7.sql
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade clustering clustering_postgis postgis_input geography parallel_read highdim \
+	readonly upgrade progress clustering clustering_postgis postgis_input geography parallel_read highdim \
 	plain_join plain_join_cube
 REGRESS_OPTS = --inputdir=$(srcdir)
 # pgvector's input test, where pgvector is installed (regress/run_tests.sh

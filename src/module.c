@@ -14,6 +14,7 @@
 
 #include "gpujoin.h"
 #include "machine.h"
+#include "progress.h"
 #include "api/api.h"
 #include "job/job.h"
 #include "join/join.h"
@@ -38,6 +39,7 @@ _PG_init(void)
 {
 	GjFaultTraceInit();
 	GjMachineInit();
+	GjProgressInit();
 	GjReadInit();
 	GjJobInit();
 	GjCustomScanInit();

@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 
 #include "job/job_internal.h"
+#include "progress.h"
 
 /* Progress NOTICEs (gpujoin.progress), at most one a second. */
 static void
@@ -32,6 +33,7 @@ ProgressTick(GjJob *job, int64 rows)
 	double		now;
 
 	job->out.progress_pairs += rows;
+	GjProgressResult(job->out.progress_pairs * (job->out.twice ? 2 : 1));
 	if (!GjProgressSetting())
 		return;
 	now = gj_now_ms();
@@ -488,7 +490,13 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 
 	*restarted = false;
 	if (job->spec.shape != GJ_SHAPE_PAIRS && job->spec.shape != GJ_SHAPE_KNN)
-		return !job->out.done && NextShapedRow(job, values, nulls, restarted);
+	{
+		bool		more = !job->out.done && NextShapedRow(job, values, nulls, restarted);
+
+		if (more && job->stats.rows_out % 4096 == 1)
+			GjProgressResult(job->stats.rows_out);
+		return more;
+	}
 	for (;;)
 	{
 		c = job->out.chunk;

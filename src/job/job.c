@@ -31,6 +31,7 @@
 #include "utils/memutils.h"
 
 #include "job/job_internal.h"
+#include "progress.h"
 
 /* Start whichever engine the spec and the plan call for. */
 void
@@ -102,6 +103,7 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 	job->stats.engine = "none";
 	job->stats.runs = 1;
 	job->out.t_progress = gj_now_ms();
+	GjProgressBegin(spec->fname, res->cxt);
 
 	old = MemoryContextSwitchTo(res->cxt);
 	job->out.rowcxt = AllocSetContextCreate(res->cxt, "gpujoin row", ALLOCSET_DEFAULT_SIZES);
@@ -156,6 +158,8 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 		job->kopt.exclude_self = !job->spec.has_query;
 		job->kopt.method = GjKnnMethodSetting();
 	}
+	GjProgressPhase(GJ_PHASE_INDEX);
+	GjExpectResult(job);
 	if (GjNothingToDo(job))
 		job->out.done = true;
 	else

@@ -13,6 +13,7 @@
 #include "miscadmin.h"
 
 #include "job/job_internal.h"
+#include "progress.h"
 
 /*
  * The engine e runs the job from now on: its chunks are the rows, and
@@ -23,6 +24,7 @@ GjEngineRunning(GjJob *job, gj_engine *e, const char *engine, int threads)
 {
 	job->res->engine = e;
 	job->running = RUN_STREAM;
+	GjProgressPhase(GJ_PHASE_JOIN);
 	GjEngineRan(job, engine, threads);
 }
 
@@ -83,6 +85,7 @@ GjNoticeIfEnormous(GjJob *job, double pairs)
 	double		rows = pairs * (job->spec.symmetric ? 2 : 1);
 
 	job->stats.estimated_pairs = pairs;
+	GjProgressExpect(rows);
 	if (pairs < 1e7 || (pairs < 0.1 * all && pairs < 1e10))
 		return;
 	ereport(NOTICE,
@@ -93,6 +96,36 @@ GjNoticeIfEnormous(GjJob *job, double pairs)
 			 errmsg("%s: the sample estimates %.3g result rows, %.0f%% of all pairs of the %.0f input rows",
 					job->spec.fname, rows, Min(100.0, 100.0 * pairs / all), n),
 			 errhint("An eps wider than the data pairs nearly everything (say, metres against degrees). Cancel and check eps if that was not intended.")));
+}
+
+/*
+ * The result's size where the reads fix it, for gpujoin_progress: kNN's
+ * rows times k, one row per row for the per-row functions (the eps pairs
+ * wait for the sample, GjNoticeIfEnormous).  kNN gets the NOTICE the eps
+ * joins get when that is most pairs of all rows, as k = n is.
+ */
+void
+GjExpectResult(GjJob *job)
+{
+	double		n = (double) job->res->points.n;
+	double		nq = (double) GjKnnQueries(job);
+	double		rows;
+
+	if (job->spec.shape == GJ_SHAPE_PAIRS)
+		return;
+	if (!job->spec.is_knn)
+	{
+		GjProgressExpect(nq);
+		return;
+	}
+	rows = nq * Min((double) job->spec.k, job->spec.has_query ? n : Max(n - 1, 0.0));
+	GjProgressExpect(rows);
+	if (rows < 1e7 || (rows < 0.1 * nq * n && rows < 1e10))
+		return;
+	ereport(NOTICE,
+			(errmsg("%s: k = %d gives %.3g result rows, %.0f%% of all pairs of the %.0f query rows and %.0f reference rows",
+					job->spec.fname, job->spec.k, rows, Min(100.0, 100.0 * rows / Max(nq * n, 1.0)), nq, n),
+			 errhint("A k near the number of rows returns nearly every pair. Cancel and check k if that was not intended.")));
 }
 
 /*
