@@ -16,9 +16,11 @@
  * latitudes into earth-centred points (job/geo.c, core/geodetic.c) and
  * asks PostGIS about the rare pairs a chord cannot decide
  * (job/geo_postgis.c).
- * A non-point geometry is PostGIS's own error from ST_X; an empty point
- * reads as NULL coordinates, so its row is skipped like any NULL (and
- * counted in the NOTICE).
+ * A column whose type does not say Point can hold other shapes: its read
+ * checks each value's type and calls gpujoin_not_a_point on a line or
+ * polygon, an error that names the column and the row (ST_X's own names
+ * neither).  An empty point reads as NULL coordinates, so its row is
+ * skipped like any NULL (and counted in the NOTICE).
  *
  * The column is read through a query of ours (the caller's privileges
  * apply as for any read).
@@ -28,6 +30,8 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -42,33 +46,79 @@
 #define GJ_POSTGIS_POINTTYPE 1
 
 /*
+ * Where a column's type does not say it holds points, the read checks
+ * each value (AppendCoordinates): fname, the column's name and the id
+ * expression, for the error, and gpujoin's schema, where the function
+ * that raises it lives.
+ */
+typedef struct PointCheck
+{
+	const char *fname;
+	const char *column;
+	const char *id;
+	Oid			gpujoin_nsp;
+} PointCheck;
+
+/*
  * ST_X(col), ST_Y(col) (and ST_Z(col) with z); for geography the longitude
  * and latitude, through PostGIS's cast to geometry (the stored values,
  * unchanged).  With srid, then ST_SRID(col) as the last column, which the
  * reader takes off the rows (GjTakeSridColumn): geography always (the job
  * takes the one spheroid from it before it makes the points
  * earth-centred), geometry where no column type says its SRID (the _sql
- * forms).
+ * forms).  With check, the first coordinate is an error for a value that
+ * is not a point (evaluated first, before ST_Y raises PostGIS's own).
  */
 static void
 AppendCoordinates(StringInfo s, const char *nspname, const char *col, bool geography,
-				  bool z, bool srid)
+				  bool z, bool srid, const PointCheck *check)
 {
 	const char *x = quote_qualified_identifier(nspname, "st_x"),
 			   *y = quote_qualified_identifier(nspname, "st_y");
+	const char *g = geography ?
+		psprintf("%s(%s)", quote_qualified_identifier(nspname, "geometry"), col) : col;
 
-	if (geography)
+	if (check != NULL)
 	{
-		const char *g = quote_qualified_identifier(nspname, "geometry");
+		const char *type = psprintf("%s(%s)", quote_qualified_identifier(nspname, "geometrytype"), g);
 
-		appendStringInfo(s, "%s(%s(%s)), %s(%s(%s))", x, g, col, y, g, col);
+		appendStringInfo(s, "CASE WHEN %s IS NULL OR %s = 'POINT' THEN %s(%s) "
+						 "ELSE %s(%s, %s, (%s)::text, %s) END, %s(%s)",
+						 col, type, x, g,
+						 quote_qualified_identifier(get_namespace_name(check->gpujoin_nsp),
+													"gpujoin_not_a_point"),
+						 quote_literal_cstr(check->fname), quote_literal_cstr(check->column),
+						 check->id, type, y, g);
 	}
 	else
-		appendStringInfo(s, "%s(%s), %s(%s)", x, col, y, col);
+		appendStringInfo(s, "%s(%s), %s(%s)", x, g, y, g);
 	if (z)
 		appendStringInfo(s, ", %s(%s)", quote_qualified_identifier(nspname, "st_z"), col);
 	if (srid)
 		appendStringInfo(s, ", %s(%s)", quote_qualified_identifier(nspname, "st_srid"), col);
+}
+
+/* Whether a column's type modifier says it holds points only. */
+static bool
+DeclaresPoints(int32 typmod)
+{
+	return typmod >= 0 && GJ_TYPMOD_TYPE(typmod) == GJ_POSTGIS_POINTTYPE;
+}
+
+/*
+ * Whether gpujoin's schema has gpujoin_not_a_point: not where the
+ * extension's objects are still an older version's (before ALTER
+ * EXTENSION gpujoin UPDATE), whose reads keep ST_X's own error.
+ */
+static bool
+HasPointCheck(Oid gpujoin_nsp)
+{
+	Oid			args[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+
+	return OidIsValid(gpujoin_nsp) &&
+		OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(gpujoin_nsp)),
+											 makeString("gpujoin_not_a_point")),
+								  4, args, true));
 }
 
 /* A column whose type says it holds something other than points: an error. */
@@ -176,6 +226,7 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 			   *qcol,
 			   *qrel;
 	StringInfoData s;
+	PointCheck	check;
 
 	if (spec->is_query || spec->sample_pct > 0 || ARR_NDIM(spec->cols) != 1)
 		return false;
@@ -201,9 +252,14 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 		GjPrimaryKeyColumn(spec->relid, spec->fname);
 	initStringInfo(&s);
 	appendStringInfo(&s, "SELECT %s, ", quote_identifier(get_attname(spec->relid, id_att, false)));
+	check.fname = spec->fname;
+	check.column = get_attname(spec->relid, att, false);
+	check.id = quote_identifier(get_attname(spec->relid, id_att, false));
+	check.gpujoin_nsp = spec->nsp;
 	/* geography measures on the surface: a Z is not part of its distance */
 	AppendCoordinates(&s, nspname, qcol, *geography,
-					  !*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod), *geography);
+					  !*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod), *geography,
+					  DeclaresPoints(typmod) || !HasPointCheck(spec->nsp) ? NULL : &check);
 	appendStringInfo(&s, " FROM %s", qrel);
 	if (spec->only_ids != NULL)
 		GjAppendOnlyIds(&s, spec, quote_identifier(get_attname(spec->relid, id_att, false)));
@@ -228,9 +284,10 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
  * as it is); otherwise the points are 2-D, as ST_DWithin measures.
  */
 char *
-GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
+GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td, Oid gpujoin_nsp,
 					bool *geography, Oid *nsp_out, int *coords)
 {
+	PointCheck	check;
 	Oid			nsp = InvalidOid;
 	const char *kind;
 	char	   *nspname;
@@ -250,6 +307,10 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 	*geography = strcmp(kind, "geography") == 0;
 	*nsp_out = nsp;
 	CheckPointTypmod(fname, "the query's second column", t, typmod, true);
+	check.fname = fname;
+	check.column = NameStr(TupleDescAttr(td, 1)->attname);
+	check.id = "q.i";
+	check.gpujoin_nsp = gpujoin_nsp;
 	z = !*geography && typmod >= 0 && GJ_TYPMOD_Z(typmod);
 	*coords = z ? 3 : 2;
 	/* a trailing semicolon would end the subquery early */
@@ -259,7 +320,8 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td,
 	nspname = get_namespace_name(nsp);
 	initStringInfo(&s);
 	appendStringInfoString(&s, "SELECT q.i, ");
-	AppendCoordinates(&s, nspname, "q.g", *geography, z, true);
+	AppendCoordinates(&s, nspname, "q.g", *geography, z, true,
+					  DeclaresPoints(typmod) || !HasPointCheck(gpujoin_nsp) ? NULL : &check);
 	appendStringInfo(&s, " FROM (%.*s\n) q(i, g)", len, query);
 	return s.data;
 }
@@ -277,4 +339,29 @@ GjPointTypmod(int32 typmod, int32 *srid)
 		return false;
 	*srid = GJ_TYPMOD_SRID(typmod);
 	return true;
+}
+
+/*
+ * gpujoin_not_a_point(fname, column, id, type): the error of a read that
+ * met a value other than a point in a column whose type does not say
+ * Point (AppendCoordinates); never returns.
+ */
+PG_FUNCTION_INFO_V1(gpujoin_not_a_point);
+
+Datum
+gpujoin_not_a_point(PG_FUNCTION_ARGS)
+{
+	const char *arg[4];
+
+	for (int i = 0; i < 4; i++)
+		arg[i] = PG_ARGISNULL(i) ? "?" : text_to_cstring(PG_GETARG_TEXT_PP(i));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("%s: column %s holds a %s in row %s, not a point", arg[0],
+					quote_identifier(arg[1]), arg[3], arg[2]),
+			 errdetail("gpujoin joins points; distances to lines and polygons are not what it computes."),
+			 errhint("Pass ST_Centroid or ST_PointOnSurface of the column through the _sql form, "
+					 "or leave out what is not a point (WHERE GeometryType(%s) = 'POINT').",
+					 quote_identifier(arg[1]))));
+	PG_RETURN_NULL();
 }

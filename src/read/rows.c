@@ -20,6 +20,7 @@
 #include "utils/builtins.h"
 #include "storage/itemptr.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 
 #include "read/reader.h"
 
@@ -89,6 +90,7 @@ GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read
 	shape->ncoord = natts - 1;
 	GjCheckDims(fname, shape->ncoord);
 	shape->coord_types = palloc(sizeof(Oid) * shape->ncoord);
+	shape->coord_names = palloc(sizeof(char *) * shape->ncoord);
 	for (int i = 1; i < natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(td, i);
@@ -101,6 +103,7 @@ GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read
 							NameStr(att->attname), format_type_be(att->atttypid)),
 					 errdetail(GJ_COORD_TYPES_DETAIL)));
 		shape->coord_types[i - 1] = t;
+		shape->coord_names[i - 1] = pstrdup(NameStr(att->attname));
 	}
 }
 
@@ -123,6 +126,29 @@ DatumToFloat8(Datum d, Oid type)
 		default:				/* NUMERICOID; out of float8 range errors */
 			return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
 	}
+}
+
+/*
+ * A numeric coordinate as float64.  NaN and the infinities become theirs
+ * (rows skipped as non-finite, as for float8); a finite value beyond
+ * float8's range is an error naming the column and the row, which
+ * numeric_float8's own error does not.
+ */
+static double
+NumericCoord(GjRowReader *rd, int d, Datum value, int64 id)
+{
+	double		v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
+	Numeric		num = DatumGetNumeric(value);
+
+	if ((isinf(v) && !numeric_is_inf(num)) ||
+		(v == 0.0 && DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
+													   NumericGetDatum(int64_to_numeric(0)))) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("%s: coordinate \"%s\" of row %lld is out of range for double precision",
+						rd->fname, rd->shape.coord_names[d], (long long) id),
+				 errhint("Coordinates are read as float8: scale the column, or leave such rows out of the query.")));
+	return v;
 }
 
 int64
@@ -312,7 +338,9 @@ GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
 				rd->nnull++;
 				return false;
 			}
-			rd->row[d] = DatumToFloat8(values[d + 1], rd->shape.coord_types[d]);
+			rd->row[d] = rd->shape.coord_types[d] == NUMERICOID ?
+				NumericCoord(rd, d, values[d + 1], *id) :
+				DatumToFloat8(values[d + 1], rd->shape.coord_types[d]);
 		}
 	}
 	for (int d = 0; d < dims; d++)
