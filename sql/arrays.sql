@@ -16,8 +16,9 @@ SELECT count(*) FROM (
     UNION ALL
     (SELECT * FROM eps_selfjoin('aa', '{p4}', 1.0) EXCEPT SELECT * FROM eps_selfjoin('ar', '{x,y,z}', 1.0, 'id'))) d;
 -- 64 dimensions against the naive distance
-CREATE TABLE hd AS SELECT i AS id, array_agg(random() ORDER BY d) AS p
-    FROM generate_series(1, 300) i, generate_series(1, 64) d GROUP BY i;
+-- (one series: random() is drawn in its order, whatever the plan)
+CREATE TABLE hd AS SELECT n / 64 + 1 AS id, array_agg(r ORDER BY n) AS p
+    FROM (SELECT n, random() AS r FROM generate_series(0, 300 * 64 - 1) n) s GROUP BY n / 64;
 WITH naive AS (
     SELECT a.id AS a, b.id AS b,
            (SELECT sum((a.p[d] - b.p[d]) * (a.p[d] - b.p[d])) FROM generate_series(1, 64) d) AS s

@@ -3,6 +3,7 @@
 -- default, on PostGIS's sphere with use_spheroid => false.  Checked against
 -- PostGIS itself, with pairs within a millimetre of d and at d exactly
 -- (ST_Project), near the poles and across the antimeridian.
+\i sql/include/explain.sql
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS postgis;
 RESET client_min_messages;
@@ -52,10 +53,8 @@ SELECT sp,
 FROM (VALUES (true), (false)) v(sp) ORDER BY sp;
 
 -- the pairs at d exactly went to PostGIS, and only they
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-    SELECT * FROM eps_selfjoin('gg', '{geog}', 500);
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-    SELECT * FROM eps_selfjoin('gg', '{geog}', 500, use_spheroid => false);
+SELECT * FROM pg_temp.explain_analyze($$SELECT * FROM eps_selfjoin('gg', '{geog}', 500)$$);
+SELECT * FROM pg_temp.explain_analyze($$SELECT * FROM eps_selfjoin('gg', '{geog}', 500, use_spheroid => false)$$);
 
 -- the _sql form, symmetric output, a restriction
 SELECT count(*) AS sql_form_diff FROM (
@@ -79,8 +78,7 @@ SELECT c.id, c.n, (SELECT count(*) FROM gg b WHERE b.id <> c.id AND
                    ST_DWithin((SELECT geog FROM gg WHERE id = c.id), b.geog, 500)) AS postgis
 FROM eps_neighbor_counts('gg', '{geog}', 500) c
 WHERE c.id IN (1, 2, 3, 10001, 10002, 20001, 30001, 40001) ORDER BY c.id;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-    SELECT * FROM eps_neighbor_counts('gg', '{geog}', 500) WHERE id IN (1, 2, 3, 10001, 10002, 20001, 30001, 40001);
+SELECT * FROM pg_temp.explain_analyze($$SELECT * FROM eps_neighbor_counts('gg', '{geog}', 500) WHERE id IN (1, 2, 3, 10001, 10002, 20001, 30001, 40001)$$);
 
 -- neighbour lists: each row's partners by (metres, id), both ways of measuring;
 -- rows without partners come back with empty lists
@@ -234,8 +232,7 @@ SELECT count(*) AS dbscan_sql_differ FROM dbscan_sql('SELECT id, geog FROM gg', 
 FULL JOIN (SELECT * FROM dbscan_oracle WHERE d = 60 AND sp) p USING (id)
 WHERE o.cluster IS DISTINCT FROM p.cluster OR o.is_core IS DISTINCT FROM p.is_core;
 RESET client_min_messages;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-    SELECT * FROM dbscan('gg', '{geog}', 500, 125);
+SELECT * FROM pg_temp.explain_analyze($$SELECT * FROM dbscan('gg', '{geog}', 500, 125)$$);
 
 -- kNN ranks on the sphere, as PostGIS's <-> does
 SELECT count(*) AS knn_diff FROM (

@@ -249,7 +249,8 @@ ANALYZE hk_unif;
 CREATE FUNCTION pg_temp.explain_value(q text, prop text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE line text; m text := 'none';
 BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || q LOOP
+        line := regexp_replace(line, '(rows=\d+)\.00', '\1', 'g');
         IF line LIKE '%' || prop || ':%' THEN m := trim(substr(line, strpos(line, ':') + 1)); END IF;
     END LOOP;
     RETURN m;

@@ -99,7 +99,8 @@ RESET gpujoin.parallel_read_file;
 CREATE FUNCTION pg_temp.read_workers(q text) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE line text; n int := 0;
 BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || q LOOP
+        line := regexp_replace(line, '(rows=\d+)\.00', '\1', 'g');
         IF line LIKE '%Read Workers:%' THEN n := split_part(line, ':', 2)::int; END IF;
     END LOOP;
     RETURN n;

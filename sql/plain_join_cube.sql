@@ -1,6 +1,7 @@
 -- Plain SQL on the engines, contrib's cube: <-> (cube_distance, Euclidean)
 -- joins and LATERAL kNN over cube points, each run with gpujoin.enable_join
 -- on and off and the rows compared both ways.
+\i sql/include/explain.sql
 LOAD 'gpujoin';
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS cube;
@@ -72,7 +73,7 @@ EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM jcu a JOIN jcv b ON a.c <-> b.c <= 0.
 EXPLAIN (COSTS OFF) SELECT q.id, s.id FROM jcv q CROSS JOIN LATERAL
     (SELECT e.id FROM jcu e ORDER BY e.c <-> q.c LIMIT 4) s;
 -- the engine's candidates, the box and the 2-D point compared outside it
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM jcu a JOIN jcv b ON a.c <-> b.c <= 0.5;
+SELECT * FROM pg_temp.explain_analyze($$SELECT count(*) FROM jcu a JOIN jcv b ON a.c <-> b.c <= 0.5$$);
 RESET gpujoin.device;
 RESET enable_nestloop;
 -- other cube distances stay with PostgreSQL

@@ -110,7 +110,8 @@ BEGIN
     PERFORM set_config('enable_nestloop', 'off', true);
     PERFORM set_config('enable_hashjoin', 'off', true);
     PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || q LOOP
+        line := regexp_replace(line, '(rows=\d+)\.00', '\1', 'g');
         IF line ~ 'GpuJoin|Parallel Read|Self Join|Filter By' THEN
             RETURN NEXT regexp_replace(line, '\d+ workers', 'N workers');
         END IF;

@@ -1,5 +1,6 @@
 -- Equality and = ANY quals on the output's id columns restrict the query
 -- side of the join; the rows must be exactly those the filter keeps.
+\i sql/include/explain.sql
 CREATE TABLE r_pts (id int, x float8, y float8);
 -- ids repeat: two rows with one id pair up with each other
 INSERT INTO r_pts SELECT i % 700, (i * 7919 % 3001) / 300.0, (i * 104729 % 2999) / 300.0
@@ -50,8 +51,7 @@ SELECT * FROM knn_join('r_pts', 'r_pts', '{x,y}', 3, 'id', 'id') WHERE q = 5001 
 SET gpujoin.device = cpu;
 EXPLAIN (COSTS OFF) SELECT * FROM eps_selfjoin('r_pts', '{x,y}', 0.3, 'id') WHERE a = 42;
 EXPLAIN (COSTS OFF) SELECT * FROM knn_join('r_pts', 'r_pts', '{x,y}', 4, 'id', 'id') WHERE q = ANY ('{1,2}');
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-    SELECT * FROM eps_selfjoin('r_pts', '{x,y}', 0.3, 'id') WHERE b = 42;
+SELECT * FROM pg_temp.explain_analyze($$SELECT * FROM eps_selfjoin('r_pts', '{x,y}', 0.3, 'id') WHERE b = 42$$);
 PREPARE rq(int) AS SELECT count(*) FROM eps_selfjoin('r_pts', '{x,y}', 0.3, 'id') WHERE a = $1;
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE rq(42);
