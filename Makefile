@@ -57,6 +57,12 @@ REGRESS_OPTS = --inputdir=$(srcdir)
 ifdef WITH_PGVECTOR
 REGRESS += pgvector plain_join_pgvector
 endif
+# the tests that need PostGIS, left out where it is not installed
+# (regress/run_tests.sh: PostgreSQL 18, which Debian has no PostGIS for)
+REGRESS_POSTGIS = clustering_postgis postgis_input geography plain_join
+ifdef WITHOUT_POSTGIS
+REGRESS := $(filter-out $(REGRESS_POSTGIS),$(REGRESS))
+endif
 
 # No FMA contraction anywhere: distances must round identically everywhere.
 PG_CFLAGS = -ffp-contract=off -pthread -Wno-declaration-after-statement

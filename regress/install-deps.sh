@@ -36,4 +36,17 @@ if [ ! -f "$("$pg_config" --sharedir)/extension/vector.control" ] && [ -f "$scri
 	echo "install-deps: building pgvector with $script"
 	$SUDO env PATH="$(dirname "$pg_config"):$PATH" bash "$script" >/dev/null
 fi
+# tests only: PostgreSQL 18, from source (Debian bookworm packages only 15),
+# and pgvector for it; regress/run_tests.sh runs the suite on it too.
+# GJ_PG18=0 skips it (about 7 minutes on 2 cores, once per prefix).
+pg18=${GJ_PG18_PREFIX:-/opt/pg18}
+script18=${GJ_PG18_SCRIPT:-$here/../../shared/deps/install-postgresql18.sh}
+if [ "${GJ_PG18:-1}" != 0 ] && [ -f "$script18" ]; then
+	[ -x "$pg18/bin/pg_config" ] || echo "install-deps: building PostgreSQL 18 with $script18"
+	$SUDO bash "$script18" "$pg18" >/dev/null
+	if [ ! -f "$("$pg18/bin/pg_config" --sharedir)/extension/vector.control" ] && [ -f "$script" ]; then
+		echo "install-deps: building pgvector for PostgreSQL 18"
+		$SUDO env PATH="$pg18/bin:$PATH" bash "$script" >/dev/null
+	fi
+fi
 exit 0

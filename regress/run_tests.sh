@@ -5,7 +5,13 @@
 #      brute-force oracles, no PostgreSQL involved
 #   3. pg_regress on a throwaway cluster (pg_virtualenv -t: a temporary
 #      directory, so it runs beside any other cluster), once with
-#      gpujoin.device = cpu and once with the default (auto)
+#      gpujoin.device = cpu and once with the default (auto); then
+#      gpujoin_progress watched from a second session
+#      (regress/progress_check.sh)
+#   4. where regress/install-deps.sh built PostgreSQL 18 (from
+#      ../shared/deps): the extension built against it, pg_regress (the
+#      PostGIS tests left out: no PostGIS for 18 here) and the progress
+#      check on a throwaway cluster of it (regress/pg_cluster.sh)
 # Installs missing build dependencies and the extension (root or sudo).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -100,6 +106,61 @@ for device in cpu auto; do
 	passed=$((passed + ok))
 	failed=$((failed + bad))
 done
+
+# gpujoin_progress from a second session, on a cluster of its own
+t0=$(date +%s)
+pg_virtualenv -t -v "$PGVER" regress/progress_check.sh > "$log/progress-$PGVER.txt" 2>&1
+grep -E "^FAIL" "$log/progress-$PGVER.txt"
+count progress "$log/progress-$PGVER.txt"
+echo "progress check (PostgreSQL $PGVER) in $(($(date +%s) - t0)) s"
+
+# 4. PostgreSQL 18: the tree copied (the pure-C core and the kernels are
+#    version-independent and kept; the glue is rebuilt against 18's headers)
+pg18_config=${GJ_PG18_PREFIX:-/opt/pg18}/bin/pg_config
+if [ -x "$pg18_config" ]; then
+	t0=$(date +%s)
+	b18=$(mktemp -d)
+	tar --exclude=./.git -cf - . | tar -C "$b18" -xf -
+	chmod -R a+rwX "$b18"
+	find "$b18/src" -name '*.o' ! -path "$b18/src/core/*" -delete
+	rm -f "$b18/gpujoin.so"
+	if (cd "$b18" && make -s -j2 PG_CONFIG="$pg18_config" >/dev/null 2>"$log/build18.txt" &&
+		$SUDO make -s install PG_CONFIG="$pg18_config" >/dev/null 2>>"$log/build18.txt"); then
+		echo "built and installed for $("$pg18_config" --version) in $(($(date +%s) - t0)) s"
+		w18=
+		[ -f "$("$pg18_config" --sharedir)/extension/vector.control" ] && w18="WITH_PGVECTOR=1"
+		outdir="$log/regress-18"
+		mkdir -p "$outdir" && chmod 777 "$outdir"
+		t0=$(date +%s)
+		(cd "$b18" && PG_CONFIG="$pg18_config" regress/pg_cluster.sh -o max_worker_processes=8 sh -c \
+			"PGOPTIONS='-c gpujoin.device=cpu' make -s installcheck $w18 WITHOUT_POSTGIS=1 \
+			 PG_CONFIG='$pg18_config' EXTRA_REGRESS_OPTS='--outputdir=$outdir'") >"$log/pg-18.txt" 2>&1
+		ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$log/pg-18.txt" || true)
+		bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log/pg-18.txt" || true)
+		echo "pg_regress (PostgreSQL 18, gpujoin.device=cpu, without the PostGIS tests): $ok passed, $bad failed in $(($(date +%s) - t0)) s"
+		if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+			echo "pg_regress did not run on 18:"; tail -20 "$log/pg-18.txt"
+			bad=1
+		fi
+		[ "$bad" -eq 0 ] || [ ! -f "$outdir/regression.diffs" ] || head -150 "$outdir/regression.diffs"
+		passed=$((passed + ok))
+		failed=$((failed + bad))
+		t0=$(date +%s)
+		PG_CONFIG="$pg18_config" regress/pg_cluster.sh regress/progress_check.sh > "$log/progress-18.txt" 2>&1
+		grep -E "^FAIL" "$log/progress-18.txt"
+		count progress "$log/progress-18.txt"
+		echo "progress check (PostgreSQL 18) in $(($(date +%s) - t0)) s"
+	else
+		echo "building for PostgreSQL 18 failed:"; tail -30 "$log/build18.txt"
+		failed=$((failed + 1))
+	fi
+	rm -rf "$b18"
+elif [ "${CI:-}" = true ]; then
+	echo "PostgreSQL 18 is not installed (regress/install-deps.sh builds it from ../shared/deps): its suite did not run"
+	failed=$((failed + 1))
+else
+	echo "PostgreSQL 18 is not installed: its suite did not run (regress/install-deps.sh builds it from ../shared/deps)"
+fi
 
 rm -rf "$log"
 echo "$passed passed, $failed failed"
