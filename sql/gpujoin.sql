@@ -27,13 +27,14 @@ COMMENT ON FUNCTION eps_selfjoin(regclass, text[], float8, text, boolean, text, 
 CREATE FUNCTION eps_selfjoin_sql(query text, eps float8,
                                  "symmetric" boolean DEFAULT false,
                                  metric text DEFAULT 'l2',
-                                 use_spheroid boolean DEFAULT true)
+                                 use_spheroid boolean DEFAULT true,
+                                 params record DEFAULT NULL)
 RETURNS TABLE (a bigint, b bigint, dist float8)
 AS 'MODULE_PATHNAME', 'eps_selfjoin_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION eps_selfjoin_sql(text, float8, boolean, text, boolean) IS
+COMMENT ON FUNCTION eps_selfjoin_sql(text, float8, boolean, text, boolean, record) IS
 'eps_selfjoin over the rows of a read-only SELECT returning an integer id, '
 'then numeric coordinate columns or one float array, vector or halfvec column';
 
@@ -73,24 +74,26 @@ COMMENT ON FUNCTION knn_selfjoin(regclass, text[], integer, text, text, boolean)
 
 CREATE FUNCTION knn_join_sql(query_sql text, ref_sql text, k integer,
                              metric text DEFAULT 'l2',
-                             use_spheroid boolean DEFAULT false)
+                             use_spheroid boolean DEFAULT false,
+                             params record DEFAULT NULL)
 RETURNS TABLE (q bigint, r bigint, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_join_sql(text, text, integer, text, boolean) IS
+COMMENT ON FUNCTION knn_join_sql(text, text, integer, text, boolean, record) IS
 'knn_join over the rows of two read-only SELECTs, each returning an integer id, '
 'then numeric coordinate columns or one float array, vector or halfvec column';
 
 CREATE FUNCTION knn_selfjoin_sql(query text, k integer, metric text DEFAULT 'l2',
-                                 use_spheroid boolean DEFAULT false)
+                                 use_spheroid boolean DEFAULT false,
+                                 params record DEFAULT NULL)
 RETURNS TABLE (a bigint, b bigint, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_selfjoin_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_selfjoin_sql(text, integer, text, boolean) IS
+COMMENT ON FUNCTION knn_selfjoin_sql(text, integer, text, boolean, record) IS
 'knn_selfjoin over the rows of a read-only SELECT returning an integer id, '
 'then numeric coordinate columns or one float array, vector or halfvec column';
 
@@ -112,13 +115,14 @@ COMMENT ON FUNCTION eps_join(regclass, regclass, text[], float8, text, text, tex
 'returns every ordered pair, (a, a) included';
 
 CREATE FUNCTION eps_join_sql(r_query text, s_query text, eps float8, metric text DEFAULT 'l2',
-                             use_spheroid boolean DEFAULT true)
+                             use_spheroid boolean DEFAULT true,
+                             params record DEFAULT NULL)
 RETURNS TABLE (r bigint, s bigint, dist float8)
 AS 'MODULE_PATHNAME', 'eps_join_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION eps_join_sql(text, text, float8, text, boolean) IS
+COMMENT ON FUNCTION eps_join_sql(text, text, float8, text, boolean, record) IS
 'eps_join over the rows of two read-only SELECTs, each returning an integer id, '
 'then numeric coordinate columns or one float array, vector or halfvec column';
 
@@ -136,13 +140,14 @@ COMMENT ON FUNCTION eps_join_counts(regclass, regclass, text[], float8, text, te
 
 CREATE FUNCTION eps_join_counts_sql(r_query text, s_query text, eps float8,
                                     metric text DEFAULT 'l2',
-                                    use_spheroid boolean DEFAULT true)
+                                    use_spheroid boolean DEFAULT true,
+                                    params record DEFAULT NULL)
 RETURNS TABLE (r bigint, n bigint)
 AS 'MODULE_PATHNAME', 'eps_join_counts_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION eps_join_counts_sql(text, text, float8, text, boolean) IS
+COMMENT ON FUNCTION eps_join_counts_sql(text, text, float8, text, boolean, record) IS
 'eps_join_counts over the rows of two read-only SELECTs (id, coordinates)';
 
 -- One row per input row, computed where the pairs are found: no pair is
@@ -160,13 +165,14 @@ COMMENT ON FUNCTION eps_neighbor_counts(regclass, text[], float8, text, text, bo
 'for every row of tbl, how many other rows lie within distance eps (inclusive)';
 
 CREATE FUNCTION eps_neighbor_counts_sql(query text, eps float8, metric text DEFAULT 'l2',
-                                        use_spheroid boolean DEFAULT true)
+                                        use_spheroid boolean DEFAULT true,
+                                        params record DEFAULT NULL)
 RETURNS TABLE (id bigint, n bigint)
 AS 'MODULE_PATHNAME', 'eps_neighbor_counts_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION eps_neighbor_counts_sql(text, float8, text, boolean) IS
+COMMENT ON FUNCTION eps_neighbor_counts_sql(text, float8, text, boolean, record) IS
 'eps_neighbor_counts over the rows of a read-only SELECT (id, coordinates)';
 
 CREATE FUNCTION eps_neighbors(tbl regclass, cols text[], eps float8,
@@ -182,13 +188,14 @@ COMMENT ON FUNCTION eps_neighbors(regclass, text[], float8, text, text, boolean)
 'ordered by (distance, id)';
 
 CREATE FUNCTION eps_neighbors_sql(query text, eps float8, metric text DEFAULT 'l2',
-                                  use_spheroid boolean DEFAULT true)
+                                  use_spheroid boolean DEFAULT true,
+                                  params record DEFAULT NULL)
 RETURNS TABLE (id bigint, neighbors bigint[], dists float8[])
 AS 'MODULE_PATHNAME', 'eps_neighbors_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION eps_neighbors_sql(text, float8, text, boolean) IS
+COMMENT ON FUNCTION eps_neighbors_sql(text, float8, text, boolean, record) IS
 'eps_neighbors over the rows of a read-only SELECT (id, coordinates)';
 
 CREATE FUNCTION dbscan(tbl regclass, cols text[], eps float8, minpts integer,
@@ -205,13 +212,14 @@ COMMENT ON FUNCTION dbscan(regclass, text[], float8, integer, text, text, boolea
 'lowest-numbered cluster within reach; cluster is NULL for noise';
 
 CREATE FUNCTION dbscan_sql(query text, eps float8, minpts integer, metric text DEFAULT 'l2',
-                           use_spheroid boolean DEFAULT true)
+                           use_spheroid boolean DEFAULT true,
+                           params record DEFAULT NULL)
 RETURNS TABLE (id bigint, cluster integer, is_core boolean)
 AS 'MODULE_PATHNAME', 'dbscan_sql'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION dbscan_sql(text, float8, integer, text, boolean) IS
+COMMENT ON FUNCTION dbscan_sql(text, float8, integer, text, boolean, record) IS
 'dbscan over the rows of a read-only SELECT (id, coordinates)';
 
 -- The parallel read: gpujoin's functions read large tables with

@@ -36,3 +36,37 @@ SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT id, ARRAY[1.0], ARRA
 SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT id, ARRAY[1,2] FROM places', 1)$$);
 -- a volatile function inside the query is the caller's business
 SELECT count(*) FROM eps_selfjoin_sql('SELECT i, random() FROM generate_series(1, 10) i', 2);
+
+-- parameters: params => row(...) gives $1, $2, ... their values and types,
+-- as a prepared statement's; the same rows as the values written in
+SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE kind = $1', 1,
+                               params => row('a'::text)) ORDER BY a, b;
+SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE kind = $1 AND id <> $2', 1,
+                               params => row('a'::text, 4)) ORDER BY a, b;
+-- an untyped literal takes the type its use gives it, as PREPARE's would
+SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE id <= $1', 1,
+                               params => row('3')) ORDER BY a, b;
+-- a query point as parameters; both queries of a join share them
+SELECT * FROM knn_join_sql('SELECT 0, $1::float8, $2::float8',
+                           'SELECT id, g[0], g[1] FROM places WHERE kind = $3', 2,
+                           params => row(0.4, 0.1, 'a'::text)) ORDER BY q, rank;
+SELECT * FROM eps_join_sql('SELECT id, g[0], g[1] FROM places WHERE kind = $1',
+                           'SELECT id, g[0], g[1] FROM places WHERE kind <> $1', 2,
+                           params => row('a'::text)) ORDER BY r, s;
+-- through PREPARE, the client's own parameter passed on
+PREPARE near(text) AS SELECT count(*) FROM eps_selfjoin_sql(
+    'SELECT id, g[0], g[1] FROM places WHERE kind = $1', 1, params => row($1));
+EXECUTE near('a');
+EXECUTE near('b');
+DEALLOCATE near;
+-- a NULL parameter is NULL; an unused one is fine
+SELECT count(*) FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE kind = $1', 1,
+                                      params => row(NULL::text));
+SELECT count(*) FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places', 1, params => row(1, 'x'::text));
+-- errors: a $n without a value says how to give one; a value of the wrong type
+\set VERBOSITY default
+SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE kind = $1', 1);
+SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE kind = $2', 1, params => row('a'::text));
+\set VERBOSITY terse
+SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE id = $1', 1, params => row('x'))$$);
+SELECT pg_temp.err($$SELECT * FROM eps_selfjoin_sql('SELECT id, g[0], g[1] FROM places WHERE id = $1', 1, params => row('x'::text))$$);

@@ -50,6 +50,7 @@ typedef enum GjFunction
 extern GjFunction GjLookupFunction(Oid funcid);
 extern const char *GjFunctionName(GjFunction fn);
 extern int	GjFunctionArgs(GjFunction fn);
+extern bool GjTakesParams(GjFunction fn);
 extern GjShape GjFunctionShape(GjFunction fn);
 extern int	GjOutputColumns(GjFunction fn);
 extern bool GjTwoSets(GjFunction fn);

@@ -12,9 +12,13 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "nodes/params.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "api/api.h"
 
@@ -120,13 +124,56 @@ TwoQueryInputs(GjJobSpec *spec, const Datum *values)
 	spec->has_query = true;
 }
 
+/*
+ * params, a row of any types: the values of $1, $2, ... of the _sql
+ * form's queries (both of a join's), typed as the row's fields are, as a
+ * prepared statement's parameters are.
+ */
+static void
+QueryParams(GjJobSpec *spec, Datum params)
+{
+	HeapTupleHeader th = DatumGetHeapTupleHeader(params);
+	TupleDesc	td = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(th),
+											HeapTupleHeaderGetTypMod(th));
+	HeapTupleData tuple;
+	int			n = td->natts;
+	Datum	   *values = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	Oid		   *types = palloc(sizeof(Oid) * Max(n, 1));
+	ParamListInfo list;
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(th);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = th;
+	heap_deform_tuple(&tuple, td, values, nulls);
+	list = makeParamList(n);
+	for (int i = 0; i < n; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(td, i);
+
+		types[i] = att->atttypid;
+		list->params[i].isnull = nulls[i];
+		list->params[i].value = nulls[i] ? (Datum) 0 :
+			datumCopy(values[i], att->attbyval, att->attlen);
+		list->params[i].pflags = PARAM_FLAG_CONST;
+		list->params[i].ptype = types[i];
+	}
+	ReleaseTupleDesc(td);
+	spec->input.nparams = spec->query.nparams = n;
+	spec->input.param_types = spec->query.param_types = types;
+	spec->input.params = spec->query.params = list;
+}
+
 /* The call of fn (funcid) with these arguments as a job. */
 void
 GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 				  const bool *nulls, int nargs, GjJobSpec *spec)
 {
 	int			metric_arg = -1,
-				spheroid_arg = -1;
+				spheroid_arg = -1,
+				params_arg = -1,
+				full = GjFunctionArgs(fn);
 
 	memset(spec, 0, sizeof(*spec));
 	spec->filter_column = GJ_FILTER_NONE;
@@ -135,14 +182,21 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 		elog(ERROR, "gpujoin: not a gpujoin function");
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
-	if (nargs == GjFunctionArgs(fn))
+	if (GjTakesParams(fn))
+	{
+		/* params last (0.7); the arguments before it as in 0.6 */
+		if (nargs == full)
+			params_arg = --nargs;
+		full--;
+	}
+	if (nargs == full)
 	{
 		metric_arg = nargs - 2;
 		spheroid_arg = nargs - 1;
 	}
-	else if (nargs == GjFunctionArgs(fn) - 1)
+	else if (nargs == full - 1)
 		metric_arg = nargs - 1;
-	else if (nargs != GjFunctionArgs(fn) - 2)
+	else if (nargs != full - 2)
 		elog(ERROR, "%s: expected %d arguments, got %d",
 			 spec->fname, GjFunctionArgs(fn), nargs);
 
@@ -287,6 +341,8 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 		spec->use_spheroid = DatumGetBool(values[spheroid_arg]);
 	}
 	spec->spheroid_given = spec->use_spheroid != !spec->is_knn;
+	if (params_arg >= 0 && !nulls[params_arg])
+		QueryParams(spec, values[params_arg]);
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 }

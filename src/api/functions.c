@@ -16,10 +16,11 @@
 
 /*
  * The functions by their C symbol (pg_proc.prosrc) and argument count.
- * Since 0.6 every one ends with metric, use_spheroid.  Older definitions
- * still call this library until ALTER EXTENSION UPDATE: 0.4 and 0.5 end
- * with metric (use_spheroid as its default), 0.3 one argument shorter
- * again (l2).  The two-table eps functions came in 0.5, with metric.
+ * Since 0.6 every one ends with metric, use_spheroid, and since 0.7 the
+ * _sql forms then with params.  Older definitions still call this library
+ * until ALTER EXTENSION UPDATE: 0.6 has no params, 0.4 and 0.5 end with
+ * metric (use_spheroid as its default), 0.3 one argument shorter again
+ * (l2).  The two-table eps functions came in 0.5, with metric.
  */
 static const struct
 {
@@ -30,21 +31,21 @@ static const struct
 }			functions[] =
 {
 	{GJ_FN_EPS_SELFJOIN, "eps_selfjoin", 7, GJ_SHAPE_PAIRS},
-	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 5, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_SELFJOIN_SQL, "eps_selfjoin_sql", 6, GJ_SHAPE_PAIRS},
 	{GJ_FN_KNN_JOIN, "knn_join", 9, GJ_SHAPE_KNN},
 	{GJ_FN_KNN_SELFJOIN, "knn_selfjoin", 6, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 5, GJ_SHAPE_KNN},
-	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 4, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_JOIN_SQL, "knn_join_sql", 6, GJ_SHAPE_KNN},
+	{GJ_FN_KNN_SELFJOIN_SQL, "knn_selfjoin_sql", 5, GJ_SHAPE_KNN},
 	{GJ_FN_NEIGHBOR_COUNTS, "eps_neighbor_counts", 6, GJ_SHAPE_COUNTS},
-	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 4, GJ_SHAPE_COUNTS},
+	{GJ_FN_NEIGHBOR_COUNTS_SQL, "eps_neighbor_counts_sql", 5, GJ_SHAPE_COUNTS},
 	{GJ_FN_NEIGHBORS, "eps_neighbors", 6, GJ_SHAPE_LISTS},
-	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 4, GJ_SHAPE_LISTS},
+	{GJ_FN_NEIGHBORS_SQL, "eps_neighbors_sql", 5, GJ_SHAPE_LISTS},
 	{GJ_FN_DBSCAN, "dbscan", 7, GJ_SHAPE_DBSCAN},
-	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 5, GJ_SHAPE_DBSCAN},
+	{GJ_FN_DBSCAN_SQL, "dbscan_sql", 6, GJ_SHAPE_DBSCAN},
 	{GJ_FN_EPS_JOIN, "eps_join", 9, GJ_SHAPE_PAIRS},
-	{GJ_FN_EPS_JOIN_SQL, "eps_join_sql", 5, GJ_SHAPE_PAIRS},
+	{GJ_FN_EPS_JOIN_SQL, "eps_join_sql", 6, GJ_SHAPE_PAIRS},
 	{GJ_FN_JOIN_COUNTS, "eps_join_counts", 9, GJ_SHAPE_COUNTS},
-	{GJ_FN_JOIN_COUNTS_SQL, "eps_join_counts_sql", 5, GJ_SHAPE_COUNTS},
+	{GJ_FN_JOIN_COUNTS_SQL, "eps_join_counts_sql", 6, GJ_SHAPE_COUNTS},
 };
 
 /*
@@ -116,6 +117,16 @@ GjFunctionArgs(GjFunction fn)
 	int			i = Entry(fn);
 
 	return i >= 0 ? functions[i].nargs : 0;
+}
+
+/* Is it an _sql form, whose query can take parameters (params)? */
+bool
+GjTakesParams(GjFunction fn)
+{
+	const char *name = GjFunctionName(fn);
+	size_t		len = name != NULL ? strlen(name) : 0;
+
+	return len > 4 && strcmp(name + len - 4, "_sql") == 0;
 }
 
 /* Does it join two sets (r and s, or queries and references)? */

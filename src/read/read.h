@@ -14,6 +14,7 @@
 
 #include "gpujoin.h"
 
+#include "nodes/params.h"
 #include "utils/array.h"
 
 /* The distance: Euclidean, or 1 - cosine similarity (rows normalised on read). */
@@ -34,8 +35,11 @@ typedef struct GjInputSpec
 	Oid			relid;
 	ArrayType  *cols;			/* coordinate column names */
 	text	   *id_col;			/* NULL: the primary key */
-	/* query form */
+	/* query form, and the values of its $1, $2, ... (nparams of them) */
 	const char *query;
+	int			nparams;
+	const Oid  *param_types;
+	ParamListInfo params;
 	/* only the rows with these ids (sorted, distinct), when not NULL */
 	const int64 *only_ids;
 	int			nonly;

@@ -32,8 +32,10 @@
 #include "nodes/params.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/cost.h"
+#include "parser/parse_param.h"
 #include "utils/array.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/plancache.h"
 
 #include "machine.h"
@@ -41,22 +43,109 @@
 #include "progress.h"
 
 
+/* The parameter types a query's parse infers (SetupParamTypes). */
+typedef struct ParamTypes
+{
+	Oid		   *types;
+	int			n;
+} ParamTypes;
+
+static void
+SetupParamTypes(ParseState *pstate, void *arg)
+{
+	ParamTypes *pt = arg;
+
+	setup_parse_variable_parameters(pstate, &pt->types, &pt->n);
+}
+
+/* Does a value of params have no type yet (row('text'): unknown)? */
+static bool
+HasUnknownParams(const GjInputSpec *spec)
+{
+	for (int i = 0; i < spec->nparams; i++)
+		if (spec->param_types[i] == UNKNOWNOID)
+			return true;
+	return false;
+}
+
+/*
+ * The untyped values of params in the types the query's parse gave their
+ * parameters, as a prepared statement's text parameters: a join's second
+ * query sees them typed.  A parameter the query does not use stays text.
+ */
+static void
+TypeUnknownParams(const GjInputSpec *spec, const ParamTypes *pt)
+{
+	Oid		   *types = (Oid *) spec->param_types;
+
+	for (int i = 0; i < spec->nparams; i++)
+	{
+		ParamExternData *prm = &spec->params->params[i];
+		Oid			t = i < pt->n && pt->types[i] != UNKNOWNOID ? pt->types[i] : TEXTOID;
+		Oid			input,
+					ioparam;
+
+		if (types[i] != UNKNOWNOID)
+			continue;
+		getTypeInputInfo(t, &input, &ioparam);
+		prm->value = prm->isnull ? (Datum) 0 :
+			OidInputFunctionCall(input, DatumGetCString(prm->value), ioparam, -1);
+		prm->ptype = types[i] = t;
+	}
+}
+
+static void
+ParamsContext(void *arg)
+{
+	const GjInputSpec *spec = arg;
+
+	if (geterrcode() == ERRCODE_UNDEFINED_PARAMETER)
+		errcontext("%s was given %d parameter values: pass the values of $1, $2, ... as "
+				   "params => row(value1, value2, ...)", spec->fname, spec->nparams);
+}
+
 /*
  * The caller's query, prepared, after making sure it is one read-only
  * SELECT (no DML, no data-modifying CTE, no SELECT INTO, no FOR UPDATE).
  */
 static SPIPlanPtr
-PrepareQuery(const char *query, const char *fname)
+PrepareQuery(const char *query, const GjInputSpec *spec)
 {
+	const char *fname = spec->fname;
 	SPIPrepareOptions opt;
 	SPIPlanPtr	plan;
 	List	   *sources;
 	bool		ok;
+	ErrorContextCallback context;
 
+	/* a $n the call gave no value for: say how to give it */
+	context.callback = ParamsContext;
+	context.arg = (void *) spec;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
 	memset(&opt, 0, sizeof(opt));
 	opt.parseMode = RAW_PARSE_DEFAULT;
 	opt.cursorOptions = CURSOR_OPT_PARALLEL_OK;
-	plan = SPI_prepare_extended(query, &opt);
+	if (spec->nparams > 0 && HasUnknownParams(spec))
+	{
+		/* as PREPARE without types: the query's use types them */
+		ParamTypes	pt;
+
+		pt.n = spec->nparams;
+		pt.types = palloc(sizeof(Oid) * pt.n);
+		memcpy(pt.types, spec->param_types, sizeof(Oid) * pt.n);
+		opt.parserSetup = SetupParamTypes;
+		opt.parserSetupArg = &pt;
+		plan = SPI_prepare_extended(query, &opt);
+		if (plan != NULL)
+			TypeUnknownParams(spec, &pt);
+	}
+	else if (spec->nparams > 0)
+		plan = SPI_prepare_cursor(query, spec->nparams, (Oid *) spec->param_types,
+								  CURSOR_OPT_PARALLEL_OK);
+	else
+		plan = SPI_prepare_extended(query, &opt);
+	error_context_stack = context.previous;
 	if (plan == NULL)
 		elog(ERROR, "%s: SPI_prepare_extended failed: %s", fname,
 			 SPI_result_code_string(SPI_result));
@@ -327,7 +416,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		elog(ERROR, "%s: SPI_connect failed", spec->fname);
 	if (spec->is_query)
 	{
-		plan = PrepareQuery(spec->query, spec->fname);
+		plan = PrepareQuery(spec->query, spec);
+		r.params = spec->params;
 		{
 			/* (id, geometry): read as its coordinates (postgis.c) */
 			List	   *ps = SPI_plan_get_plan_sources(plan);
@@ -339,7 +429,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 			if (wrapped != NULL)
 			{
 				SPI_freeplan(plan);
-				plan = PrepareQuery(wrapped, spec->fname);
+				plan = PrepareQuery(wrapped, spec);
 			}
 		}
 	}
