@@ -29,9 +29,15 @@ if [ ${#need[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The workplace's test dependencies: GJ_DEPS_DIR, else shared/deps beside
+# the repository (../shared/deps), else the workplace's own copy.
+deps=${GJ_DEPS_DIR:-}
+for d in "$here/../../shared/deps" /work/shared/deps; do
+	[ -n "$deps" ] || [ ! -d "$d" ] || deps=$d
+done
 # tests only: pgvector, from source
 pg_config=/usr/lib/postgresql/$PGVER/bin/pg_config
-script=${GJ_PGVECTOR_SCRIPT:-$here/../../shared/deps/install-pgvector.sh}
+script=${GJ_PGVECTOR_SCRIPT:-$deps/install-pgvector.sh}
 if [ ! -f "$("$pg_config" --sharedir)/extension/vector.control" ] && [ -f "$script" ]; then
 	echo "install-deps: building pgvector with $script"
 	$SUDO env PATH="$(dirname "$pg_config"):$PATH" bash "$script" >/dev/null
@@ -40,7 +46,7 @@ fi
 # and pgvector for it; regress/run_tests.sh runs the suite on it too.
 # GJ_PG18=0 skips it (about 7 minutes on 2 cores, once per prefix).
 pg18=${GJ_PG18_PREFIX:-/opt/pg18}
-script18=${GJ_PG18_SCRIPT:-$here/../../shared/deps/install-postgresql18.sh}
+script18=${GJ_PG18_SCRIPT:-$deps/install-postgresql18.sh}
 if [ "${GJ_PG18:-1}" != 0 ] && [ -f "$script18" ]; then
 	[ -x "$pg18/bin/pg_config" ] || echo "install-deps: building PostgreSQL 18 with $script18"
 	$SUDO bash "$script18" "$pg18" >/dev/null
