@@ -25,7 +25,7 @@ GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_tr
 	src/read/spi_read.o src/read/relation.o src/read/rows.o src/read/sizes.o src/read/guard.o \
 	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o src/read/keys.o \
 	src/join/clause.o src/join/self.o src/join/path.o src/join/lateral.o src/join/node.o src/join/exec.o \
-	src/join/pairs.o src/join/knn.o src/join/tid_read.o
+	src/join/pairs.o src/join/knn.o src/join/tid_read.o src/join/nulling.o
 
 # The core: what the extension and every test program link.
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/threads.o src/core/grid.o \
@@ -175,7 +175,7 @@ regress/gpu/gpu_knn_prof: regress/gpu/gpu_knn.c $(TEST_SUPPORT) $(KERNEL_OBJS) $
 		$(filter-out kernels/knn_tiles.o,$(KERNEL_OBJS)) kernels/knn_tiles_prof.o \
 		$(BENCH_KERNELS) $(CORE_LIB) $(GPU_LIBS)
 
-.PHONY: test demo unittest
+.PHONY: test demo unittest deb
 unittest: regress/unit/test_core
 	./regress/unit/test_core
 
@@ -184,3 +184,18 @@ test:
 
 demo:
 	./regress/demo.sh
+
+# Debian packages: postgresql-NN-gpujoin for each installed server version
+# that debian/pgversions allows, built by pg_buildext in a copy of the tree
+# (needs debhelper and postgresql-server-dev-all), into DEB_DIR.
+# DEB_BUILD_FLAGS=-nc keeps what this tree built already (its objects,
+# built against the same server's headers) instead of cleaning first.
+DEB_DIR ?= $(CURDIR)/deb
+DEB_BUILD_FLAGS ?=
+deb:
+	rm -rf $(DEB_DIR)/build && mkdir -p $(DEB_DIR)/build/gpujoin
+	tar --exclude=./.git --exclude=./deb --exclude=./results -cf - . | tar -C $(DEB_DIR)/build/gpujoin -xf -
+	cd $(DEB_DIR)/build/gpujoin && DEB_BUILD_OPTIONS="parallel=$$(nproc) $$DEB_BUILD_OPTIONS" \
+		dpkg-buildpackage -us -uc -b $(DEB_BUILD_FLAGS)
+	mv $(DEB_DIR)/build/*.deb $(DEB_DIR)/ && rm -rf $(DEB_DIR)/build
+	ls $(DEB_DIR)/*.deb

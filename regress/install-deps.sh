@@ -22,6 +22,11 @@ dpkg -s "postgresql-$PGVER" >/dev/null 2>&1 || need+=("postgresql-$PGVER")
 command -v pg_virtualenv >/dev/null || need+=(postgresql-common)
 # tests only: dbscan is checked against PostGIS ST_ClusterDBSCAN
 dpkg -s "postgresql-$PGVER-postgis-3" >/dev/null 2>&1 || need+=("postgresql-$PGVER-postgis-3")
+# the Debian package (make deb), which the tests install and run against
+if command -v dpkg-buildpackage >/dev/null; then
+	dpkg -s debhelper >/dev/null 2>&1 || need+=(debhelper)
+	dpkg -s postgresql-server-dev-all >/dev/null 2>&1 || need+=(postgresql-server-dev-all)
+fi
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 if [ ${#need[@]} -gt 0 ]; then

@@ -25,8 +25,29 @@ export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
 t0=$(date +%s)
 make -s -j2 all $(for t in $UNIT; do echo regress/unit/test_$t; done) >/dev/null ||
 	{ echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
-$SUDO make -s install PG_CONFIG="$PG_CONFIG" >/dev/null || { echo "install failed"; echo "0 passed, 1 failed"; exit 1; }
-echo "built and installed in $(($(date +%s) - t0)) s"
+echo "built in $(($(date +%s) - t0)) s"
+# The extension the suites run against: the Debian package built from this
+# tree (make deb, pg_buildext), installed with dpkg, where Debian's tools
+# are; else make install
+t0=$(date +%s)
+debdir=$(mktemp -d)
+if command -v dpkg-buildpackage >/dev/null && command -v pg_buildext >/dev/null &&
+	dpkg -s debhelper >/dev/null 2>&1 && [ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs_loop.pm ]; then
+	deb=
+	if make -s deb DEB_DIR="$debdir" DEB_BUILD_FLAGS=-nc >"$debdir/build.txt" 2>&1; then
+		deb=$(ls "$debdir"/postgresql-"$PGVER"-gpujoin_*.deb 2>/dev/null | head -1)
+	fi
+	if [ -z "$deb" ] || ! $SUDO dpkg -i "$deb" >"$debdir/install.txt" 2>&1; then
+		echo "the Debian package did not build or install:"; tail -30 "$debdir/build.txt" "$debdir/install.txt" 2>/dev/null
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	echo "installed $(basename "$deb") (dpkg -i), built by make deb in $(($(date +%s) - t0)) s"
+else
+	$SUDO make -s install PG_CONFIG="$PG_CONFIG" >/dev/null || { echo "install failed"; echo "0 passed, 1 failed"; exit 1; }
+	echo "installed by make install (no Debian packaging tools here) in $(($(date +%s) - t0)) s"
+fi
+rm -rf "$debdir"
 
 passed=0
 failed=0

@@ -160,7 +160,6 @@ extern void GjRestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *r
 
 extern double GjAllPairs(const GjJob *job);
 extern void GjNoticeIfEnormous(GjJob *job, double pairs);
-extern void GjExpectResult(GjJob *job);
 extern bool GjGpuStartFailed(GjJob *job, gj_status st, const char *err);
 extern void GjEngineRunning(GjJob *job, gj_engine *e, const char *engine, int threads);
 extern void GjEngineRan(GjJob *job, const char *engine, int threads);

@@ -99,36 +99,6 @@ GjNoticeIfEnormous(GjJob *job, double pairs)
 }
 
 /*
- * The result's size where the reads fix it, for gpujoin_progress: kNN's
- * rows times k, one row per row for the per-row functions (the eps pairs
- * wait for the sample, GjNoticeIfEnormous).  kNN gets the NOTICE the eps
- * joins get when that is most pairs of all rows, as k = n is.
- */
-void
-GjExpectResult(GjJob *job)
-{
-	double		n = (double) job->res->points.n;
-	double		nq = (double) GjKnnQueries(job);
-	double		rows;
-
-	if (job->spec.shape == GJ_SHAPE_PAIRS)
-		return;
-	if (!job->spec.is_knn)
-	{
-		GjProgressExpect(nq);
-		return;
-	}
-	rows = nq * Min((double) job->spec.k, job->spec.has_query ? n : Max(n - 1, 0.0));
-	GjProgressExpect(rows);
-	if (rows < 1e7 || (rows < 0.1 * nq * n && rows < 1e10))
-		return;
-	ereport(NOTICE,
-			(errmsg("%s: k = %d gives %.3g result rows, %.0f%% of all pairs of the %.0f query rows and %.0f reference rows",
-					job->spec.fname, job->spec.k, rows, Min(100.0, 100.0 * rows / Max(nq * n, 1.0)), nq, n),
-			 errhint("A k near the number of rows returns nearly every pair. Cancel and check k if that was not intended.")));
-}
-
-/*
  * The GPU engine did not start (st): a cancel is raised; anything else is a
  * NOTICE, and false, so that the CPU engine runs the join instead.
  */

@@ -112,7 +112,7 @@ extern bool GjSameTableRows(PlannerInfo *root, RelOptInfo *orel, Oid relid, List
 extern bool GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 						  RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra,
 						  Path *outer_path, double *startup, double *total);
-/* path.c: the nullable side's Vars marked as the target list marks them (16+) */
+/* nulling.c: the nullable side's Vars marked as the target list marks them (16+) */
 extern void GjAlignNullingMarks(CustomScan *cscan);
 extern Plan *GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 						   List *tlist, List *custom_plans, CustomScan *cscan);
