@@ -135,6 +135,10 @@ if has pg; then
 		[ "$(cat "/tmp/conc_$k.txt")" = "$want" ] || { bad=$((bad + 1)); echo "concurrent $k: $(cat "/tmp/conc_$k.txt") != $want"; }
 	done
 	summary+=("concurrent backends: $((6 - bad)) of 6 agree with the CPU engine")
+	# gpujoin_progress from a second session, the joins on the GPU (300K rows: auto takes it)
+	timeout 120 regress/progress_check.sh > "$OUT/progress.log" 2>&1
+	summary+=("$(grep '^progress:' "$OUT/progress.log" | tail -1 || echo 'progress: no summary')")
+	grep -E '^FAIL' "$OUT/progress.log" | head -5
 fi
 if has densitycheck; then
 	timeout 300 ./regress/gpu/gpu_density check > "$OUT/gpu_density.log" 2>&1
