@@ -53,8 +53,13 @@ fi
 pg18=${GJ_PG18_PREFIX:-/opt/pg18}
 script18=${GJ_PG18_SCRIPT:-$deps/install-postgresql18.sh}
 if [ "${GJ_PG18:-1}" != 0 ] && [ -f "$script18" ]; then
-	[ -x "$pg18/bin/pg_config" ] || echo "install-deps: building PostgreSQL 18 with $script18"
-	$SUDO bash "$script18" "$pg18" >/dev/null
+	# built already: its server and contrib's file_fdw (in 18's pkglibdir)
+	if [ ! -x "$pg18/bin/pg_config" ] || [ ! -f "$("$pg18/bin/pg_config" --pkglibdir)/file_fdw.so" ]; then
+		echo "install-deps: building PostgreSQL 18 with $script18"
+		# once more if the parallel build trips (seen once: a generated header not there yet)
+		$SUDO bash "$script18" "$pg18" >/dev/null ||
+			{ echo "install-deps: PostgreSQL 18's build failed, trying once more"; $SUDO bash "$script18" "$pg18" >/dev/null; }
+	fi
 	if [ ! -f "$("$pg18/bin/pg_config" --sharedir)/extension/vector.control" ] && [ -f "$script" ]; then
 		echo "install-deps: building pgvector for PostgreSQL 18"
 		$SUDO env PATH="$pg18/bin:$PATH" bash "$script" >/dev/null

@@ -28,11 +28,11 @@ SELECT count(*) FROM knn_join_sql('SELECT id, x, y FROM pg_pts WHERE id <= 10 AN
 -- a join that failed, and one that stopped early, leave no row behind
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, 1 / (id - 77) FROM pg_pts', 1.5);
 SELECT count(*) FROM gpujoin_progress;
-SELECT * FROM eps_selfjoin('pg_pts', '{x,y}', 1.5) LIMIT 1;
+SELECT count(*) FROM (SELECT * FROM eps_selfjoin('pg_pts', '{x,y}', 1.5) LIMIT 1) s;
 SELECT count(*) FROM gpujoin_progress;
 BEGIN;
 DECLARE c CURSOR FOR SELECT * FROM eps_selfjoin('pg_pts', '{x,y}', 1.5);
-FETCH 2 FROM c;
+MOVE 2 IN c;
 CLOSE c;
 COMMIT;
 SELECT count(*) FROM gpujoin_progress;
