@@ -32,36 +32,7 @@ CREATE INDEX ON jq USING gist (g);
 ANALYZE jp;
 ANALYZE jq;
 
-CREATE OR REPLACE FUNCTION join_check(q text)
-RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    gpujoin := false;
-    PERFORM set_config('gpujoin.enable_join', 'on', true);
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF line LIKE '%GpuJoin%' THEN
-            gpujoin := true;
-        END IF;
-    END LOOP;
-    EXECUTE 'CREATE TEMP TABLE jc_on AS ' || q;
-    PERFORM set_config('gpujoin.enable_join', 'off', true);
-    PERFORM set_config('enable_nestloop', 'on', true);
-    PERFORM set_config('enable_hashjoin', 'on', true);
-    PERFORM set_config('enable_mergejoin', 'on', true);
-    EXECUTE 'CREATE TEMP TABLE jc_off AS ' || q;
-    SELECT count(*) INTO nrows FROM jc_off;
-    SELECT count(*) INTO missing FROM (SELECT * FROM jc_off EXCEPT ALL SELECT * FROM jc_on) d;
-    SELECT count(*) INTO extra FROM (SELECT * FROM jc_on EXCEPT ALL SELECT * FROM jc_off) d;
-    DROP TABLE jc_on;
-    DROP TABLE jc_off;
-    PERFORM set_config('gpujoin.enable_join', 'on', true);
-    RETURN NEXT;
-END $$;
+\i sql/include/join_check.sql
 
 -- ST_DWithin, both argument orders; pairs exactly d apart are in
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM jq q JOIN jp p ON ST_DWithin(q.g, p.g, 0.5)$$);
@@ -320,21 +291,6 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
 RESET client_min_messages;
 SET gpujoin.parallel_read_min_rows = 0;
-CREATE FUNCTION read_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || q LOOP
-        line := regexp_replace(line, '(rows=\d+)\.00', '\1', 'g');
-        IF line ~ 'GpuJoin|Parallel Read|Self Join|Fetched' THEN
-            RETURN NEXT regexp_replace(regexp_replace(line, '\d+ workers', 'N workers'),
-                                       'Ctid: [1-9]\d*', 'Ctid: (some)');
-        END IF;
-    END LOOP;
-END $$;
 CREATE TABLE tp (id int PRIMARY KEY, g geometry(Point, 3857));
 INSERT INTO tp SELECT id, ST_SetSRID(g, 3857) FROM jp
 WHERE GeometryType(g) = 'POINT' AND NOT ST_IsEmpty(g) AND ST_NDims(g) = 2;

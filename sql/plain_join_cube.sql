@@ -22,36 +22,7 @@ CREATE TABLE jcv (id int PRIMARY KEY, c cube);
 INSERT INTO jcv SELECT id + 10000, c FROM jcu WHERE id % 4 = 0;
 ANALYZE jcu, jcv;
 
-CREATE OR REPLACE FUNCTION join_check(q text)
-RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    gpujoin := false;
-    PERFORM set_config('gpujoin.enable_join', 'on', true);
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF line LIKE '%GpuJoin%' THEN
-            gpujoin := true;
-        END IF;
-    END LOOP;
-    EXECUTE 'CREATE TEMP TABLE jc_on AS ' || q;
-    PERFORM set_config('gpujoin.enable_join', 'off', true);
-    PERFORM set_config('enable_nestloop', 'on', true);
-    PERFORM set_config('enable_hashjoin', 'on', true);
-    PERFORM set_config('enable_mergejoin', 'on', true);
-    EXECUTE 'CREATE TEMP TABLE jc_off AS ' || q;
-    SELECT count(*) INTO nrows FROM jc_off;
-    SELECT count(*) INTO missing FROM (SELECT * FROM jc_off EXCEPT ALL SELECT * FROM jc_on) d;
-    SELECT count(*) INTO extra FROM (SELECT * FROM jc_on EXCEPT ALL SELECT * FROM jc_off) d;
-    DROP TABLE jc_on;
-    DROP TABLE jc_off;
-    PERFORM set_config('gpujoin.enable_join', 'on', true);
-    RETURN NEXT;
-END $$;
+\i sql/include/join_check.sql
 
 -- a self join, both argument orders, <= and <, d = 0
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jcu a JOIN jcu b ON a.id < b.id AND a.c <-> b.c <= 0.5$$);

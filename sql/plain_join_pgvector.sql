@@ -21,36 +21,7 @@ CREATE TABLE jw (id int PRIMARY KEY, v vector(24), h halfvec(24));
 INSERT INTO jw SELECT id + 10000, v, h FROM jv WHERE id % 3 = 0;
 ANALYZE jw;
 
-CREATE OR REPLACE FUNCTION join_check(q text)
-RETURNS TABLE (gpujoin bool, nrows bigint, missing bigint, extra bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    gpujoin := false;
-    PERFORM set_config('gpujoin.enable_join', 'on', true);
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF line LIKE '%GpuJoin%' THEN
-            gpujoin := true;
-        END IF;
-    END LOOP;
-    EXECUTE 'CREATE TEMP TABLE jc_on AS ' || q;
-    PERFORM set_config('gpujoin.enable_join', 'off', true);
-    PERFORM set_config('enable_nestloop', 'on', true);
-    PERFORM set_config('enable_hashjoin', 'on', true);
-    PERFORM set_config('enable_mergejoin', 'on', true);
-    EXECUTE 'CREATE TEMP TABLE jc_off AS ' || q;
-    SELECT count(*) INTO nrows FROM jc_off;
-    SELECT count(*) INTO missing FROM (SELECT * FROM jc_off EXCEPT ALL SELECT * FROM jc_on) d;
-    SELECT count(*) INTO extra FROM (SELECT * FROM jc_on EXCEPT ALL SELECT * FROM jc_off) d;
-    DROP TABLE jc_on;
-    DROP TABLE jc_off;
-    PERFORM set_config('gpujoin.enable_join', 'on', true);
-    RETURN NEXT;
-END $$;
+\i sql/include/join_check.sql
 
 -- the L2 distance: self join, both orders, <= and <
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <-> b.v <= 2.2$$);
@@ -103,20 +74,6 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpujoin;
 RESET client_min_messages;
 SET gpujoin.parallel_read_min_rows = 0;
-CREATE FUNCTION read_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    PERFORM set_config('enable_nestloop', 'off', true);
-    PERFORM set_config('enable_hashjoin', 'off', true);
-    PERFORM set_config('enable_mergejoin', 'off', true);
-    FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || q LOOP
-        line := regexp_replace(line, '(rows=\d+)\.00', '\1', 'g');
-        IF line ~ 'GpuJoin|Parallel Read|Self Join|Filter By' THEN
-            RETURN NEXT regexp_replace(line, '\d+ workers', 'N workers');
-        END IF;
-    END LOOP;
-END $$;
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <-> b.v <= 2.2$$);
 SELECT * FROM read_lines($$SELECT a.id AS a, b.id AS b FROM jv a JOIN jv b ON a.id < b.id AND a.v <-> b.v <= 2.2$$);
 SELECT * FROM join_check($$SELECT a.id AS a, b.id AS b, a.v <-> b.v AS d FROM jv a JOIN jw b ON a.v <-> b.v <= 2.0$$);
