@@ -12,13 +12,13 @@ DECLARE
     r record;
 BEGIN
     FOR r IN SELECT * FROM gpujoin_progress WHERE pid = pg_backend_pid() LOOP
-        RAISE NOTICE 'function %, phase %, rows read %, of %, result rows %, of %, percent %, datname %',
-            r.function, r.phase, r.rows_read, r.rows_total, r.result_rows, r.result_total,
-            r.percent, r.datname = current_database();
+        RAISE NOTICE 'function %, phase %, rows read %, of a planner''s estimate %, result rows %, of %, percent within 0-100 %, datname %',
+            r.function, r.phase, r.rows_read, r.rows_total > 0, r.result_rows, r.result_total,
+            r.percent BETWEEN 0 AND 100, r.datname = current_database();
     END LOOP;
     RETURN 1;
 END $$;
--- a query's read: its size is not known before it ends
+-- a query's read: of the size the planner estimates for it
 SELECT count(*) FROM eps_selfjoin_sql('SELECT id, x, y FROM pg_pts WHERE (SELECT pg_temp.peek()) = 1', 1.5);
 SELECT count(*) FROM knn_selfjoin_sql('SELECT id, x, y FROM pg_pts WHERE (SELECT pg_temp.peek()) = 1', 3);
 -- a join's second read adds to the first

@@ -105,6 +105,27 @@ ParamsContext(void *arg)
 }
 
 /*
+ * The planner's estimate of a prepared query's rows, for gpujoin_progress
+ * (-1: none).  The plan it makes is the one the read then runs where the
+ * query has no parameters; one with parameters is planned again for
+ * their values.
+ */
+static double
+PlannedRows(SPIPlanPtr plan)
+{
+	CachedPlan *cp = SPI_plan_get_cached_plan(plan);
+	double		rows = -1;
+
+	if (cp == NULL)
+		return -1;
+	if (list_length(cp->stmt_list) == 1 && IsA(linitial(cp->stmt_list), PlannedStmt) &&
+		linitial_node(PlannedStmt, cp->stmt_list)->planTree != NULL)
+		rows = linitial_node(PlannedStmt, cp->stmt_list)->planTree->plan_rows;
+	ReleaseCachedPlan(cp, NULL);
+	return rows;
+}
+
+/*
  * The caller's query, prepared, after making sure it is one read-only
  * SELECT (no DML, no data-modifying CTE, no SELECT INTO, no FOR UPDATE).
  */
@@ -489,7 +510,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		stats->geography = geography;
 		stats->postgis_nsp = postgis_nsp;
 	}
-	GjProgressReadStart(spec->is_query ? -1 : token > 0 ? (double) pack->expect :
+	GjProgressReadStart(spec->is_query ? PlannedRows(plan) : token > 0 ? (double) pack->expect :
 						GjRelationRows(spec->relid));
 	t_exec = gj_now_ms();
 	ExecuteReadOnly(plan, &r);
