@@ -94,6 +94,22 @@ for t in $UNIT; do
 done
 echo "unit tests in $(($(date +%s) - t0)) s"
 
+# pg_regress's results in log $2 (what ran, $1; started at $3; output
+# directory $4) added to the totals, the diffs shown on a failure.
+regress_result() {
+	local ok bad
+	ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$2" || true)
+	bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$2" || true)
+	echo "pg_regress ($1): $ok passed, $bad failed in $(($(date +%s) - $3)) s"
+	if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+		echo "pg_regress did not run:"; tail -20 "$2"
+		bad=1
+	fi
+	[ "$bad" -eq 0 ] || [ ! -f "$4/regression.diffs" ] || head -150 "$4/regression.diffs"
+	passed=$((passed + ok))
+	failed=$((failed + bad))
+}
+
 # 3. pg_regress, per device setting; the pgvector test where pgvector is installed
 chmod 777 "$log"
 with_pgvector=
@@ -114,18 +130,7 @@ for device in cpu auto; do
 	pg_virtualenv -t -v "$PGVER" -o "max_worker_processes=8" sh -c \
 		"PGOPTIONS='-c gpujoin.device=$device' make -s installcheck $with_pgvector PG_CONFIG='$PG_CONFIG' \
 		 EXTRA_REGRESS_OPTS='--outputdir=$outdir'" >"$log/pg-$device.txt" 2>&1
-	ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$log/pg-$device.txt" || true)
-	bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log/pg-$device.txt" || true)
-	echo "pg_regress (gpujoin.device=$device): $ok passed, $bad failed in $(($(date +%s) - t0)) s"
-	if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
-		echo "pg_regress did not run:"; tail -20 "$log/pg-$device.txt"
-		bad=1
-	fi
-	if [ "$bad" -ne 0 ] && [ -f "$outdir/regression.diffs" ]; then
-		head -150 "$outdir/regression.diffs"
-	fi
-	passed=$((passed + ok))
-	failed=$((failed + bad))
+	regress_result "gpujoin.device=$device" "$log/pg-$device.txt" "$t0" "$outdir"
 done
 
 # gpujoin_progress from a second session, on a cluster of its own
@@ -156,16 +161,7 @@ if [ -x "$pg18_config" ]; then
 		(cd "$b18" && PG_CONFIG="$pg18_config" regress/pg_cluster.sh -o max_worker_processes=8 sh -c \
 			"PGOPTIONS='-c gpujoin.device=cpu' make -s installcheck $w18 WITHOUT_POSTGIS=1 \
 			 PG_CONFIG='$pg18_config' EXTRA_REGRESS_OPTS='--outputdir=$outdir'") >"$log/pg-18.txt" 2>&1
-		ok=$(grep -cE '^(ok|test) .* \.\.\. ok|^ok [0-9]+ ' "$log/pg-18.txt" || true)
-		bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log/pg-18.txt" || true)
-		echo "pg_regress (PostgreSQL 18, gpujoin.device=cpu, without the PostGIS tests): $ok passed, $bad failed in $(($(date +%s) - t0)) s"
-		if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
-			echo "pg_regress did not run on 18:"; tail -20 "$log/pg-18.txt"
-			bad=1
-		fi
-		[ "$bad" -eq 0 ] || [ ! -f "$outdir/regression.diffs" ] || head -150 "$outdir/regression.diffs"
-		passed=$((passed + ok))
-		failed=$((failed + bad))
+		regress_result "PostgreSQL 18, gpujoin.device=cpu, without the PostGIS tests" "$log/pg-18.txt" "$t0" "$outdir"
 		t0=$(date +%s)
 		PG_CONFIG="$pg18_config" regress/pg_cluster.sh regress/progress_check.sh > "$log/progress-18.txt" 2>&1
 		grep -E "^FAIL" "$log/progress-18.txt"
