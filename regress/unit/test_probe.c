@@ -273,6 +273,59 @@ check_estimate(const char *name, gj_kind kind, int64_t n, int dims, double nbrs,
 	gj_points_free(&p);
 }
 
+/*
+ * The join's sampled estimate (gj_grid_estimate_join_pairs): exact when
+ * every probe row is sampled and no neighbourhood is subsampled, within
+ * 25% of the oracle's count on a sample, zero for sets far apart.
+ */
+static int64_t
+count_join(const gj_points *q, const gj_points *p, double eps2)
+{
+	int64_t		n = 0;
+
+	for (int64_t i = 0; i < q->n; i++)
+		for (int64_t j = 0; j < p->n; j++)
+			n += gj_sqdist(q->x + i * q->dims, p->x + j * p->dims, p->dims) <= eps2;
+	return n;
+}
+
+static void
+check_join_estimate(const char *name, gj_kind kind, int64_t n, int dims, double nbrs,
+					int64_t nsample, double tolerance, double shift, uint64_t seed)
+{
+	gj_points	p,
+				q;
+	gj_grid		g;
+	double		eps,
+				est;
+	int64_t		exact;
+
+	gj_gen_points(&p, kind, n, dims, seed);
+	gj_gen_points(&q, kind, n / 2, dims, seed + 1000);
+	for (int64_t i = 0; i < q.n * q.dims; i++)
+		q.x[i] += shift;
+	eps = gj_gen_typical_eps(kind, n, dims, nbrs);
+	exact = count_join(&q, &p, eps * eps);
+	if (gj_grid_build(&g, &p, eps * eps) != GJ_OK)
+	{
+		failed++;
+		printf("FAIL join estimate %s: grid\n", name);
+		return;
+	}
+	est = gj_grid_estimate_join_pairs(&g, &p, &q, nsample);
+	if (fabs(est - (double) exact) <= tolerance * (double) exact)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL join estimate %s seed=%llu n=%lld: exact %lld, estimate %.1f\n", name,
+			   (unsigned long long) seed, (long long) n, (long long) exact, est);
+	}
+	gj_grid_free(&g);
+	gj_points_free(&p);
+	gj_points_free(&q);
+}
+
 static int	interrupt_now = 0;
 static int	interrupt_after = 0;	/* > 0: raise at that poll */
 static int	polls = 0;
@@ -449,6 +502,11 @@ main(int argc, char **argv)
 	check_estimate("clusters-2d", GJ_GEN_CLUSTERS, 60000, 2, 30.0, 1.0, seed++);
 	check_estimate("uniform-3d", GJ_GEN_UNIFORM, 60000, 3, 10.0, 1.0, seed++);
 	check_estimate("one-cell-2d", GJ_GEN_ONE_CELL, 20000, 2, 4.0, 1e6, seed++);
+	check_join_estimate("join all sampled, 2-d", GJ_GEN_UNIFORM, 3000, 2, 8.0, 1500, 0.0, 0.0, seed++);
+	check_join_estimate("join all sampled, clusters 3-d", GJ_GEN_CLUSTERS, 3000, 3, 20.0, 1500, 0.0, 0.0, seed++);
+	check_join_estimate("join sampled, 2-d", GJ_GEN_UNIFORM, 20000, 2, 30.0, 1024, 0.25, 0.0, seed++);
+	check_join_estimate("join sampled, clusters 2-d", GJ_GEN_CLUSTERS, 20000, 2, 30.0, 1024, 0.25, 0.0, seed++);
+	check_join_estimate("join of sets far apart", GJ_GEN_UNIFORM, 20000, 2, 8.0, 1024, 0.0, 1e6, seed++);
 	check_interrupt(seed++);
 	check_interrupt_midway(seed++);
 

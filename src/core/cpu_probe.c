@@ -290,10 +290,39 @@ cpu_probe_free(gj_engine *e)
 }
 
 /*
- * Sampled estimate of the unordered pairs of the grid-sorted points p.
- * Each sampled row tests every step-th row of its neighbourhood, step
- * chosen so that at most GJ_ESTIMATE_CANDIDATES are tested, and scales its
- * hits by step.
+ * The rows of the grid-sorted points p within eps of xq among the nn cells
+ * nbr (row self, if any, left out), estimated: every step-th row of the
+ * concatenated cells is tested, step chosen so that at most
+ * GJ_ESTIMATE_CANDIDATES are, and the hits are scaled by step.
+ */
+static double
+sample_hits(const gj_grid *g, const gj_points *p, const double *xq, const int64_t *nbr,
+			int nn, int64_t self)
+{
+	int64_t		total = 0,
+				step,
+				seen = 0,
+				found = 0;
+
+	for (int k = 0; k < nn; k++)
+		total += g->cell_start[nbr[k] + 1] - g->cell_start[nbr[k]];
+	step = total / GJ_ESTIMATE_CANDIDATES + 1;
+	for (int k = 0; k < nn; k++)
+	{
+		int64_t		r0 = g->cell_start[nbr[k]],
+					r1 = g->cell_start[nbr[k] + 1];
+
+		for (int64_t r = r0 + (step - seen % step) % step; r < r1; r += step)
+			if (r != self && gj_sqdist(xq, p->x + r * p->dims, p->dims) <= g->eps2)
+				found++;
+		seen += r1 - r0;
+	}
+	return (double) found * (double) step;
+}
+
+/*
+ * Sampled estimate of the unordered pairs of the grid-sorted points p:
+ * nsample rows spread over p, each counting its neighbours (sample_hits).
  */
 double
 gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p, int64_t nsample)
@@ -309,33 +338,36 @@ gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p, int64_t nsample)
 	for (int64_t s = 0; s < nsample; s++)
 	{
 		int64_t		q = s * p->n / nsample;
-		int64_t		total = 0,
-					step,
-					seen = 0,
-					found = 0;
-		int			nn;
 
 		while (g->cell_start[cell + 1] <= q)
 			cell++;
-		nn = gj_grid_neighbourhood(g, cell, nbr);
-		for (int k = 0; k < nn; k++)
-			total += g->cell_start[nbr[k] + 1] - g->cell_start[nbr[k]];
-		step = total / GJ_ESTIMATE_CANDIDATES + 1;
-		for (int k = 0; k < nn; k++)
-		{
-			int64_t		r0 = g->cell_start[nbr[k]],
-						r1 = g->cell_start[nbr[k] + 1];
-
-			/* every step-th candidate of the concatenated cells */
-			for (int64_t r = r0 + (step - seen % step) % step; r < r1; r += step)
-				if (r != q && gj_sqdist(p->x + q * p->dims, p->x + r * p->dims,
-										p->dims) <= g->eps2)
-					found++;
-			seen += r1 - r0;
-		}
-		hits += (double) found * (double) step;
+		hits += sample_hits(g, p, p->x + q * p->dims, nbr, gj_grid_neighbourhood(g, cell, nbr), q);
 	}
 	return hits * (double) p->n / (double) nsample / 2.0;
+}
+
+/*
+ * The same for a join: the pairs of a row of probe and a row of the
+ * grid-sorted points p within eps, from nsample rows spread over probe.
+ */
+double
+gj_grid_estimate_join_pairs(const gj_grid *g, const gj_points *p, const gj_points *probe,
+							int64_t nsample)
+{
+	int64_t		nbr[GJ_MAX_ALL_NEIGHBOURS];
+	double		hits = 0.0;
+
+	if (p->n == 0 || probe->n == 0 || g->ncells == 0)
+		return 0.0;
+	if (nsample > probe->n)
+		nsample = probe->n;
+	for (int64_t s = 0; s < nsample; s++)
+	{
+		const double *xq = probe->x + s * probe->n / nsample * probe->dims;
+
+		hits += sample_hits(g, p, xq, nbr, gj_grid_point_neighbourhood(g, xq, nbr), -1);
+	}
+	return hits * (double) probe->n / (double) nsample;
 }
 
 /*

@@ -179,6 +179,9 @@ extern int	gj_grid_point_neighbourhood(const gj_grid *g, const double *x, int64_
  */
 extern double gj_grid_estimate_pairs(const gj_grid *g, const gj_points *p,
 									 int64_t nsample);
+/* ... and of the pairs (a row of probe, a row of p) of a join, nsample probe rows sampled */
+extern double gj_grid_estimate_join_pairs(const gj_grid *g, const gj_points *p,
+										  const gj_points *probe, int64_t nsample);
 
 /* Exact pair count of small inputs, split by equal and unequal ids. */
 extern void gj_grid_count_pairs(const gj_grid *g, const gj_points *p,

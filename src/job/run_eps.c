@@ -177,6 +177,10 @@ GjStartJoin(GjJob *job, bool allow_gpu)
 					"building the grid index");
 		res->have_grid = true;
 	}
+	/* the result's size, as the GPU engine samples it (NOTICE, gpujoin_progress) */
+	if (res->have_grid)
+		GjNoticeIfEnormous(job, gj_grid_estimate_join_pairs(&res->grid, idx, probe,
+															GJ_ESTIMATE_SAMPLE));
 	job->stats.index_ms += gj_now_ms() - t0;
 	memset(&po, 0, sizeof(po));
 	po.queries = probe;
