@@ -46,3 +46,9 @@ BEGIN
     END;
 END $$;
 SELECT count(*) FROM gpujoin_progress;
+-- two joins running at once in one query: neither leaves a row behind, and
+-- the next join reports again
+SELECT count(*) FROM (SELECT * FROM eps_selfjoin('pg_pts', '{x,y}', 1.5) LIMIT 3) a,
+                     (SELECT * FROM knn_selfjoin('pg_pts', '{x,y}', 1) LIMIT 3) b;
+SELECT count(*) FROM gpujoin_progress;
+SELECT count(*) FROM dbscan_sql('SELECT id, x, y FROM pg_pts WHERE (SELECT pg_temp.peek()) = 1', 1.5, 3);

@@ -15,10 +15,11 @@
  * and shows another role's joins to members of pg_read_all_stats, as
  * pg_stat_progress_* do.
  *
- * Only the outermost join of a backend reports (a join whose input query
- * calls another).  Its report ends when the join's memory goes, at its
- * end or on error, and at the end of an aborted (sub)transaction that
- * began it.
+ * One join of a backend reports at a time: the first of those running
+ * (another begins inside its read, or beside it in the same query).  Its
+ * report ends when the join's memory goes, at its end or on error, and at
+ * the end of an aborted (sub)transaction that began it; the others count
+ * only as running, so that the next join to begin when none runs reports.
  */
 #include "postgres.h"
 
@@ -63,18 +64,21 @@ static const char *const function_names[] = {
 static const char *const phase_names[] = {"", "read", "index", "join", "emit"};
 
 /* This backend's report. */
-static int	depth;				/* joins running, nested */
-static int	nestlevel;			/* the transaction nest level of the outermost */
+static int	depth;				/* joins running */
+static MemoryContext owner;		/* the memory of the join reporting, or NULL */
+static int	nestlevel;			/* ... and its transaction nest level */
 static int64 values[P_COUNT];
 static int64 read_base;			/* rows of the reads before this one */
-static MemoryContextCallback end_callback;
+
+/* Whether the join the callers serve is the one reporting. */
+#define REPORTING() (depth == 1 && owner != NULL)
 
 static void
 Publish(void)
 {
 	static const int index[P_COUNT] = {0, 1, 2, 3, 4, 5, 6, 7};
 
-	if (depth == 0 || MyBEEntry == NULL ||
+	if (owner == NULL || MyBEEntry == NULL ||
 		MyBEEntry->st_progress_command != PROGRESS_COMMAND_INVALID)
 		return;
 	pgstat_progress_update_multi_param(P_COUNT, index, values);
@@ -83,32 +87,38 @@ Publish(void)
 static void
 Clear(void)
 {
-	depth = 0;
+	owner = NULL;
 	if (MyBEEntry != NULL && MyBEEntry->st_progress_command == PROGRESS_COMMAND_INVALID &&
 		MyBEEntry->st_progress_param[P_MAGIC] == GJ_PROGRESS_MAGIC)
 		pgstat_progress_update_param(P_MAGIC, 0);
 }
 
-/* The outermost join's memory went (its end, or an error). */
+/* A join's memory went (its end, or an error): arg is that memory. */
 static void
 JoinMemoryGone(void *arg)
 {
-	if (depth > 0 && --depth == 0)
+	if (depth > 0)
+		depth--;
+	if (arg == owner)
 		Clear();
 }
 
+/* An abort ends every join it began; their memory goes with it. */
 static void
 AtXactEnd(XactEvent event, void *arg)
 {
-	if (depth > 0 && (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT))
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		depth = 0;
 		Clear();
+	}
 }
 
 static void
 AtSubXactEnd(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
 			 void *arg)
 {
-	if (depth > 0 && event == SUBXACT_EVENT_ABORT_SUB &&
+	if (owner != NULL && event == SUBXACT_EVENT_ABORT_SUB &&
 		GetCurrentTransactionNestLevel() <= nestlevel)
 		Clear();
 }
@@ -123,8 +133,14 @@ GjProgressInit(void)
 void
 GjProgressBegin(const char *fname, MemoryContext cxt)
 {
+	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+
+	cb->func = JoinMemoryGone;
+	cb->arg = cxt;
+	MemoryContextRegisterResetCallback(cxt, cb);
 	if (depth++ > 0)
 		return;
+	owner = cxt;
 	nestlevel = GetCurrentTransactionNestLevel();
 	memset(values, 0, sizeof(values));
 	values[P_MAGIC] = GJ_PROGRESS_MAGIC;
@@ -136,16 +152,13 @@ GjProgressBegin(const char *fname, MemoryContext cxt)
 	values[P_RESULT_TOTAL] = -1;
 	values[P_START] = GetCurrentTimestamp();
 	read_base = 0;
-	end_callback.func = JoinMemoryGone;
-	end_callback.arg = NULL;
-	MemoryContextRegisterResetCallback(cxt, &end_callback);
 	Publish();
 }
 
 void
 GjProgressPhase(GjPhase phase)
 {
-	if (depth != 1 || values[P_PHASE] == phase)
+	if (!REPORTING() || values[P_PHASE] == phase)
 		return;
 	values[P_PHASE] = phase;
 	Publish();
@@ -154,7 +167,7 @@ GjProgressPhase(GjPhase phase)
 void
 GjProgressReadStart(double total)
 {
-	if (depth != 1)
+	if (!REPORTING())
 		return;
 	/* a second read (the other side of a join) adds to the first */
 	read_base = values[P_ROWS_READ];
@@ -169,7 +182,7 @@ GjProgressReadStart(double total)
 void
 GjProgressRead(int64 rows)
 {
-	if (depth != 1)
+	if (!REPORTING())
 		return;
 	values[P_ROWS_READ] = read_base + rows;
 	Publish();
@@ -178,7 +191,7 @@ GjProgressRead(int64 rows)
 void
 GjProgressExpect(double rows)
 {
-	if (depth != 1)
+	if (!REPORTING())
 		return;
 	values[P_RESULT_TOTAL] = rows < 0 ? -1 : (int64) Min(rows, (double) PG_INT64_MAX);
 	Publish();
@@ -187,7 +200,7 @@ GjProgressExpect(double rows)
 void
 GjProgressResult(int64 rows)
 {
-	if (depth != 1)
+	if (!REPORTING())
 		return;
 	values[P_RESULT_ROWS] = rows;
 	if (values[P_PHASE] < GJ_PHASE_EMIT)
