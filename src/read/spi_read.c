@@ -206,7 +206,8 @@ typedef struct GjReceiver
 	gj_points  *pts;
 	bool		packed;			/* the parallel read: one row, the count */
 	bool		packed_arrays;	/* ... of one array or vector column */
-	ParamListInfo params;		/* its token */
+	ParamListInfo params;		/* its token, or the query's parameters */
+	double		total;			/* rows expected, for gpujoin_progress (-1: a query's) */
 	MemoryContext cxt;			/* the caller's: the row buffer lives there */
 	GjRowReader rd;
 } GjReceiver;
@@ -340,6 +341,8 @@ ExecuteReadOnly(SPIPlanPtr plan, GjReceiver *r)
 	}
 	CommandCounterIncrement();
 	cid = GetCurrentCommandId(false);
+	/* a query's size by its plan: planned under the guard, as its run is */
+	GjProgressReadStart(r->spec->is_query ? PlannedRows(plan) : r->total);
 	rc = SPI_execute_plan_extended(plan, &opt);
 	if (rc < 0)
 		elog(ERROR, "%s: SPI_execute_plan_extended failed: %s", r->spec->fname,
@@ -510,8 +513,7 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		stats->geography = geography;
 		stats->postgis_nsp = postgis_nsp;
 	}
-	GjProgressReadStart(spec->is_query ? PlannedRows(plan) : token > 0 ? (double) pack->expect :
-						GjRelationRows(spec->relid));
+	r.total = spec->is_query ? -1 : token > 0 ? (double) pack->expect : GjRelationRows(spec->relid);
 	t_exec = gj_now_ms();
 	ExecuteReadOnly(plan, &r);
 	t_done = gj_now_ms();
