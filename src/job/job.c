@@ -101,7 +101,7 @@ ExpectResult(GjJob *job)
 	}
 	rows = nq * Min((double) job->spec.k, job->spec.has_query ? n : Max(n - 1, 0.0));
 	GjProgressExpect(rows);
-	if (rows < 1e7 || (rows < 0.1 * nq * n && rows < 1e10))
+	if (!GjResultEnormous(rows, nq * n))
 		return;
 	ereport(NOTICE,
 			(errmsg("%s: k = %d gives %.3g result rows, %.0f%% of all pairs of the %.0f query rows and %.0f reference rows",

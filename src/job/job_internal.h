@@ -159,6 +159,7 @@ extern void GjRestartAfterGpu(GjJob *job, gj_status st, const char *err, bool *r
 /* --- run_common.c: what every engine family's start shares ------------------ */
 
 extern double GjAllPairs(const GjJob *job);
+extern bool GjResultEnormous(double rows, double all);
 extern void GjNoticeIfEnormous(GjJob *job, double pairs);
 extern bool GjGpuStartFailed(GjJob *job, gj_status st, const char *err);
 extern void GjEngineRunning(GjJob *job, gj_engine *e, const char *engine, int threads);

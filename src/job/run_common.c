@@ -76,6 +76,17 @@ GjAllPairs(const GjJob *job)
 	return n * (n - 1) / 2;
 }
 
+/*
+ * Whether a result of rows, of all possible, deserves the NOTICE that eps
+ * or k was likely not meant: 1e7 rows or more that are a tenth of all
+ * pairs, or 1e10 rows whatever the share.
+ */
+bool
+GjResultEnormous(double rows, double all)
+{
+	return rows >= 1e7 && (rows >= 0.1 * all || rows >= 1e10);
+}
+
 /* A NOTICE when the sampled size says eps covers much of the data. */
 void
 GjNoticeIfEnormous(GjJob *job, double pairs)
@@ -86,7 +97,7 @@ GjNoticeIfEnormous(GjJob *job, double pairs)
 
 	job->stats.estimated_pairs = pairs;
 	GjProgressExpect(rows);
-	if (pairs < 1e7 || (pairs < 0.1 * all && pairs < 1e10))
+	if (!GjResultEnormous(pairs, all))
 		return;
 	ereport(NOTICE,
 			(job->spec.has_query ?
