@@ -11,7 +11,7 @@
 # tests, GPU checks and benchmarks under regress/ link the same library.
 
 EXTENSION = gpujoin
-EXTVERSION = 0.7
+EXTVERSION = 0.8
 
 MODULE_big = gpujoin
 
@@ -23,7 +23,7 @@ GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_tr
 	src/job/run_tiles.o src/job/run_rows.o src/job/run_knn.o src/job/run_slabs.o \
 	src/job/emit.o src/job/geo.o src/job/geo_postgis.o \
 	src/read/spi_read.o src/read/relation.o src/read/rows.o src/read/sizes.o src/read/guard.o \
-	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o src/read/keys.o \
+	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o src/read/keys.o src/read/row_keys.o \
 	src/join/clause.o src/join/self.o src/join/path.o src/join/lateral.o src/join/node.o src/join/exec.o \
 	src/join/pairs.o src/join/knn.o src/join/tid_read.o src/join/nulling.o
 
@@ -45,11 +45,11 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.2--0.3.sql sql/$(EXTENSION)--0.3--0.4.sql \
 	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql \
-	sql/$(EXTENSION)--0.6--0.7.sql
+	sql/$(EXTENSION)--0.6--0.7.sql sql/$(EXTENSION)--0.7--0.8.sql
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \
-	readonly upgrade progress clustering clustering_postgis postgis_input geography parallel_read highdim \
+	readonly upgrade progress keys clustering clustering_postgis postgis_input geography parallel_read highdim \
 	plain_join plain_join_cube
 REGRESS_OPTS = --inputdir=$(srcdir)
 # pgvector's input test, where pgvector is installed (regress/run_tests.sh

@@ -19,7 +19,7 @@
 
 #include "core/gj_core.h"
 
-#define GPUJOIN_VERSION "0.7"
+#define GPUJOIN_VERSION "0.8"
 
 /* How long the backend waits on an engine between interrupt checks. */
 #define GJ_WAIT_MS 50

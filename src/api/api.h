@@ -55,14 +55,21 @@ extern GjShape GjFunctionShape(GjFunction fn);
 extern int	GjOutputColumns(GjFunction fn);
 extern bool GjTwoSets(GjFunction fn);
 extern bool GjFilterableColumn(GjFunction fn, int column);
+extern int	GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2]);
+extern bool GjKeyedFunction(Oid funcid);
 
 /*
  * args.c: check arguments (values/nulls as the function receives them,
- * defaults filled in) and fill spec; ERRORs as the functions raise them.
- * Strings and arrays are copied into the current memory context.
+ * defaults filled in, argtypes their types) and fill spec; ERRORs as the
+ * functions raise them.  Strings and arrays are copied into the current
+ * memory context.  A keyed form's witnesses are taken out first, so the
+ * other arguments are where the classic form has them (also for the
+ * planner's estimate: GjArgsWithoutKeys).
  */
 extern void GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
-							  const bool *nulls, int nargs, GjJobSpec *spec);
+							  const bool *nulls, const Oid *argtypes, int nargs,
+							  GjJobSpec *spec);
+extern List *GjArgsWithoutKeys(Oid funcid, List *args);
 
 /* custom_scan.c: the planner hook, the gpujoin.custom_scan setting. */
 extern void GjCustomScanInit(void);

@@ -165,15 +165,85 @@ QueryParams(GjJobSpec *spec, Datum params)
 	spec->input.params = spec->query.params = list;
 }
 
+/* A side's keys, of the witness's type (kept), or not returned (any type). */
+static GjKeys *
+MakeKeys(Oid witness, bool kept)
+{
+	GjKeys	   *keys = palloc0(sizeof(GjKeys));
+
+	keys->kept = kept;
+	if (kept)
+	{
+		if (!OidIsValid(witness))
+			elog(ERROR, "gpujoin: the key's type is not known in this call");
+		keys->type = witness;	/* a domain stays one: the result's type */
+	}
+	return keys;
+}
+
+/* The keyed form's witnesses (kpos) give the sides their keys. */
+static void
+SetKeys(GjJobSpec *spec, GjFunction fn, const Oid *argtypes, const int kpos[2])
+{
+	if (!GjTwoSets(fn))
+	{
+		spec->input.keys = MakeKeys(argtypes[kpos[0]], true);
+		return;
+	}
+	/* knn_join, eps_join: both sides' keys; eps_join_counts returns only r's */
+	spec->query.keys = MakeKeys(argtypes[kpos[0]], true);
+	spec->input.keys = kpos[1] >= 0 ? MakeKeys(argtypes[kpos[1]], true) :
+		MakeKeys(InvalidOid, false);
+}
+
+/* The planner's view of a call's arguments: a keyed form's as the classic form's. */
+List *
+GjArgsWithoutKeys(Oid funcid, List *args)
+{
+	int			map[FUNC_MAX_ARGS],
+				kpos[2],
+				n = GjKeyedArgs(funcid, map, kpos);
+	List	   *out = NIL;
+
+	if (n == 0)
+		return args;
+	for (int j = 0; j < n; j++)
+		out = lappend(out, list_nth(args, map[j]));
+	return out;
+}
+
 /* The call of fn (funcid) with these arguments as a job. */
 void
-GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
-				  const bool *nulls, int nargs, GjJobSpec *spec)
+GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
+				  const bool *argnulls, const Oid *argtypes, int nargs, GjJobSpec *spec)
 {
 	int			metric_arg = -1,
 				spheroid_arg = -1,
 				params_arg = -1,
-				full = GjFunctionArgs(fn);
+				full = GjFunctionArgs(fn),
+				map[FUNC_MAX_ARGS],
+				kpos[2],
+				nclassic = GjKeyedArgs(funcid, map, kpos);
+	Datum		values[FUNC_MAX_ARGS];
+	bool		nulls[FUNC_MAX_ARGS];
+
+	if (nargs > FUNC_MAX_ARGS)
+		elog(ERROR, "gpujoin: %d arguments", nargs);
+	if (nclassic > 0)
+	{
+		/* a keyed form: its arguments where the classic form has them */
+		for (int j = 0; j < nclassic; j++)
+		{
+			values[j] = args[map[j]];
+			nulls[j] = argnulls[map[j]];
+		}
+		nargs = nclassic;
+	}
+	else
+	{
+		memcpy(values, args, sizeof(Datum) * nargs);
+		memcpy(nulls, argnulls, sizeof(bool) * nargs);
+	}
 
 	memset(spec, 0, sizeof(*spec));
 	spec->filter_column = GJ_FILTER_NONE;
@@ -343,6 +413,8 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *values,
 	spec->spheroid_given = spec->use_spheroid != !spec->is_knn;
 	if (params_arg >= 0 && !nulls[params_arg])
 		QueryParams(spec, values[params_arg]);
+	if (nclassic > 0)
+		SetKeys(spec, fn, argtypes, kpos);
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 }

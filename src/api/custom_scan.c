@@ -25,7 +25,8 @@
  * can restrict the query side (GjFilterableColumn), whose other side is
  * free of this scan's columns and of volatile functions, is evaluated with
  * the arguments and restricts the join to the listed rows (job/plan.c).  The
- * qual stays in the plan as well, so it is rechecked on every row.
+ * qual stays in the plan as well, so it is rechecked on every row.  Not for
+ * the keyed forms (key => ...), whose keys the qual filters as they come.
  *
  * What the custom scan does not take, it leaves alone: calls in the SELECT
  * list, WITH ORDINALITY, ROWS FROM with several functions, and everything
@@ -312,7 +313,9 @@ GjPlanPath(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	Expr	   *filter;
 
 	Assert(fexpr != NULL);
-	filter = FindRestriction(fn, clauses, rel->relid, &column, &is_array);
+	/* a keyed call's ids are its keys' ranks, known only once read */
+	filter = GjKeyedFunction(fexpr->funcid) ? NULL :
+		FindRestriction(fn, clauses, rel->relid, &column, &is_array);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
@@ -456,6 +459,7 @@ StartJob(GjScanState *st)
 	int			nargs = list_length(st->args);
 	Datum	   *values = palloc(sizeof(Datum) * Max(nargs, 1));
 	bool	   *nulls = palloc(sizeof(bool) * Max(nargs, 1));
+	Oid		   *types = palloc(sizeof(Oid) * Max(nargs, 1));
 	GjJobSpec	spec;
 	MemoryContext old;
 	ListCell   *lc;
@@ -467,15 +471,17 @@ StartJob(GjScanState *st)
 	foreach(lc, st->args)
 	{
 		values[i] = ExecEvalExpr((ExprState *) lfirst(lc), econtext, &nulls[i]);
+		types[i] = exprType(list_nth(st->fexpr->args, i));	/* a key witness's type */
 		i++;
 	}
 	MemoryContextSwitchTo(st->spec_cxt);
-	GjJobSpecFromArgs(st->fn, st->fexpr->funcid, values, nulls, nargs, &spec);
+	GjJobSpecFromArgs(st->fn, st->fexpr->funcid, values, nulls, types, nargs, &spec);
 	if (st->filter_state != NULL)
 		EvalFilter(st, econtext, &spec);
 	MemoryContextSwitchTo(old);
 	pfree(values);
 	pfree(nulls);
+	pfree(types);
 
 	st->started = true;
 	st->job = GjJobStart(&spec, st->css.ss.ps.state->es_query_cxt, false);

@@ -22,6 +22,7 @@ RunMaterialized(FunctionCallInfo fcinfo, GjFunction fn)
 	bool		nulls[4] = {false, false, false, false};
 	Datum		args[FUNC_MAX_ARGS];
 	bool		argnulls[FUNC_MAX_ARGS];
+	Oid			argtypes[FUNC_MAX_ARGS];
 	GjJobSpec	spec;
 	GjJob	   *job;
 	bool		restarted;
@@ -30,8 +31,9 @@ RunMaterialized(FunctionCallInfo fcinfo, GjFunction fn)
 	{
 		args[i] = fcinfo->args[i].value;
 		argnulls[i] = fcinfo->args[i].isnull;
+		argtypes[i] = get_fn_expr_argtype(fcinfo->flinfo, i);	/* a key witness's type */
 	}
-	GjJobSpecFromArgs(fn, fcinfo->flinfo->fn_oid, args, argnulls, PG_NARGS(), &spec);
+	GjJobSpecFromArgs(fn, fcinfo->flinfo->fn_oid, args, argnulls, argtypes, PG_NARGS(), &spec);
 	InitMaterializedSRF(fcinfo, 0);
 	job = GjJobStart(&spec, CurrentMemoryContext, true);
 	while (GjJobNext(job, values, nulls, &restarted))

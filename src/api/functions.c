@@ -9,7 +9,10 @@
 #include "access/htup_details.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/catcache.h"
 #include "utils/syscache.h"
 
 #include "api/api.h"
@@ -208,4 +211,114 @@ GjFilterableColumn(GjFunction fn, int column)
 			break;
 	}
 	return false;
+}
+
+/* The key witnesses' positions in funcid's arguments (-1: none); how many. */
+static int
+KeyWitnesses(Form_pg_proc p, int pos[2])
+{
+	int			n = 0;
+
+	pos[0] = pos[1] = -1;
+	for (int i = 0; i < p->pronargs; i++)
+	{
+		if (p->proargtypes.values[i] == ANYELEMENTOID)
+			pos[0] = i, n++;
+		else if (p->proargtypes.values[i] == ANYCOMPATIBLEOID)
+			pos[1] = i, n++;
+	}
+	return n;
+}
+
+/* A function's argument names, n of them (palloc'd). */
+static char **
+ArgNames(HeapTuple tup, int n)
+{
+	bool		isnull;
+	Datum		d = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_proargnames, &isnull);
+	Datum	   *elems;
+	int			nelems;
+	char	  **names = palloc0(sizeof(char *) * Max(n, 1));
+
+	if (isnull)
+		return names;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	for (int i = 0; i < nelems && i < n; i++)
+		names[i] = TextDatumGetCString(elems[i]);
+	return names;
+}
+
+/*
+ * A keyed form (0.8: key => NULL::uuid) as the classic form of the same
+ * name: map[j] is the position in funcid's arguments of the classic
+ * form's argument j (the options follow the key in another order, so they
+ * are matched by name), pos[0] the anyelement witness's position (the key
+ * of the one set, or of the query and r side) and pos[1] the anycompatible
+ * one's (the reference and s side's), -1 where there is none.  Returns the
+ * classic form's argument count; 0 for a function without witnesses.
+ */
+int
+GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2])
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	Form_pg_proc p;
+	CatCList   *list;
+	char	  **names;
+	int			nclassic = -1;
+
+	pos[0] = pos[1] = -1;
+	if (!HeapTupleIsValid(tup))
+		return 0;
+	p = (Form_pg_proc) GETSTRUCT(tup);
+	if (KeyWitnesses(p, pos) == 0)
+	{
+		ReleaseSysCache(tup);
+		return 0;
+	}
+	names = ArgNames(tup, p->pronargs);
+	list = SearchSysCacheList1(PROCNAMEARGSNSP, NameGetDatum(&p->proname));
+	for (int m = 0; m < list->n_members && nclassic < 0; m++)
+	{
+		HeapTuple	ct = &list->members[m]->tuple;
+		Form_pg_proc c = (Form_pg_proc) GETSTRUCT(ct);
+		int			cpos[2];
+		char	  **cnames;
+
+		if (c->oid == funcid || c->pronamespace != p->pronamespace ||
+			KeyWitnesses(c, cpos) > 0)
+			continue;
+		cnames = ArgNames(ct, c->pronargs);
+		nclassic = c->pronargs;
+		for (int j = 0; j < c->pronargs; j++)
+		{
+			map[j] = -1;
+			for (int i = 0; i < p->pronargs; i++)
+				if (cnames[j] != NULL && names[i] != NULL && strcmp(cnames[j], names[i]) == 0)
+					map[j] = i;
+			if (map[j] < 0)
+				nclassic = -1;	/* not this one's classic form */
+		}
+	}
+	ReleaseSysCacheList(list);
+	if (nclassic < 0)
+		elog(ERROR, "gpujoin: no function %s without a key in the schema of function %u",
+			 NameStr(p->proname), funcid);
+	ReleaseSysCache(tup);
+	return nclassic;
+}
+
+/* Is funcid a keyed form? */
+bool
+GjKeyedFunction(Oid funcid)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	int			pos[2];
+	bool		keyed;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	keyed = KeyWitnesses((Form_pg_proc) GETSTRUCT(tup), pos) > 0;
+	ReleaseSysCache(tup);
+	return keyed;
 }

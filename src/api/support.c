@@ -228,6 +228,12 @@ bool
 GjEstimateRows(FuncExpr *fexpr, double *rows)
 {
 	GjFunction	fn = GjLookupFunction(fexpr->funcid);
+	FuncExpr	classic;
+
+	/* a keyed form: the arguments as the classic form has them */
+	classic = *fexpr;
+	classic.args = GjArgsWithoutKeys(fexpr->funcid, fexpr->args);
+	fexpr = &classic;
 	Const	   *c0,
 			   *c1,
 			   *c2,

@@ -7,7 +7,8 @@
  * costs copying three or four values into the executor's slot; a symmetric
  * self-join's second orientation is the same pair with its ids swapped,
  * and a neighbour list goes out as an array whose header is written into
- * the gap the engine left before it (no copy).  Between chunks the backend
+ * the gap the engine left before it (no copy).  A keyed call's ids go out
+ * as the keys they rank (read/row_keys.c), its lists as arrays of keys.  Between chunks the backend
  * checks for interrupts, reports progress, starts the next slab step early
  * (run_slabs.c), and handles an engine that ended: the next slab step, or
  * a GPU failure part-way, which reruns the join on the CPU (job.c).
@@ -212,6 +213,49 @@ GeoList(const bool *in, const double *m, int64 *nb, double *nd, int64 n)
 	return k;
 }
 
+/*
+ * The keys of a keyed call's id columns (NULL: integer ids, returned as
+ * they are): the first is the query (r) side's in a join of two sets, the
+ * second and every neighbour the one set's or the reference (s) side's.
+ */
+static inline const GjKeys *
+FirstKeys(const GjJob *job)
+{
+	return job->spec.has_query ? job->spec.query.keys : job->spec.input.keys;
+}
+
+static inline const GjKeys *
+SecondKeys(const GjJob *job)
+{
+	return job->spec.input.keys;
+}
+
+static inline bool
+Keyed(const GjKeys *keys)
+{
+	return keys != NULL && keys->kept;
+}
+
+/* A neighbour list of a keyed call: the keys of ids, as an array of their type. */
+static Datum
+KeyArray(const GjKeys *keys, const int64 *ids, int64 n)
+{
+	Datum	   *d;
+
+	if (n > MaxAllocSize / sizeof(Datum) - 64)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a row has %lld neighbours, more than an array can hold",
+						(long long) n)));
+	if (n == 0)
+		return PointerGetDatum(construct_empty_array(keys->type));
+	d = palloc(sizeof(Datum) * n);
+	for (int64 e = 0; e < n; e++)
+		d[e] = GjKeyOf(keys, ids[e]);
+	return PointerGetDatum(construct_array(d, (int) n, keys->type, keys->typlen,
+										   keys->typbyval, keys->typalign));
+}
+
 /* A one-dimensional array of n 8-byte values, copied as one block. */
 static Datum
 MakeArray8(const void *data, int64 n, Oid elemtype)
@@ -379,7 +423,7 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 		}
 		if ((i & 0xffff) == 0)
 			CHECK_FOR_INTERRUPTS();
-		values[0] = Int64GetDatum(rp->ids[row]);
+		values[0] = GjKeyOf(FirstKeys(job), rp->ids[row]);
 		nulls[0] = false;
 		if (job->spec.shape == GJ_SHAPE_COUNTS)
 		{
@@ -413,7 +457,9 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 			else if (job->spec.metric == GJ_METRIC_COSINE)
 				for (int64 e = e0; e < e1; e++)
 					res->list_nd[e] = OutDist(job, res->list_nd[e]);
-			values[1] = MakeArray8(res->list_nb + e0, e1 - e0, INT8OID);
+			values[1] = Keyed(SecondKeys(job)) ?
+				KeyArray(SecondKeys(job), res->list_nb + e0, e1 - e0) :
+				MakeArray8(res->list_nb + e0, e1 - e0, INT8OID);
 			values[2] = MakeArray8(res->list_nd + e0, e1 - e0, FLOAT8OID);
 			MemoryContextSwitchTo(old);
 			nulls[1] = nulls[2] = false;
@@ -454,8 +500,19 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 				e1 = e0 + GeoList(job->geow.in + w, job->geow.m + w, c->nb + e0, c->nd + e0,
 								  e1 - e0);
 			}
-			values[0] = Int64GetDatum(c->a[i]);
-			values[1] = ArrayInGap(c->nb + c->off[i], e1 - e0, INT8OID);
+			values[0] = GjKeyOf(FirstKeys(job), c->a[i]);
+			if (Keyed(SecondKeys(job)))
+			{
+				/* the keys' array, in memory of this row only */
+				MemoryContext old;
+
+				MemoryContextReset(job->out.rowcxt);
+				old = MemoryContextSwitchTo(job->out.rowcxt);
+				values[1] = KeyArray(SecondKeys(job), c->nb + e0, e1 - e0);
+				MemoryContextSwitchTo(old);
+			}
+			else
+				values[1] = ArrayInGap(c->nb + c->off[i], e1 - e0, INT8OID);
 			if (job->spec.metric == GJ_METRIC_COSINE)
 			{
 				/* the distances as the metric's, in place: the list is done with */
@@ -535,15 +592,15 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	i = job->out.pos;
 	if (job->out.second)
 	{
-		values[0] = Int64GetDatum(c->b[i]);
-		values[1] = Int64GetDatum(c->a[i]);
+		values[0] = GjKeyOf(SecondKeys(job), c->b[i]);	/* a self-join: one set */
+		values[1] = GjKeyOf(FirstKeys(job), c->a[i]);
 		job->out.second = false;
 		job->out.pos++;
 	}
 	else
 	{
-		values[0] = Int64GetDatum(c->a[i]);
-		values[1] = Int64GetDatum(c->b[i]);
+		values[0] = GjKeyOf(FirstKeys(job), c->a[i]);
+		values[1] = GjKeyOf(SecondKeys(job), c->b[i]);
 		if (job->out.twice)
 			job->out.second = true;
 		else

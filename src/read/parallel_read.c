@@ -1051,7 +1051,7 @@ GjParallelReadWanted(const GjInputSpec *spec, int *dims)
 	int			ncols;
 
 	*dims = 0;
-	if (spec->is_query || spec->sample_pct > 0 || spec->only_ids != NULL ||
+	if (spec->is_query || spec->sample_pct > 0 || spec->only_ids != NULL || spec->keys != NULL ||
 		parallel_read_min_rows_guc < 0 || !OidIsValid(spec->nsp) ||
 		ARR_NDIM(spec->cols) != 1 || ARR_HASNULL(spec->cols))
 		return false;

@@ -215,8 +215,8 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 	Datum	   *elems;
 	bool	   *nulls;
 	int			ncols;
-	AttrNumber	att,
-				id_att;
+	AttrNumber	att;
+	const char *id_expr;
 	Oid			t,
 				coll,
 				nsp = InvalidOid;
@@ -248,13 +248,12 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 	nspname = get_namespace_name(nsp);
 	qrel = (char *) quote_qualified_identifier(get_namespace_name(get_rel_namespace(spec->relid)),
 											   get_rel_name(spec->relid));
-	id_att = spec->id_col != NULL ? GjLookupColumn(spec->relid, text_to_cstring(spec->id_col)) :
-		GjPrimaryKeyColumn(spec->relid, spec->fname);
+	id_expr = GjRelationIdExpr(spec);
 	initStringInfo(&s);
-	appendStringInfo(&s, "SELECT %s, ", quote_identifier(get_attname(spec->relid, id_att, false)));
+	appendStringInfo(&s, "SELECT %s, ", id_expr);
 	check.fname = spec->fname;
 	check.column = get_attname(spec->relid, att, false);
-	check.id = quote_identifier(get_attname(spec->relid, id_att, false));
+	check.id = id_expr;
 	check.gpujoin_nsp = spec->nsp;
 	/* geography measures on the surface: a Z is not part of its distance */
 	AppendCoordinates(&s, nspname, qcol, *geography,
@@ -262,7 +261,7 @@ GjGeometryInput(const GjInputSpec *spec, char **sql, int32 *srid, bool *geograph
 					  DeclaresPoints(typmod) || !HasPointCheck(spec->nsp) ? NULL : &check);
 	appendStringInfo(&s, " FROM %s", qrel);
 	if (spec->only_ids != NULL)
-		GjAppendOnlyIds(&s, spec, quote_identifier(get_attname(spec->relid, id_att, false)));
+		GjAppendOnlyIds(&s, spec, id_expr);
 	*sql = s.data;
 	if (*geography)
 		*srid = -1;				/* read with the rows */

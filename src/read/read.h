@@ -24,6 +24,33 @@ typedef enum GjMetric
 	GJ_METRIC_COSINE
 } GjMetric;
 
+/*
+ * Keys of any type (keyed.c): the keyed forms of the functions take a
+ * witness of the key's type (key => NULL::uuid) and return each row's own
+ * key, of that type.  The engines still see integer ids: the read gives
+ * each row the rank of its key in the type's btree order, so that every
+ * rule that follows ids (kNN ties to the smaller id, lists and pairs in id
+ * order, DBSCAN's cluster numbers) follows the keys' order, and the rows
+ * go out with the keys back in their place.  A side whose keys are not
+ * returned (eps_join_counts's s) reads any first column and keeps nothing.
+ */
+typedef struct GjKeys
+{
+	Oid			type;			/* the witness's type; RECORDOID: any row */
+	bool		kept;			/* false: not returned, any type (ids: row numbers) */
+	/* filled by the read */
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Oid			lt_opr;			/* the type's btree "<" */
+	Oid			collation;		/* the key column's, for text keys' order */
+	Datum	   *values;			/* values[id], ranked (GjKeysRank) */
+	int64		n;
+	int64		cap;
+	char	   *arena;			/* by-reference values go here */
+	Size		arena_left;
+} GjKeys;
+
 /* What the reader is asked to read. */
 typedef struct GjInputSpec
 {
@@ -35,6 +62,7 @@ typedef struct GjInputSpec
 	Oid			relid;
 	ArrayType  *cols;			/* coordinate column names */
 	text	   *id_col;			/* NULL: the primary key */
+	GjKeys	   *keys;			/* NULL: an integer id (else the read fills it) */
 	/* query form, and the values of its $1, $2, ... (nparams of them) */
 	const char *query;
 	int			nparams;
@@ -87,6 +115,18 @@ typedef struct GjReadStats
 } GjReadStats;
 
 #define GJ_NO_SRID (-2)			/* the input was not a geometry column */
+
+/* A returned row's key: its id (the rank keyed.c gave it) back to the key. */
+static inline Datum
+GjKeyOf(const GjKeys *keys, int64 id)
+{
+	if (keys == NULL || !keys->kept)
+		return Int64GetDatum(id);
+	if ((uint64) id >= (uint64) keys->n)
+		elog(ERROR, "gpujoin: row id %lld beyond the %lld keys read", (long long) id,
+			 (long long) keys->n);
+	return keys->values[id];
+}
 
 /* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */
 extern void GjReadInit(void);

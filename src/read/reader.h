@@ -24,7 +24,8 @@
 /* How the coordinates of a result row are laid out. */
 typedef struct RowShape
 {
-	Oid			id_type;
+	Oid			id_type;		/* an integer type, tid, or a keyed read's key type */
+	bool		keyed;			/* the id is a key (GjKeys): ids are row numbers */
 	bool		is_array;		/* one float4[]/float8[], vector or halfvec column */
 	int			vec;			/* ... pgvector's GJ_VEC_*, or 0 for an array */
 	int			postgis;		/* ... a PostGIS point column (the join's read): its GjKeyKind + 1 */
@@ -69,6 +70,7 @@ typedef struct GjRowReader
 	int			dims;
 	const int64 *only_ids;		/* only these ids (sorted), or NULL */
 	int			nonly;
+	GjKeys	   *keys;			/* a keyed read's keys (shape.keyed) */
 	int64		nrows;
 	int64		nnull;
 	int64		nnonfinite;
@@ -80,7 +82,8 @@ typedef struct GjRowReader
 /* rows.c */
 extern void GjCheckDims(const char *fname, int dims);
 extern bool GjIsPointColumnType(Oid t);
-extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read);
+extern void GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read,
+							GjKeys *keys);
 /* After rd->shape is set; the row buffer lives in cxt. */
 extern void GjRowReaderInit(GjRowReader *rd, const char *fname,
 							const int64 *only_ids, int nonly, MemoryContext cxt);
@@ -90,9 +93,22 @@ extern bool GjConvertRow(GjRowReader *rd, const Datum *values,
 extern double DatumToFloat8(Datum d, Oid type);
 extern int64 DatumToId(Datum d, Oid type);
 
-/* relation.c: the relation form's columns, from the catalog */
+/*
+ * row_keys.c: what identifies a row: a relation's columns by name, its
+ * integer id column or key as a SELECT expression, and keys of any type
+ * (read.h's GjKeys): emptied before a read, the result's first column
+ * checked as the key, each accepted row's key kept, ids made ranks.
+ */
 extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
+extern char *GjRelationIdExpr(const GjInputSpec *spec);
+extern void GjKeysStart(GjKeys *keys, const char *fname);
+extern void GjKeysColumn(GjKeys *keys, const char *fname, TupleDesc td);
+extern void GjKeysAdd(GjKeys *keys, Datum d, MemoryContext cxt);
+extern void GjKeysRank(GjKeys *keys, gj_points *pts);
+extern char *GjKeyText(Datum d, Oid type);
+
+/* relation.c: the relation form's query, from the catalog */
 extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol);
 extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
 

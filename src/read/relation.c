@@ -10,71 +10,14 @@
 #include "compat.h"
 
 #include "access/htup_details.h"
-#include "access/relation.h"
 #include "access/sysattr.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/rel.h"
-#include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "read/reader.h"
-
-
-
-/* Column attnum of relid by exact name, or an UNDEFINED_COLUMN error. */
-AttrNumber
-GjLookupColumn(Oid relid, const char *name)
-{
-	AttrNumber	attnum = get_attnum(relid, name);
-
-	if (attnum == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						name, get_rel_name(relid))));
-	return attnum;
-}
-
-/* The single integer column of relid's primary key, or an error with a hint. */
-AttrNumber
-GjPrimaryKeyColumn(Oid relid, const char *fname)
-{
-	Relation	rel = relation_open(relid, AccessShareLock);
-	Oid			pkidx = InvalidOid;
-	AttrNumber	attnum = InvalidAttrNumber;
-
-	if (rel->rd_rel->relkind == RELKIND_RELATION ||
-		rel->rd_rel->relkind == RELKIND_MATVIEW ||
-		rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		pkidx = GjRelationPrimaryKeyIndex(rel);
-	relation_close(rel, AccessShareLock);
-
-	if (OidIsValid(pkidx))
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkidx));
-
-		if (HeapTupleIsValid(tup))
-		{
-			Form_pg_index idx = (Form_pg_index) GETSTRUCT(tup);
-
-			if (idx->indnkeyatts == 1 && idx->indkey.values[0] > 0 &&
-				IsIdType(getBaseType(get_atttype(relid, idx->indkey.values[0]))))
-				attnum = idx->indkey.values[0];
-			ReleaseSysCache(tup);
-		}
-	}
-	if (attnum == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("%s: relation \"%s\" has no single-column integer primary key",
-						fname, get_rel_name(relid)),
-				 errhint("Pass the name of an integer id column as id_col.")));
-	return attnum;
-}
 
 /*
  * Validate the relation form against the catalog and build its SELECT, all
@@ -88,8 +31,7 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 	Datum	   *elems;
 	bool	   *elem_nulls;
 	int			ncols;
-	AttrNumber	id_att;
-	Oid			id_type;
+	const char *id_expr = NULL;
 	StringInfoData sql;
 
 	if (relid == InvalidOid || relkind == '\0')
@@ -120,34 +62,19 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 	if (spec->sample_pct > 0)
 	{
 		/* a planner's sample: the block number stands in for the id */
-		id_att = InvalidAttrNumber;
 		appendStringInfoString(&sql, "SELECT (ctid::text::point)[0]::bigint");
 	}
 	else
 	{
-		/* id column: the row's ctid (the join's read), given, or the primary key */
-		if (spec->row_ids)
-			id_att = SelfItemPointerAttributeNumber;
-		else if (spec->id_col != NULL)
-			id_att = GjLookupColumn(relid, text_to_cstring(spec->id_col));
-		else
-			id_att = GjPrimaryKeyColumn(relid, spec->fname);
-		id_type = spec->row_ids ? INT8OID : getBaseType(get_atttype(relid, id_att));
-		if (!IsIdType(id_type))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("%s: id column \"%s\" has type %s", spec->fname,
-							get_attname(relid, id_att, false),
-							format_type_be(get_atttype(relid, id_att))),
-					 errdetail("The id column must be smallint, integer or bigint.")));
+		/* id: the row's ctid (the join's read), or the id column or key */
+		id_expr = spec->row_ids ? "ctid" : GjRelationIdExpr(spec);
 		if (pack_token > 0)
 			appendStringInfo(&sql, "SELECT %s($1, %s",
 							 quote_qualified_identifier(get_namespace_name(spec->nsp),
 														"gpujoin_pack"),
-							 quote_identifier(get_attname(relid, id_att, false)));
+							 id_expr);
 		else
-			appendStringInfo(&sql, "SELECT %s",
-							 quote_identifier(get_attname(relid, id_att, false)));
+			appendStringInfo(&sql, "SELECT %s", id_expr);
 	}
 	for (int i = 0; i < ncols; i++)
 	{
@@ -197,7 +124,7 @@ GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token)
 		appendStringInfo(&sql, " TABLESAMPLE SYSTEM (%.6f) REPEATABLE (%d)",
 						 spec->sample_pct, spec->sample_seed);
 	else if (spec->only_ids != NULL)
-		GjAppendOnlyIds(&sql, spec, quote_identifier(get_attname(relid, id_att, false)));
+		GjAppendOnlyIds(&sql, spec, id_expr);
 	return sql.data;
 }
 

@@ -45,7 +45,8 @@ GjIsPointColumnType(Oid t)
 
 /* The row shape of a query's result; shared by both forms of input. */
 void
-GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read)
+GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read,
+				GjKeys *keys)
 {
 	int			natts = td->natts;
 
@@ -56,13 +57,21 @@ GjCheckRowShape(const char *fname, TupleDesc td, RowShape *shape, bool join_read
 				 errmsg("%s: query must return an id column and at least one coordinate column",
 						fname)));
 	shape->id_type = getBaseType(TupleDescAttr(td, 0)->atttypid);
-	if (!IsIdType(shape->id_type) && !(join_read && shape->id_type == TIDOID))
+	if (keys != NULL)
+	{
+		/* a key of any type: checked against the call's witness */
+		GjKeysColumn(keys, fname, td);
+		shape->keyed = true;
+	}
+	else if (!IsIdType(shape->id_type) && !(join_read && shape->id_type == TIDOID))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s: first column \"%s\" has type %s", fname,
 						NameStr(TupleDescAttr(td, 0)->attname),
 						format_type_be(TupleDescAttr(td, 0)->atttypid)),
-				 errdetail("The first column is the row id and must be smallint, integer or bigint.")));
+				 errdetail("The first column is the row id and must be smallint, integer or bigint."),
+				 errhint("Pass key => NULL::%s to get this column back as the id.",
+						 format_type_be(TupleDescAttr(td, 0)->atttypid))));
 
 	if (join_read && natts == 2)
 	{
@@ -135,7 +144,7 @@ DatumToFloat8(Datum d, Oid type)
  * numeric_float8's own error does not.
  */
 static double
-NumericCoord(GjRowReader *rd, int d, Datum value, int64 id)
+NumericCoord(GjRowReader *rd, int d, Datum value, const Datum *values, int64 id)
 {
 	double		v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
 	Numeric		num = DatumGetNumeric(value);
@@ -145,8 +154,10 @@ NumericCoord(GjRowReader *rd, int d, Datum value, int64 id)
 													   NumericGetDatum(int64_to_numeric(0)))) != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("%s: coordinate \"%s\" of row %lld is out of range for double precision",
-						rd->fname, rd->shape.coord_names[d], (long long) id),
+				 errmsg("%s: coordinate \"%s\" of row %s is out of range for double precision",
+						rd->fname, rd->shape.coord_names[d],
+						rd->shape.keyed ? GjKeyText(values[0], rd->shape.id_type) :
+						psprintf("%lld", (long long) id)),
 				 errhint("Coordinates are read as float8: scale the column, or leave such rows out of the query.")));
 	return v;
 }
@@ -175,6 +186,7 @@ GjRowReaderInit(GjRowReader *rd, const char *fname, const int64 *only_ids,
 	rd->fname = fname;
 	rd->only_ids = only_ids;
 	rd->nonly = nonly;
+	rd->keys = NULL;
 	rd->cxt = cxt;
 	rd->all_float8 = !rd->shape.is_array;
 	for (int d = 0; d < rd->shape.ncoord; d++)
@@ -276,7 +288,8 @@ GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
 			rd->nnull++;
 		return false;
 	}
-	*id = DatumToId(values[0], rd->shape.id_type);
+	/* a key: the row's number among the rows kept, until GjKeysRank */
+	*id = rd->shape.keyed ? rd->keys->n : DatumToId(values[0], rd->shape.id_type);
 	if (rd->only_ids != NULL && !GjIdListed(rd->only_ids, rd->nonly, *id))
 	{
 		rd->nfiltered++;
@@ -339,7 +352,7 @@ GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
 				return false;
 			}
 			rd->row[d] = rd->shape.coord_types[d] == NUMERICOID ?
-				NumericCoord(rd, d, values[d + 1], *id) :
+				NumericCoord(rd, d, values[d + 1], values, *id) :
 				DatumToFloat8(values[d + 1], rd->shape.coord_types[d]);
 		}
 	}
@@ -349,5 +362,7 @@ GjConvertRow(GjRowReader *rd, const Datum *values, const bool *nulls, int64 *id)
 			rd->nnonfinite++;
 			return false;
 		}
+	if (rd->shape.keyed)
+		GjKeysAdd(rd->keys, values[0], rd->cxt);
 	return true;
 }

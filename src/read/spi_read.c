@@ -219,8 +219,9 @@ GjReceiverStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 
 	if (r->packed)
 		return;
-	GjCheckRowShape(r->spec->fname, typeinfo, &r->rd.shape, r->spec->quiet);
+	GjCheckRowShape(r->spec->fname, typeinfo, &r->rd.shape, r->spec->quiet, r->spec->keys);
 	GjRowReaderInit(&r->rd, r->spec->fname, r->spec->only_ids, r->spec->nonly, r->cxt);
+	r->rd.keys = r->spec->keys;
 	if (!r->rd.shape.is_array)
 	{
 		r->pts->dims = r->rd.shape.ncoord;
@@ -436,6 +437,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	r.pts = pts;
 	r.cxt = caller_cxt;
 
+	if (spec->keys != NULL)
+		GjKeysStart(spec->keys, spec->fname);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "%s: SPI_connect failed", spec->fname);
 	if (spec->is_query)
@@ -535,6 +538,8 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	}
 
 	GjProgressRead(counts->nrows);
+	if (spec->keys != NULL)
+		GjKeysRank(spec->keys, pts);	/* ids as the keys' ranks */
 	if (token > 0 && pack->normalized)
 		nzero = pack->nzero;	/* the participants normalised as they packed */
 	else if (spec->metric == GJ_METRIC_COSINE)

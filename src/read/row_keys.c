@@ -1,0 +1,450 @@
+/*
+ * row_keys.c
+ *		What identifies a row: the relation form's id column (by default
+ *		the primary key), and keys of any type with the ranks the engines
+ *		see in their place.
+ *
+ * The engines know rows by int64 ids.  The classic forms read an integer
+ * id column and return it.  The keyed forms (a witness of the key's type:
+ * key => NULL::uuid) read the key as it is, a value of any type with a
+ * btree order (uuid, text, a composite key as a row), keep each value, and
+ * give the engines the rank of the row's key in that order as its id.
+ * Every rule that follows ids then follows the keys' own order: kNN ties
+ * go to the smaller key, neighbour lists and DBSCAN's cluster numbers are
+ * by key, and the rows go out with the keys back in place (GjKeyOf).
+ * Equal keys are distinct rows ranked in the order read.
+ *
+ * Keys cost one Datum a row plus the values of by-reference types, packed
+ * into blocks (2M uuid keys: 48 MB).
+ */
+#include "postgres.h"
+
+#include "compat.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/sortsupport.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "read/reader.h"
+
+/* Column attnum of relid by exact name, or an UNDEFINED_COLUMN error. */
+AttrNumber
+GjLookupColumn(Oid relid, const char *name)
+{
+	AttrNumber	attnum = get_attnum(relid, name);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						name, get_rel_name(relid))));
+	return attnum;
+}
+
+/*
+ * The columns of relid's primary key (a table, partitioned table or
+ * materialized view's), in the index's order: how many, 0 for none.
+ */
+static int
+PrimaryKeyColumns(Oid relid, AttrNumber *atts, int max)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	Oid			pkidx = InvalidOid;
+	int			n = 0;
+
+	if (rel->rd_rel->relkind == RELKIND_RELATION ||
+		rel->rd_rel->relkind == RELKIND_MATVIEW ||
+		rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		pkidx = GjRelationPrimaryKeyIndex(rel);
+	relation_close(rel, AccessShareLock);
+
+	if (OidIsValid(pkidx))
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkidx));
+
+		if (HeapTupleIsValid(tup))
+		{
+			Form_pg_index idx = (Form_pg_index) GETSTRUCT(tup);
+
+			for (int i = 0; i < idx->indnkeyatts && i < max; i++)
+				if (idx->indkey.values[i] > 0)
+					atts[n++] = idx->indkey.values[i];
+			if (n != idx->indnkeyatts)
+				n = 0;			/* an expression: no key of columns */
+			ReleaseSysCache(tup);
+		}
+	}
+	return n;
+}
+
+/* The single integer column of relid's primary key, or an error with a hint. */
+AttrNumber
+GjPrimaryKeyColumn(Oid relid, const char *fname)
+{
+	AttrNumber	atts[INDEX_MAX_KEYS];
+	int			n = PrimaryKeyColumns(relid, atts, INDEX_MAX_KEYS);
+
+	if (n == 1 && IsIdType(getBaseType(get_atttype(relid, atts[0]))))
+		return atts[0];
+	if (n > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("%s: the primary key of relation \"%s\" is not a single integer column",
+						fname, get_rel_name(relid)),
+				 errhint(n == 1 ?
+						 "Pass key => NULL::%s to get the key back as it is, or an integer id column as id_col." :
+						 "Pass key => NULL::record to get the key's columns back as a row, or an integer id column as id_col.",
+						 format_type_be(get_atttype(relid, atts[0])))));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("%s: relation \"%s\" has no single-column integer primary key",
+					fname, get_rel_name(relid)),
+			 errhint("Pass an integer id column as id_col, or another key column as id_col with key => NULL::its_type.")));
+	return InvalidAttrNumber;	/* not reached */
+}
+
+/*
+ * Does a key column of type got fit the witness's type want?  Its own
+ * type, a domain over it, or any row for record; not the base type of a
+ * domain want names (its values would go out unchecked as the domain's).
+ */
+static bool
+KeyTypeFits(Oid want, Oid got)
+{
+	return want == got || getBaseType(got) == want ||
+		(want == RECORDOID && type_is_rowtype(got));
+}
+
+static void
+CheckKeyColumn(const GjInputSpec *spec, AttrNumber att)
+{
+	Oid			t = get_atttype(spec->relid, att);
+
+	if (spec->keys->kept && !KeyTypeFits(spec->keys->type, t))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: key column \"%s\" has type %s, not the key's type %s",
+						spec->fname, get_attname(spec->relid, att, false), format_type_be(t),
+						format_type_be(spec->keys->type)),
+				 errhint("Pass key => NULL::%s.", format_type_be(t))));
+}
+
+/* ROW(c1, c2, ...) of the columns atts. */
+static char *
+RowOf(Oid relid, const AttrNumber *atts, int n)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoString(&s, "ROW(");
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&s, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(get_attname(relid, atts[i], false)));
+	appendStringInfoChar(&s, ')');
+	return s.data;
+}
+
+/*
+ * A keyed relation's key as a SELECT expression: id_col when given; for a
+ * scalar type the single-column primary key; for record the primary key's
+ * columns as a row; for a composite type the columns its fields name, as
+ * a value of it.  A side whose keys are not returned takes id_col, else
+ * the primary key, else any constant.
+ */
+static char *
+KeyExpr(const GjInputSpec *spec)
+{
+	Oid			relid = spec->relid;
+	Oid			t = spec->keys->type;
+	AttrNumber	atts[INDEX_MAX_KEYS];
+	int			n;
+
+	if (spec->id_col != NULL)
+	{
+		AttrNumber	att = GjLookupColumn(relid, text_to_cstring(spec->id_col));
+
+		if (t == RECORDOID && !type_is_rowtype(get_atttype(relid, att)))
+			return RowOf(relid, &att, 1);
+		CheckKeyColumn(spec, att);
+		return (char *) quote_identifier(get_attname(relid, att, false));
+	}
+	if (spec->keys->kept && t != RECORDOID && get_typtype(getBaseType(t)) == TYPTYPE_COMPOSITE)
+	{
+		/* the columns the type's fields name */
+		TupleDesc	td = lookup_rowtype_tupdesc_domain(t, -1, false);
+		StringInfoData s;
+		int			k = 0;
+
+		initStringInfo(&s);
+		appendStringInfoString(&s, "ROW(");
+		for (int i = 0; i < td->natts; i++)
+		{
+			Form_pg_attribute f = TupleDescAttr(td, i);
+
+			if (f->attisdropped)
+				continue;
+			appendStringInfo(&s, "%s%s", k++ > 0 ? ", " : "",
+							 quote_identifier(get_attname(relid,
+														  GjLookupColumn(relid, NameStr(f->attname)),
+														  false)));
+		}
+		ReleaseTupleDesc(td);
+		appendStringInfo(&s, ")::%s", format_type_be_qualified(t));
+		return s.data;
+	}
+	n = PrimaryKeyColumns(relid, atts, INDEX_MAX_KEYS);
+	if (!spec->keys->kept)
+		return n > 0 ? RowOf(relid, atts, n) : "true";
+	if (t == RECORDOID && n > 0)
+		return RowOf(relid, atts, n);
+	if (n == 1)
+	{
+		CheckKeyColumn(spec, atts[0]);
+		return (char *) quote_identifier(get_attname(relid, atts[0], false));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg(n > 1 ? "%s: the primary key of relation \"%s\" has %d columns" :
+					"%s: relation \"%s\" has no primary key", spec->fname,
+					get_rel_name(relid), n),
+			 n > 1 ?
+			 errhint("Pass key => NULL::record to get the key's columns back as a row, or a composite type whose fields name them.") :
+			 errhint("Pass the name of the key column as id_col.")));
+	return NULL;				/* not reached */
+}
+
+/*
+ * The relation form's id as a SELECT expression, all names from the
+ * catalog and quoted: the integer id column (given, or the primary key),
+ * or the key of a keyed call.
+ */
+char *
+GjRelationIdExpr(const GjInputSpec *spec)
+{
+	AttrNumber	att;
+	Oid			t;
+
+	if (spec->keys != NULL)
+		return KeyExpr(spec);
+	att = spec->id_col != NULL ? GjLookupColumn(spec->relid, text_to_cstring(spec->id_col)) :
+		GjPrimaryKeyColumn(spec->relid, spec->fname);
+	t = getBaseType(get_atttype(spec->relid, att));
+	if (!IsIdType(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: id column \"%s\" has type %s", spec->fname,
+						get_attname(spec->relid, att, false),
+						format_type_be(get_atttype(spec->relid, att))),
+				 errdetail("An id column must be smallint, integer or bigint."),
+				 errhint("Pass key => NULL::%s to get this column back as the id.",
+						 format_type_be(get_atttype(spec->relid, att)))));
+	return (char *) quote_identifier(get_attname(spec->relid, att, false));
+}
+
+/*
+ * A read's keys, emptied: the type's layout and order, checked before any
+ * row is read (a type without a btree order cannot rank).
+ */
+void
+GjKeysStart(GjKeys *keys, const char *fname)
+{
+	TypeCacheEntry *tc;
+
+	keys->values = NULL;
+	keys->n = keys->cap = 0;
+	keys->arena = NULL;
+	keys->arena_left = 0;
+	if (!keys->kept)
+		return;
+	tc = lookup_type_cache(keys->type, TYPECACHE_LT_OPR);
+	if (!OidIsValid(tc->lt_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("%s: key type %s has no ordering", fname, format_type_be(keys->type)),
+				 errdetail("gpujoin orders keys to break kNN ties and to order neighbour lists and clusters."),
+				 errhint("Use a key of a type with a btree operator class, or cast it, e.g. to text.")));
+	keys->typlen = tc->typlen;
+	keys->typbyval = tc->typbyval;
+	keys->typalign = tc->typalign;
+	keys->lt_opr = tc->lt_opr;
+	keys->collation = get_typcollation(keys->type);
+}
+
+/*
+ * The first column of a query's result (td) as the key: of the witness's
+ * type (any row for record), its collation the keys' order.
+ */
+void
+GjKeysColumn(GjKeys *keys, const char *fname, TupleDesc td)
+{
+	Form_pg_attribute att = TupleDescAttr(td, 0);
+
+	if (!keys->kept)
+		return;
+	if (!KeyTypeFits(keys->type, att->atttypid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: first column \"%s\" has type %s, not the key's type %s", fname,
+						NameStr(att->attname), format_type_be(att->atttypid),
+						format_type_be(keys->type)),
+				 errhint("Pass key => NULL::%s, or cast the column.",
+						 format_type_be(att->atttypid))));
+	if (OidIsValid(att->attcollation))
+		keys->collation = att->attcollation;
+}
+
+/* Room for len bytes of key values, in blocks of cxt. */
+static void *
+ArenaAlloc(GjKeys *keys, Size len, MemoryContext cxt)
+{
+	void	   *p;
+
+	len = MAXALIGN(len);
+	if (len > keys->arena_left)
+	{
+		Size		block = Max(len, (Size) 1024 * 1024);
+
+		keys->arena = MemoryContextAlloc(cxt, block);
+		keys->arena_left = block;
+	}
+	p = keys->arena;
+	keys->arena += len;
+	keys->arena_left -= len;
+	return p;
+}
+
+/*
+ * The key d of the row about to get id keys->n, copied into cxt (a
+ * varlena detoasted: a TOAST pointer could outlive its row's snapshot).
+ */
+void
+GjKeysAdd(GjKeys *keys, Datum d, MemoryContext cxt)
+{
+	if (keys->kept)
+	{
+		if (keys->n == keys->cap)
+		{
+			int64		cap = Max(keys->cap * 2, 1024);
+
+			keys->values = keys->values == NULL ?
+				MemoryContextAllocHuge(cxt, sizeof(Datum) * cap) :
+				repalloc_huge(keys->values, sizeof(Datum) * cap);
+			keys->cap = cap;
+		}
+		if (!keys->typbyval)
+		{
+			Size		len;
+			void	   *p;
+
+			if (keys->typlen == -1)
+			{
+				struct varlena *v = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(d));
+
+				len = VARSIZE_ANY(v);
+				p = ArenaAlloc(keys, len, cxt);
+				memcpy(p, v, len);
+				if ((Pointer) v != DatumGetPointer(d))
+					pfree(v);
+			}
+			else
+			{
+				len = datumGetSize(d, false, keys->typlen);
+				p = ArenaAlloc(keys, len, cxt);
+				memcpy(p, DatumGetPointer(d), len);
+			}
+			d = PointerGetDatum(p);
+		}
+		keys->values[keys->n] = d;
+	}
+	keys->n++;
+}
+
+typedef struct RankSort
+{
+	const Datum *values;
+	SortSupport ssup;
+	int64		calls;
+} RankSort;
+
+static int
+CmpRank(const void *a, const void *b, void *arg)
+{
+	RankSort   *rs = arg;
+	int64		i = *(const int64 *) a,
+				j = *(const int64 *) b;
+	int			c;
+
+	if ((++rs->calls & 0xFFFF) == 0)
+		CHECK_FOR_INTERRUPTS();
+	c = ApplySortComparator(rs->values[i], false, rs->values[j], false, rs->ssup);
+	if (c != 0)
+		return c;
+	return i < j ? -1 : i > j;	/* equal keys: in the order read */
+}
+
+/*
+ * After the read: the rows' ids (the order their keys were read in)
+ * become their keys' ranks, and keys->values is by rank.
+ */
+void
+GjKeysRank(GjKeys *keys, gj_points *pts)
+{
+	SortSupportData ssup;
+	RankSort	rs;
+	int64		n = keys->n;
+	int64	   *order,
+			   *rank;
+	Datum	   *sorted;
+
+	if (!keys->kept || n == 0)
+		return;
+	order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * n);
+	for (int64 i = 0; i < n; i++)
+		order[i] = i;
+	memset(&ssup, 0, sizeof(ssup));
+	ssup.ssup_cxt = CurrentMemoryContext;
+	ssup.ssup_collation = keys->collation;
+	ssup.ssup_nulls_first = false;
+	PrepareSortSupportFromOrderingOp(keys->lt_opr, &ssup);
+	rs.values = keys->values;
+	rs.ssup = &ssup;
+	rs.calls = 0;
+	qsort_arg(order, n, sizeof(int64), CmpRank, &rs);
+
+	rank = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * n);
+	sorted = MemoryContextAllocHuge(GetMemoryChunkContext(keys->values), sizeof(Datum) * n);
+	for (int64 p = 0; p < n; p++)
+	{
+		rank[order[p]] = p;
+		sorted[p] = keys->values[order[p]];
+	}
+	for (int64 i = 0; i < pts->n; i++)
+		pts->ids[i] = rank[pts->ids[i]];
+	pfree(keys->values);
+	keys->values = sorted;
+	keys->cap = n;
+	pfree(order);
+	pfree(rank);
+}
+
+/* A key as text, for messages about its row. */
+char *
+GjKeyText(Datum d, Oid type)
+{
+	Oid			out;
+	bool		varlena;
+
+	getTypeOutputInfo(type, &out, &varlena);
+	return OidOutputFunctionCall(out, d);
+}
