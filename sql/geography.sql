@@ -278,5 +278,21 @@ SELECT count(*) AS nad83_diff FROM (
     UNION ALL
     (SELECT a.id, b.id FROM gnad a JOIN gnad b ON a.id < b.id AND ST_DWithin(a.geog, b.geog, 500)
      EXCEPT SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gnad', '{geog}', 500))) d;
+-- keys of any type: a text key per row, the pairs and the kNN (ties by key) as by ids
+CREATE TABLE gkey AS SELECT 'site-' || lpad(id::text, 6, '0') AS k, id, geog FROM gnad;
+ALTER TABLE gkey ADD PRIMARY KEY (k);
+SELECT count(*) AS keyed_pairs_diff FROM (
+    (SELECT a, b FROM eps_selfjoin('gkey', '{geog}', 500, key => NULL::text)
+     EXCEPT ALL SELECT 'site-' || lpad(a::text, 6, '0'), 'site-' || lpad(b::text, 6, '0') FROM eps_selfjoin('gnad', '{geog}', 500))
+    UNION ALL
+    (SELECT 'site-' || lpad(a::text, 6, '0'), 'site-' || lpad(b::text, 6, '0') FROM eps_selfjoin('gnad', '{geog}', 500)
+     EXCEPT ALL SELECT a, b FROM eps_selfjoin('gkey', '{geog}', 500, key => NULL::text))) d;
+SELECT count(*) AS keyed_knn_diff FROM (
+    (SELECT a, b, rank FROM knn_selfjoin('gkey', '{geog}', 3, key => NULL::text)
+     EXCEPT ALL SELECT 'site-' || lpad(a::text, 6, '0'), 'site-' || lpad(b::text, 6, '0'), rank FROM knn_selfjoin('gnad', '{geog}', 3))
+    UNION ALL
+    (SELECT 'site-' || lpad(a::text, 6, '0'), 'site-' || lpad(b::text, 6, '0'), rank FROM knn_selfjoin('gnad', '{geog}', 3)
+     EXCEPT ALL SELECT a, b, rank FROM knn_selfjoin('gkey', '{geog}', 3, key => NULL::text))) d;
+DROP TABLE gkey;
 DROP FUNCTION geo_dbscan_oracle;
 DROP TABLE eline, gg, gsmall, gpole, gglobe, gplain, ggeom, gmixed, gline, gnull, gnad;

@@ -108,3 +108,14 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
+-- keys of any type: a text key on vector rows (in the ids' order), as the ids
+CREATE TABLE pvkey AS SELECT 'doc-' || lpad(id::text, 6, '0') AS k, v FROM pv;
+SELECT count(*) AS keyed_knn_diff FROM (
+    (SELECT a, b, rank, dist FROM knn_selfjoin('pvkey', '{v}', 3, key => NULL::text, id_col => 'k')
+     EXCEPT ALL SELECT 'doc-' || lpad(a::text, 6, '0'), 'doc-' || lpad(b::text, 6, '0'), rank, dist
+     FROM knn_selfjoin('pv', '{v}', 3))
+    UNION ALL
+    (SELECT 'doc-' || lpad(a::text, 6, '0'), 'doc-' || lpad(b::text, 6, '0'), rank, dist
+     FROM knn_selfjoin('pv', '{v}', 3)
+     EXCEPT ALL SELECT a, b, rank, dist FROM knn_selfjoin('pvkey', '{v}', 3, key => NULL::text, id_col => 'k'))) d;
+DROP TABLE pvkey;

@@ -82,5 +82,16 @@ SELECT * FROM eps_selfjoin_sql('SELECT id, g FROM gpoly', 1);
 CREATE TABLE gany (id int PRIMARY KEY, g geometry);
 INSERT INTO gany VALUES (1, 'LINESTRING(0 0, 1 1)');
 SELECT * FROM eps_selfjoin('gany', '{g}', 1);
+-- keys of any type: a uuid key on a geometry column, against PostGIS
+CREATE TABLE gkeyed AS SELECT md5(id::text)::uuid AS k, geom FROM gp;
+ALTER TABLE gkeyed ADD PRIMARY KEY (k);
+SELECT count(*) AS keyed_diff FROM (
+    (SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gkeyed', '{geom}', 30, key => NULL::uuid)
+     EXCEPT ALL SELECT a.k, b.k FROM gkeyed a JOIN gkeyed b ON a.k < b.k AND ST_DWithin(a.geom, b.geom, 30))
+    UNION ALL
+    (SELECT a.k, b.k FROM gkeyed a JOIN gkeyed b ON a.k < b.k AND ST_DWithin(a.geom, b.geom, 30)
+     EXCEPT ALL SELECT least(a, b), greatest(a, b) FROM eps_selfjoin('gkeyed', '{geom}', 30, key => NULL::uuid))) d;
+SELECT count(*) AS keyed_pairs FROM eps_selfjoin_sql('SELECT k, geom FROM gkeyed', 30, key => NULL::uuid);
+DROP TABLE gkeyed;
 -- (geography: geography.sql)
 DROP TABLE gp, gq, gz, g4326, gmix, gpoly, gany;
