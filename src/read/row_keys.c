@@ -370,28 +370,74 @@ GjKeysAdd(GjKeys *keys, Datum d, MemoryContext cxt)
 	keys->n++;
 }
 
+/*
+ * A key as it is sorted: its abbreviated form where the type has one (the
+ * first bytes of a uuid, a text's strxfrm prefix), so most comparisons
+ * stay within this array instead of following a pointer to the value
+ * (ssup.comparator compares abbreviations once the prepare made them).
+ */
+typedef struct RankItem
+{
+	Datum		abbrev;			/* the abbreviated key, or the value */
+	Datum		value;
+	int64		row;			/* the order read */
+} RankItem;
+
+/* How abbreviations (or by-value keys) compare: inline where PostgreSQL's own do. */
+typedef enum RankCmp
+{
+	RANK_CMP_CALL,				/* ssup.comparator */
+	RANK_CMP_UNSIGNED,			/* as ssup_datum_unsigned_cmp */
+	RANK_CMP_SIGNED,			/* as ssup_datum_signed_cmp */
+	RANK_CMP_INT32				/* as ssup_datum_int32_cmp */
+} RankCmp;
+
 typedef struct RankSort
 {
-	const Datum *values;
 	SortSupport ssup;
+	RankCmp		cmp;
+	bool		abbreviated;
 	int64		calls;
 } RankSort;
 
-static int
-CmpRank(const void *a, const void *b, void *arg)
+static inline int
+CmpRank(const RankItem *x, const RankItem *y, RankSort *rs)
 {
-	RankSort   *rs = arg;
-	int64		i = *(const int64 *) a,
-				j = *(const int64 *) b;
 	int			c;
 
 	if ((++rs->calls & 0xFFFF) == 0)
 		CHECK_FOR_INTERRUPTS();
-	c = ApplySortComparator(rs->values[i], false, rs->values[j], false, rs->ssup);
+	switch (rs->cmp)
+	{
+		case RANK_CMP_UNSIGNED:
+			c = x->abbrev < y->abbrev ? -1 : x->abbrev > y->abbrev;
+			break;
+		case RANK_CMP_SIGNED:
+			c = (int64) x->abbrev < (int64) y->abbrev ? -1 : (int64) x->abbrev > (int64) y->abbrev;
+			break;
+		case RANK_CMP_INT32:
+			c = DatumGetInt32(x->abbrev) < DatumGetInt32(y->abbrev) ? -1 :
+				DatumGetInt32(x->abbrev) > DatumGetInt32(y->abbrev);
+			break;
+		default:
+			c = rs->ssup->comparator(x->abbrev, y->abbrev, rs->ssup);
+			break;
+	}
+	if (c == 0 && rs->abbreviated)
+		c = rs->ssup->abbrev_full_comparator(x->value, y->value, rs->ssup);
 	if (c != 0)
-		return c;
-	return i < j ? -1 : i > j;	/* equal keys: in the order read */
+		return rs->ssup->ssup_reverse ? -c : c;
+	return x->row < y->row ? -1 : x->row > y->row;	/* equal keys: in the order read */
 }
+
+/* sort_rank_items(items, n, rs): a quicksort with CmpRank inlined */
+#define ST_SORT sort_rank_items
+#define ST_ELEMENT_TYPE RankItem
+#define ST_COMPARE(a, b, arg) CmpRank(a, b, arg)
+#define ST_COMPARE_ARG_TYPE RankSort
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /*
  * After the read: the rows' ids (the order their keys were read in)
@@ -403,38 +449,50 @@ GjKeysRank(GjKeys *keys, gj_points *pts)
 	SortSupportData ssup;
 	RankSort	rs;
 	int64		n = keys->n;
-	int64	   *order,
-			   *rank;
+	RankItem   *items;
+	int64	   *rank;
 	Datum	   *sorted;
 
 	if (!keys->kept || n == 0)
 		return;
-	order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * n);
-	for (int64 i = 0; i < n; i++)
-		order[i] = i;
 	memset(&ssup, 0, sizeof(ssup));
 	ssup.ssup_cxt = CurrentMemoryContext;
 	ssup.ssup_collation = keys->collation;
 	ssup.ssup_nulls_first = false;
+	ssup.abbreviate = n > 1;
 	PrepareSortSupportFromOrderingOp(keys->lt_opr, &ssup);
-	rs.values = keys->values;
 	rs.ssup = &ssup;
+	rs.abbreviated = ssup.abbrev_converter != NULL;
 	rs.calls = 0;
-	qsort_arg(order, n, sizeof(int64), CmpRank, &rs);
+	rs.cmp = ssup.comparator == ssup_datum_unsigned_cmp ? RANK_CMP_UNSIGNED :
+		ssup.comparator == ssup_datum_signed_cmp ? RANK_CMP_SIGNED :
+		ssup.comparator == ssup_datum_int32_cmp ? RANK_CMP_INT32 : RANK_CMP_CALL;
+
+	items = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(RankItem) * n);
+	for (int64 i = 0; i < n; i++)
+	{
+		items[i].value = keys->values[i];
+		items[i].abbrev = rs.abbreviated ? ssup.abbrev_converter(keys->values[i], &ssup) :
+			keys->values[i];
+		items[i].row = i;
+		if ((i & 0xFFFF) == 0xFFFF)
+			CHECK_FOR_INTERRUPTS();
+	}
+	sort_rank_items(items, n, &rs);
 
 	rank = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * n);
 	sorted = MemoryContextAllocHuge(GetMemoryChunkContext(keys->values), sizeof(Datum) * n);
 	for (int64 p = 0; p < n; p++)
 	{
-		rank[order[p]] = p;
-		sorted[p] = keys->values[order[p]];
+		rank[items[p].row] = p;
+		sorted[p] = items[p].value;
 	}
 	for (int64 i = 0; i < pts->n; i++)
 		pts->ids[i] = rank[pts->ids[i]];
 	pfree(keys->values);
 	keys->values = sorted;
 	keys->cap = n;
-	pfree(order);
+	pfree(items);
 	pfree(rank);
 }
 
