@@ -42,8 +42,6 @@ typedef struct GjKeys
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
-	Oid			lt_opr;			/* the type's btree "<" */
-	Oid			collation;		/* the key column's, for text keys' order */
 	Datum	   *values;			/* values[id], ranked (GjKeysRank) */
 	int64		n;
 	int64		cap;

@@ -24,6 +24,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -277,14 +278,9 @@ GjKeysStart(GjKeys *keys, const char *fname)
 	keys->typlen = tc->typlen;
 	keys->typbyval = tc->typbyval;
 	keys->typalign = tc->typalign;
-	keys->lt_opr = tc->lt_opr;
-	keys->collation = get_typcollation(keys->type);
 }
 
-/*
- * The first column of a query's result (td) as the key: of the witness's
- * type (any row for record), its collation the keys' order.
- */
+/* The first column of a query's result (td) as the key: of the witness's type (any row for record). */
 void
 GjKeysColumn(GjKeys *keys, const char *fname, TupleDesc td)
 {
@@ -300,8 +296,6 @@ GjKeysColumn(GjKeys *keys, const char *fname, TupleDesc td)
 						format_type_be(keys->type)),
 				 errhint("Pass key => NULL::%s, or cast the column.",
 						 format_type_be(att->atttypid))));
-	if (OidIsValid(att->attcollation))
-		keys->collation = att->attcollation;
 }
 
 /* Room for len bytes of key values, in blocks of cxt. */
@@ -371,22 +365,28 @@ GjKeysAdd(GjKeys *keys, Datum d, MemoryContext cxt)
 }
 
 /*
- * A key as it is sorted: its abbreviated form where the type has one (the
- * first bytes of a uuid, a text's strxfrm prefix), so most comparisons
- * stay within this array instead of following a pointer to the value
- * (ssup.comparator compares abbreviations once the prepare made them).
+ * Ranking.  A key is sorted as its fields (a scalar key is one field; a
+ * row, ROW(tenant, order_no), its columns, compared in turn as
+ * btrecordcmp does, NULLs last), strings bytewise (the "C" collation:
+ * 1M text keys rank in 0.5 s, 2.3 s in C.UTF-8; the order only breaks
+ * ties), the first field by its abbreviated form where the type has one
+ * (a uuid's first bytes, a string's prefix), so most comparisons stay
+ * within the items instead of following a pointer to the value, and
+ * compared inline where the abbreviations compare as PostgreSQL's
+ * ssup_datum_*_cmp do.  1M uuid keys: 1.5 s through the values, 0.19 s so.
  */
 typedef struct RankItem
 {
-	Datum		abbrev;			/* the abbreviated key, or the value */
-	Datum		value;
+	Datum		abbrev;			/* the first field, abbreviated (or as it is) */
+	Datum		first;			/* the first field */
+	bool		first_null;
 	int64		row;			/* the order read */
 } RankItem;
 
-/* How abbreviations (or by-value keys) compare: inline where PostgreSQL's own do. */
+/* How the first field's abbreviations compare: inline where PostgreSQL's own do. */
 typedef enum RankCmp
 {
-	RANK_CMP_CALL,				/* ssup.comparator */
+	RANK_CMP_CALL,				/* ssup->comparator */
 	RANK_CMP_UNSIGNED,			/* as ssup_datum_unsigned_cmp */
 	RANK_CMP_SIGNED,			/* as ssup_datum_signed_cmp */
 	RANK_CMP_INT32				/* as ssup_datum_int32_cmp */
@@ -394,11 +394,21 @@ typedef enum RankCmp
 
 typedef struct RankSort
 {
-	SortSupport ssup;
+	int			nfields;
+	SortSupport ssup;			/* nfields of them */
 	RankCmp		cmp;
 	bool		abbreviated;
+	const Datum *fields;		/* rows' fields after the first, nfields - 1 a row */
+	const bool *nulls;
 	int64		calls;
 } RankSort;
+
+/* NULLs last, as btrecordcmp orders them */
+static inline int
+CmpNulls(bool xn, bool yn)
+{
+	return xn == yn ? 0 : xn ? 1 : -1;
+}
 
 static inline int
 CmpRank(const RankItem *x, const RankItem *y, RankSort *rs)
@@ -407,26 +417,41 @@ CmpRank(const RankItem *x, const RankItem *y, RankSort *rs)
 
 	if ((++rs->calls & 0xFFFF) == 0)
 		CHECK_FOR_INTERRUPTS();
-	switch (rs->cmp)
+	if (x->first_null || y->first_null)
+		c = CmpNulls(x->first_null, y->first_null);
+	else
 	{
-		case RANK_CMP_UNSIGNED:
-			c = x->abbrev < y->abbrev ? -1 : x->abbrev > y->abbrev;
-			break;
-		case RANK_CMP_SIGNED:
-			c = (int64) x->abbrev < (int64) y->abbrev ? -1 : (int64) x->abbrev > (int64) y->abbrev;
-			break;
-		case RANK_CMP_INT32:
-			c = DatumGetInt32(x->abbrev) < DatumGetInt32(y->abbrev) ? -1 :
-				DatumGetInt32(x->abbrev) > DatumGetInt32(y->abbrev);
-			break;
-		default:
-			c = rs->ssup->comparator(x->abbrev, y->abbrev, rs->ssup);
-			break;
+		switch (rs->cmp)
+		{
+			case RANK_CMP_UNSIGNED:
+				c = x->abbrev < y->abbrev ? -1 : x->abbrev > y->abbrev;
+				break;
+			case RANK_CMP_SIGNED:
+				c = (int64) x->abbrev < (int64) y->abbrev ? -1 : (int64) x->abbrev > (int64) y->abbrev;
+				break;
+			case RANK_CMP_INT32:
+				c = DatumGetInt32(x->abbrev) < DatumGetInt32(y->abbrev) ? -1 :
+					DatumGetInt32(x->abbrev) > DatumGetInt32(y->abbrev);
+				break;
+			default:
+				c = rs->ssup[0].comparator(x->abbrev, y->abbrev, &rs->ssup[0]);
+				break;
+		}
+		if (c == 0 && rs->abbreviated)
+			c = rs->ssup[0].abbrev_full_comparator(x->first, y->first, &rs->ssup[0]);
 	}
-	if (c == 0 && rs->abbreviated)
-		c = rs->ssup->abbrev_full_comparator(x->value, y->value, rs->ssup);
+	for (int f = 1; c == 0 && f < rs->nfields; f++)
+	{
+		int64		i = x->row * (rs->nfields - 1) + f - 1,
+					j = y->row * (rs->nfields - 1) + f - 1;
+
+		if (rs->nulls[i] || rs->nulls[j])
+			c = CmpNulls(rs->nulls[i], rs->nulls[j]);
+		else
+			c = rs->ssup[f].comparator(rs->fields[i], rs->fields[j], &rs->ssup[f]);
+	}
 	if (c != 0)
-		return rs->ssup->ssup_reverse ? -c : c;
+		return c;
 	return x->row < y->row ? -1 : x->row > y->row;	/* equal keys: in the order read */
 }
 
@@ -439,6 +464,72 @@ CmpRank(const RankItem *x, const RankItem *y, RankSort *rs)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* Field f's sort support: its type's btree order, strings bytewise. */
+static void
+PrepareField(SortSupport ssup, Oid type, bool abbreviate)
+{
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_LT_OPR);
+
+	if (!OidIsValid(tc->lt_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("key field type %s has no ordering", format_type_be(type)),
+				 errhint("Use key columns of types with a btree operator class.")));
+	memset(ssup, 0, sizeof(*ssup));
+	ssup->ssup_cxt = CurrentMemoryContext;
+	ssup->ssup_collation = type_is_collatable(type) ? C_COLLATION_OID : InvalidOid;
+	ssup->ssup_nulls_first = false;
+	ssup->abbreviate = abbreviate;
+	PrepareSortSupportFromOrderingOp(tc->lt_opr, ssup);
+}
+
+/*
+ * A row key's fields, row by row: the first into the items, the others
+ * into rs->fields (the rows share one row type: one query's column).
+ */
+static TupleDesc
+SplitRows(GjKeys *keys, RankItem *items, RankSort *rs)
+{
+	HeapTupleHeader th0 = DatumGetHeapTupleHeader(keys->values[0]);
+	TupleDesc	td = lookup_rowtype_tupdesc_copy(HeapTupleHeaderGetTypeId(th0),
+												 HeapTupleHeaderGetTypMod(th0));
+	int			nf = td->natts;
+	Datum	   *v = palloc(sizeof(Datum) * Max(nf, 1));
+	bool	   *nl = palloc(sizeof(bool) * Max(nf, 1));
+	Datum	   *fields = MemoryContextAllocHuge(CurrentMemoryContext,
+												sizeof(Datum) * keys->n * Max(nf - 1, 1));
+	bool	   *nulls = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(bool) * keys->n * Max(nf - 1, 1));
+
+	for (int64 i = 0; i < keys->n; i++)
+	{
+		HeapTupleHeader th = DatumGetHeapTupleHeader(keys->values[i]);
+		HeapTupleData tuple;
+
+		if (HeapTupleHeaderGetTypeId(th) != HeapTupleHeaderGetTypeId(th0) ||
+			HeapTupleHeaderGetTypMod(th) != HeapTupleHeaderGetTypMod(th0))
+			elog(ERROR, "gpujoin: key rows of different row types");
+		tuple.t_len = HeapTupleHeaderGetDatumLength(th);
+		ItemPointerSetInvalid(&tuple.t_self);
+		tuple.t_tableOid = InvalidOid;
+		tuple.t_data = th;
+		heap_deform_tuple(&tuple, td, v, nl);
+		items[i].first = nf > 0 ? v[0] : (Datum) 0;
+		items[i].first_null = nf == 0 || nl[0];
+		for (int f = 1; f < nf; f++)
+		{
+			fields[i * (nf - 1) + f - 1] = v[f];
+			nulls[i * (nf - 1) + f - 1] = nl[f];
+		}
+		if ((i & 0xFFFF) == 0xFFFF)
+			CHECK_FOR_INTERRUPTS();
+	}
+	rs->nfields = Max(nf, 1);
+	rs->fields = fields;
+	rs->nulls = nulls;
+	return td;
+}
+
 /*
  * After the read: the rows' ids (the order their keys were read in)
  * become their keys' ranks, and keys->values is by rank.
@@ -446,34 +537,46 @@ CmpRank(const RankItem *x, const RankItem *y, RankSort *rs)
 void
 GjKeysRank(GjKeys *keys, gj_points *pts)
 {
-	SortSupportData ssup;
 	RankSort	rs;
 	int64		n = keys->n;
 	RankItem   *items;
 	int64	   *rank;
 	Datum	   *sorted;
+	TupleDesc	rowtype = NULL;
 
 	if (!keys->kept || n == 0)
 		return;
-	memset(&ssup, 0, sizeof(ssup));
-	ssup.ssup_cxt = CurrentMemoryContext;
-	ssup.ssup_collation = keys->collation;
-	ssup.ssup_nulls_first = false;
-	ssup.abbreviate = n > 1;
-	PrepareSortSupportFromOrderingOp(keys->lt_opr, &ssup);
-	rs.ssup = &ssup;
-	rs.abbreviated = ssup.abbrev_converter != NULL;
-	rs.calls = 0;
-	rs.cmp = ssup.comparator == ssup_datum_unsigned_cmp ? RANK_CMP_UNSIGNED :
-		ssup.comparator == ssup_datum_signed_cmp ? RANK_CMP_SIGNED :
-		ssup.comparator == ssup_datum_int32_cmp ? RANK_CMP_INT32 : RANK_CMP_CALL;
-
+	memset(&rs, 0, sizeof(rs));
 	items = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(RankItem) * n);
+	if (type_is_rowtype(keys->type))
+		rowtype = SplitRows(keys, items, &rs);
+	else
+	{
+		rs.nfields = 1;
+		for (int64 i = 0; i < n; i++)
+		{
+			items[i].first = keys->values[i];
+			items[i].first_null = false;
+		}
+	}
+	rs.ssup = palloc(sizeof(SortSupportData) * rs.nfields);
+	for (int f = 0; f < rs.nfields; f++)
+	{
+		Oid			t = keys->type;
+
+		if (rowtype != NULL && rowtype->natts > 0)	/* (a dropped column: all NULL) */
+			t = TupleDescAttr(rowtype, f)->attisdropped ? INT4OID :
+				TupleDescAttr(rowtype, f)->atttypid;
+		PrepareField(&rs.ssup[f], t, f == 0 && n > 1);
+	}
+	rs.abbreviated = rs.ssup[0].abbrev_converter != NULL;
+	rs.cmp = rs.ssup[0].comparator == ssup_datum_unsigned_cmp ? RANK_CMP_UNSIGNED :
+		rs.ssup[0].comparator == ssup_datum_signed_cmp ? RANK_CMP_SIGNED :
+		rs.ssup[0].comparator == ssup_datum_int32_cmp ? RANK_CMP_INT32 : RANK_CMP_CALL;
 	for (int64 i = 0; i < n; i++)
 	{
-		items[i].value = keys->values[i];
-		items[i].abbrev = rs.abbreviated ? ssup.abbrev_converter(keys->values[i], &ssup) :
-			keys->values[i];
+		items[i].abbrev = rs.abbreviated && !items[i].first_null ?
+			rs.ssup[0].abbrev_converter(items[i].first, &rs.ssup[0]) : items[i].first;
 		items[i].row = i;
 		if ((i & 0xFFFF) == 0xFFFF)
 			CHECK_FOR_INTERRUPTS();
@@ -485,7 +588,7 @@ GjKeysRank(GjKeys *keys, gj_points *pts)
 	for (int64 p = 0; p < n; p++)
 	{
 		rank[items[p].row] = p;
-		sorted[p] = items[p].value;
+		sorted[p] = keys->values[items[p].row];
 	}
 	for (int64 i = 0; i < pts->n; i++)
 		pts->ids[i] = rank[pts->ids[i]];
@@ -494,6 +597,11 @@ GjKeysRank(GjKeys *keys, gj_points *pts)
 	keys->cap = n;
 	pfree(items);
 	pfree(rank);
+	if (rowtype != NULL)
+	{
+		pfree((void *) rs.fields);
+		pfree((void *) rs.nulls);
+	}
 }
 
 /* A key as text, for messages about its row. */

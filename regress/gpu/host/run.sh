@@ -18,7 +18,8 @@
 #      against its arrays read from a table (regress/gpu/host/lists.sql);
 #      joins between two tables (regress/gpu/host/join.sql); plain SQL's
 #      <-> / <=> joins against the function calls (regress/gpu/host/plain_join.sql,
-#      step plainjoin); auto against
+#      step plainjoin); keys of any type against integer ids
+#      (regress/bench/bench_keys.sql, step keys); auto against
 #      each forced eps method (regress/gpu/host/auto.sql, step auto)
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpu/host/exitcheck.sh), and the exit stress run: hundreds of
@@ -33,7 +34,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,plainjoin,highdimsql,knnsql,cancel,exit,exitstress}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,keys,plainjoin,highdimsql,knnsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -320,6 +321,14 @@ fi
 if has knnsql; then
 	sql_step regress/gpu/host/knnsql.sql knn_sql.txt 30
 	summary+=("kNN 1M x 128 in SQL, best and worst of 3: $(grep 'c128' "$OUT/knn_sql.txt" | tail -1 | tr -s ' ')")
+fi
+# keys of any type against integer ids, on the GPU (regress/bench/bench_keys.sql)
+if has keys; then
+	pg_db
+	PGOPTIONS="-c gpujoin.device=gpu" psql -X -v ON_ERROR_STOP=1 -v rows=2000000 \
+		-f regress/bench/bench_keys.sql gj_regress > "$OUT/keys.txt" 2>&1
+	tail -20 "$OUT/keys.txt"
+	summary+=("keyed / integer ids, 2M rows on the GPU: $(grep -E '^ [a-z_]+ +\| (uuid|text|record)' "$OUT/keys.txt" | awk -F'|' '{gsub(/ /,"",$1); gsub(/^ +| +$/,"",$2); printf "%s %s %s;", $1, $2, $4}')")
 fi
 # plain SQL (<->, <=> joins, LATERAL kNN) against the function calls, pgvector staged
 if has plainjoin; then
