@@ -48,6 +48,14 @@ SELECT pg_temp.bk_case('knn_selfjoin', '''{x,y}'', 5');
 SELECT pg_temp.bk_case('eps_neighbors', format('''{x,y}'', %s', :eps));
 SELECT pg_temp.bk_case('dbscan', format('''{x,y}'', %s, 4', :eps));
 
+-- where a keyed call's extra time goes: the read's DEBUG line (ms in the
+-- query: serial for keys; ms after: ranking the keys), ids then each key
+SET client_min_messages = debug1;
+SELECT count(*) FROM eps_selfjoin('bk_int', '{x,y}', :eps);
+SELECT count(*) FROM eps_selfjoin('bk_uuid', '{x,y}', :eps, key => NULL::uuid);
+SELECT count(*) FROM eps_selfjoin('bk_text', '{x,y}', :eps, key => NULL::text);
+SELECT count(*) FROM eps_selfjoin('bk_pair', '{x,y}', :eps, key => NULL::record);
+SET client_min_messages = warning;
 SELECT current_setting('gpujoin.device') AS device, :rows AS rows;
 SELECT b.fn, b.key, round(b.seconds::numeric, 3) AS seconds,
        round((b.seconds / i.seconds)::numeric, 2) AS vs_ids,

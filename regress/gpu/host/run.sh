@@ -327,7 +327,8 @@ if has keys; then
 	pg_db
 	PGOPTIONS="-c gpujoin.device=gpu" psql -X -v ON_ERROR_STOP=1 -v rows=2000000 \
 		-f regress/bench/bench_keys.sql gj_regress > "$OUT/keys.txt" 2>&1
-	tail -20 "$OUT/keys.txt"
+	tail -20 "$OUT/keys.txt" | grep -v DEBUG
+	grep -E 'DEBUG: +eps_selfjoin: read [0-9]{6,} rows' "$OUT/keys.txt" | sed 's/.*DEBUG: *//'
 	summary+=("keyed / integer ids, 2M rows on the GPU: $(grep -E '^ [a-z_]+ +\| (uuid|text|record)' "$OUT/keys.txt" | awk -F'|' '{gsub(/ /,"",$1); gsub(/^ +| +$/,"",$2); printf "%s %s %s;", $1, $2, $4}')")
 fi
 # plain SQL (<->, <=> joins, LATERAL kNN) against the function calls, pgvector staged
