@@ -126,6 +126,17 @@ SELECT * FROM knn_selfjoin_sql($$SELECT k, x FROM (VALUES ('b', 0), ('a', 1), ('
 SELECT * FROM eps_neighbors_sql($$SELECT k, x FROM (VALUES ('b', 0), ('a', 1), ('c', 1), ('d', -1)) v(k, x)$$,
                                 1, key => NULL::text) ORDER BY id;
 
+-- the order of keys of each kind: signed integers (negative first), rows
+-- field by field with NULL fields last, as ORDER BY orders them
+SELECT id, neighbors FROM eps_neighbors_sql($$SELECT k, 0 FROM (VALUES (3::int), (-1), (-5), (0)) v(k)$$,
+                                            1, key => NULL::int) ORDER BY id;
+SELECT id, neighbors FROM eps_neighbors_sql($$SELECT k, 0 FROM (VALUES (3::bigint), (-1), (-9223372036854775808), (9223372036854775807)) v(k)$$,
+                                            1, key => NULL::bigint) WHERE id = 3;
+SELECT id, neighbors FROM eps_neighbors_sql(
+    $$SELECT ROW(a, b), 0 FROM (VALUES (1, 2), (1, NULL), (NULL, 1), (NULL, NULL), (0, 5)) v(a, b)$$,
+    1, key => NULL::record) WHERE id = ROW(0, 5);
+SELECT array_agg(ROW(a, b) ORDER BY ROW(a, b)) AS "ORDER BY" FROM (VALUES (1, 2), (1, NULL), (NULL, 1), (NULL, NULL)) v(a, b);
+
 -- a composite primary key: as a row (record), or as a type whose fields name its columns
 CREATE TABLE korders (tenant int, order_no int, x float8, PRIMARY KEY (tenant, order_no));
 INSERT INTO korders SELECT i % 3, i, i FROM generate_series(1, 12) i;
