@@ -47,6 +47,14 @@ if [ ! -f "$("$pg_config" --sharedir)/extension/vector.control" ] && [ -f "$scri
 	echo "install-deps: building pgvector with $script"
 	$SUDO env PATH="$(dirname "$pg_config"):$PATH" bash "$script" >/dev/null
 fi
+# tests only: Citus 13.0.5 for 15, from source (Debian does not package
+# it; regress/citus_check.sh runs gpujoin on distributed tables). Nothing
+# of it is linked or built into gpujoin. GJ_CITUS=0 skips it (2-3 minutes).
+script_citus=${GJ_CITUS_SCRIPT:-$deps/install-citus.sh}
+if [ "${GJ_CITUS:-1}" != 0 ] && [ -f "$script_citus" ] && [ ! -f "$("$pg_config" --pkglibdir)/citus.so" ]; then
+	echo "install-deps: building Citus with $script_citus"
+	$SUDO env PG_CONFIG="$pg_config" bash "$script_citus" >/dev/null
+fi
 # tests only: PostgreSQL 18, from source (Debian bookworm packages only 15),
 # and pgvector for it; regress/run_tests.sh runs the suite on it too.
 # GJ_PG18=0 skips it (about 7 minutes on 2 cores, once per prefix).

@@ -8,6 +8,8 @@
 #      gpujoin.device = cpu and once with the default (auto); then
 #      gpujoin_progress watched from a second session
 #      (regress/progress_check.sh)
+#      and, where regress/install-deps.sh built Citus, every function on
+#      Citus-distributed tables against plain ones (regress/citus_check.sh)
 #   4. where regress/install-deps.sh built PostgreSQL 18 (from
 #      ../shared/deps): the extension built against it, pg_regress (the
 #      PostGIS tests left out: no PostGIS for 18 here) and the progress
@@ -139,6 +141,21 @@ pg_virtualenv -t -v "$PGVER" regress/progress_check.sh > "$log/progress-$PGVER.t
 grep -E "^FAIL" "$log/progress-$PGVER.txt"
 count progress "$log/progress-$PGVER.txt"
 echo "progress check (PostgreSQL $PGVER) in $(($(date +%s) - t0)) s"
+
+# gpujoin on Citus-distributed tables: a coordinator and two workers
+# (regress/citus_cluster.sh), where regress/install-deps.sh built Citus
+if [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]; then
+	t0=$(date +%s)
+	PG_CONFIG="$PG_CONFIG" regress/citus_cluster.sh regress/citus_check.sh > "$log/citus.txt" 2>&1
+	grep -E "^FAIL|^citus: measure" "$log/citus.txt"
+	count citus "$log/citus.txt"
+	echo "Citus check (coordinator and two workers) in $(($(date +%s) - t0)) s"
+elif [ "${CI:-}" = true ]; then
+	echo "Citus is not installed (regress/install-deps.sh builds it from ../shared/deps): its check did not run"
+	failed=$((failed + 1))
+else
+	echo "Citus is not installed: its check did not run (regress/install-deps.sh builds it from ../shared/deps)"
+fi
 
 # 4. PostgreSQL 18: the tree copied (the pure-C core and the kernels are
 #    version-independent and kept; the glue is rebuilt against 18's headers)

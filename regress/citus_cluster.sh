@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs a command against a throwaway Citus cluster on this machine: a
+# coordinator and two workers, three PostgreSQL instances of the server
+# whose pg_config is $PG_CONFIG (default: Debian's 15), each on its own
+# port with shared_preload_libraries = 'citus', sockets in a temporary
+# directory, trust authentication for the local superuser; the database
+# citus_check made on each with the citus and gpujoin extensions, the
+# workers added to the coordinator.  Removed afterwards whatever the
+# command did.  As root, the servers run as the postgres user.  The
+# command gets PGHOST, PGPORT (the coordinator's), PGUSER, PGDATABASE, and
+# GJ_WORKER_PORTS (the workers' ports, space-separated).
+#   citus_cluster.sh command...
+set -euo pipefail
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+bindir=$("$PG_CONFIG" --bindir)
+[ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] || { echo "citus_cluster: Citus is not installed for $PG_CONFIG"; exit 2; }
+owner=$(id -un)
+[ "$(id -u)" -ne 0 ] || owner=postgres
+dir=$(mktemp -d /tmp/gjcitus.XXXXXX)
+chown "$owner" "$dir"
+as_owner() { if [ "$owner" = "$(id -un)" ]; then "$@"; else su "$owner" -s /bin/sh -c "$(printf '%q ' "$@")"; fi; }
+nodes=(coord w1 w2)
+cleanup() {
+	for n in "${nodes[@]}"; do
+		as_owner "$bindir/pg_ctl" -D "$dir/$n" -m immediate stop >/dev/null 2>&1 || true
+	done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+port=$(( (RANDOM % 2000) + 56000 ))
+ports=()
+for n in "${nodes[@]}"; do
+	while (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do port=$((port + 1)); done
+	ports+=("$port")
+	as_owner "$bindir/initdb" -D "$dir/$n" -U postgres -A trust --no-sync >/dev/null
+	# the workers reach each other and the coordinator over local TCP
+	as_owner "$bindir/pg_ctl" -D "$dir/$n" -l "$dir/$n.log" -w \
+		-o "-p $port -k $dir -c listen_addresses=localhost -c fsync=off -c shared_preload_libraries=citus -c max_worker_processes=16" \
+		start >/dev/null
+	as_owner "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -d postgres \
+		-c "CREATE DATABASE citus_check" >/dev/null
+	as_owner "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -d citus_check \
+		-c "CREATE EXTENSION citus" -c "CREATE EXTENSION gpujoin" >/dev/null
+	port=$((port + 1))
+done
+as_owner "$bindir/psql" -X -q -h "$dir" -p "${ports[0]}" -U postgres -d citus_check \
+	-c "SELECT citus_set_coordinator_host('localhost', ${ports[0]})" \
+	-c "SELECT citus_add_node('localhost', ${ports[1]})" \
+	-c "SELECT citus_add_node('localhost', ${ports[2]})" >/dev/null
+export PGHOST=$dir PGPORT=${ports[0]} PGUSER=postgres PGDATABASE=citus_check PATH=$bindir:$PATH
+export GJ_WORKER_PORTS="${ports[1]} ${ports[2]}"
+"$@"
