@@ -236,8 +236,17 @@ Keyed(const GjKeys *keys)
 	return keys != NULL && keys->kept;
 }
 
-/* How many rows ahead a keyed call's keys are fetched. */
+/* How many rows ahead a keyed call's keys are fetched (lists: rows of lists). */
 #define GJ_KEY_PREFETCH 16
+#define GJ_LIST_PREFETCH 2
+
+/* A keyed list's keys (of its first 32 neighbours), before its row goes out. */
+static inline void
+PrefetchListKeys(const GjKeys *keys, const int64 *nb, int64 e0, int64 e1)
+{
+	for (int64 e = e0; e < e1 && e < e0 + 32; e++)
+		__builtin_prefetch(&keys->values[nb[e]]);
+}
 
 /* A neighbour list of a keyed call: the keys of ids, as an array of their type. */
 static Datum
@@ -443,6 +452,14 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 						e1 = res->list_off[row + 1];
 			MemoryContext old;
 
+			if (Keyed(SecondKeys(job)) &&
+				i + GJ_LIST_PREFETCH < (job->rows.subset != NULL ? job->rows.nsubset : rp->n))
+			{
+				int64		r = job->rows.subset != NULL ? job->rows.subset[i + GJ_LIST_PREFETCH] :
+					i + GJ_LIST_PREFETCH;
+
+				PrefetchListKeys(SecondKeys(job), res->list_nb, res->list_off[r], res->list_off[r + 1]);
+			}
 			MemoryContextReset(job->out.rowcxt);
 			old = MemoryContextSwitchTo(job->out.rowcxt);
 			if (job->geo.on)
@@ -506,6 +523,13 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 								  e1 - e0);
 			}
 			values[0] = GjKeyOf(FirstKeys(job), c->a[i]);
+			if (Keyed(SecondKeys(job)) && i + GJ_LIST_PREFETCH < c->n)
+			{
+				int			r = i + GJ_LIST_PREFETCH;
+
+				__builtin_prefetch(&FirstKeys(job)->values[c->a[r]]);
+				PrefetchListKeys(SecondKeys(job), c->nb, c->off[r] + GJ_LIST_GAP, c->off[r + 1]);
+			}
 			if (Keyed(SecondKeys(job)))
 			{
 				/* the keys' array, in memory of this row only */
