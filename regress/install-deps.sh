@@ -53,7 +53,9 @@ fi
 script_citus=${GJ_CITUS_SCRIPT:-$deps/install-citus.sh}
 if [ "${GJ_CITUS:-1}" != 0 ] && [ -f "$script_citus" ] && [ ! -f "$("$pg_config" --pkglibdir)/citus.so" ]; then
 	echo "install-deps: building Citus with $script_citus"
-	$SUDO env PG_CONFIG="$pg_config" bash "$script_citus" >/dev/null
+	# not fatal: without it run_tests.sh says the Citus check did not run (a failure on CI)
+	$SUDO env PG_CONFIG="$pg_config" bash "$script_citus" >/dev/null ||
+		echo "install-deps: Citus's build failed"
 fi
 # tests only: PostgreSQL 18, from source (Debian bookworm packages only 15),
 # and pgvector for it; regress/run_tests.sh runs the suite on it too.
