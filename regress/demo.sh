@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 PGVER=${PGVER:-15}
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-GJ_PG18=0 regress/install-deps.sh	# the demo runs on 15 alone
+GJ_PG18=0 GJ_CITUS=0 regress/install-deps.sh	# the demo runs on 15 alone, without Citus
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
 make -s -j2 >/dev/null
 $SUDO make -s install >/dev/null
