@@ -301,10 +301,9 @@ GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2])
 		}
 	}
 	ReleaseSysCacheList(list);
-	if (nclassic < 0)
-		elog(ERROR, "gpujoin: no function %s without a key in the schema of function %u",
-			 NameStr(p->proname), funcid);
 	ReleaseSysCache(tup);
+	if (nclassic < 0)
+		elog(ERROR, "gpujoin: function %u has no form without a key in its schema", funcid);
 	return nclassic;
 }
 

@@ -228,12 +228,7 @@ bool
 GjEstimateRows(FuncExpr *fexpr, double *rows)
 {
 	GjFunction	fn = GjLookupFunction(fexpr->funcid);
-	FuncExpr	classic;
-
-	/* a keyed form: the arguments as the classic form has them */
-	classic = *fexpr;
-	classic.args = GjArgsWithoutKeys(fexpr->funcid, fexpr->args);
-	fexpr = &classic;
+	FuncExpr	classic = *fexpr;
 	Const	   *c0,
 			   *c1,
 			   *c2,
@@ -245,6 +240,9 @@ GjEstimateRows(FuncExpr *fexpr, double *rows)
 				nr;
 	char		kind;
 
+	/* a keyed form: the arguments as the classic form has them */
+	classic.args = GjArgsWithoutKeys(fexpr->funcid, fexpr->args);
+	fexpr = &classic;
 	switch (fn)
 	{
 		case GJ_FN_EPS_SELFJOIN:

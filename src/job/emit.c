@@ -8,8 +8,8 @@
  * self-join's second orientation is the same pair with its ids swapped,
  * and a neighbour list goes out as an array whose header is written into
  * the gap the engine left before it (no copy).  A keyed call's ids go out
- * as the keys they rank (read/row_keys.c), its lists as arrays of keys.  Between chunks the backend
- * checks for interrupts, reports progress, starts the next slab step early
+ * as the keys they rank (read/row_keys.c), its lists as arrays of keys.
+ * Between chunks the backend checks for interrupts, reports progress, starts the next slab step early
  * (run_slabs.c), and handles an engine that ended: the next slab step, or
  * a GPU failure part-way, which reruns the join on the CPU (job.c).
  * Geography's pairs and lists are decided in windows as they stream, so
@@ -523,18 +523,18 @@ NextShapedRow(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 								  e1 - e0);
 			}
 			values[0] = GjKeyOf(FirstKeys(job), c->a[i]);
-			if (Keyed(SecondKeys(job)) && i + GJ_LIST_PREFETCH < c->n)
-			{
-				int			r = i + GJ_LIST_PREFETCH;
-
-				__builtin_prefetch(&FirstKeys(job)->values[c->a[r]]);
-				PrefetchListKeys(SecondKeys(job), c->nb, c->off[r] + GJ_LIST_GAP, c->off[r + 1]);
-			}
 			if (Keyed(SecondKeys(job)))
 			{
-				/* the keys' array, in memory of this row only */
+				/* the keys' array, in memory of this row only (a self join: one set of keys) */
 				MemoryContext old;
 
+				if (i + GJ_LIST_PREFETCH < c->n)
+				{
+					int			r = i + GJ_LIST_PREFETCH;
+
+					__builtin_prefetch(&FirstKeys(job)->values[c->a[r]]);
+					PrefetchListKeys(SecondKeys(job), c->nb, c->off[r] + GJ_LIST_GAP, c->off[r + 1]);
+				}
 				MemoryContextReset(job->out.rowcxt);
 				old = MemoryContextSwitchTo(job->out.rowcxt);
 				values[1] = KeyArray(SecondKeys(job), c->nb + e0, e1 - e0);
@@ -619,7 +619,8 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 			job->stats.rows_out = 0;
 	}
 	i = job->out.pos;
-	if (Keyed(SecondKeys(job)) && i + GJ_KEY_PREFETCH < c->n && !job->out.second)
+	if (Keyed(FirstKeys(job)) && Keyed(SecondKeys(job)) && i + GJ_KEY_PREFETCH < c->n &&
+		!job->out.second)
 	{
 		/*
 		 * Keys by id are read in the engine's order, at random: ask for
