@@ -16,6 +16,7 @@
 #include "machine.h"
 #include "progress.h"
 #include "api/api.h"
+#include "dist/dist.h"
 #include "job/job.h"
 #include "join/join.h"
 #include "read/read.h"
@@ -42,6 +43,7 @@ _PG_init(void)
 	GjProgressInit();
 	GjReadInit();
 	GjJobInit();
+	GjDistInit();
 	GjCustomScanInit();
 	GjJoinPathInit();
 	MarkGUCPrefixReserved("gpujoin");

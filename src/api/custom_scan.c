@@ -522,6 +522,8 @@ EndJob(GjScanState *st)
 	else if (st->stats.runs == 0)
 		st->stats.estimated_pairs = -1;
 	st->stats.runs += js.runs;
+	if (js.dist.strips > 0)
+		st->stats.dist = js.dist;	/* a rescan's run replaces the last one's */
 	st->stats.knn_method = js.knn_method;
 	st->stats.knn_contrast = js.knn_contrast;
 	st->stats.knn_key_dims = js.knn_key_dims;
@@ -638,6 +640,25 @@ OutputColumnName(GjFunction fn, int column)
 	return fn == GJ_FN_KNN_JOIN || fn == GJ_FN_KNN_JOIN_SQL ? "q" : "a";
 }
 
+/* A join run on Citus's workers: where its tasks ran, where the time went. */
+static void
+ExplainDistributed(const GjJobStats *js, ExplainState *es)
+{
+	ExplainPropertyText("Engine", js->engine, es);
+	ExplainPropertyText("Distributed",
+						psprintf("%d strips of dimension %d, tasks on %d nodes: %s",
+								 js->dist.strips, js->dist.dim + 1, js->dist.workers,
+								 js->dist.placement != NULL ? js->dist.placement : "?"), es);
+	ExplainPropertyInteger("Rows Moved", NULL, js->dist.rows_moved, es);
+	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);
+	if (es->timing)
+	{
+		ExplainPropertyFloat("Plan Time", "ms", js->dist.plan_ms, 3, es);
+		ExplainPropertyFloat("Repartition Time", "ms", js->dist.move_ms, 3, es);
+		ExplainPropertyFloat("Workers' Join Time", "ms", js->dist.join_ms, 3, es);
+	}
+}
+
 static void
 GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -660,6 +681,11 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		ExplainPropertyText("Engine", GjPlannedEngine(GjFunctionShape(st->fn), GjTwoSets(st->fn),
 													  st->filter_expr != NULL), es);
+		return;
+	}
+	if (js->dist.strips > 0)
+	{
+		ExplainDistributed(js, es);
 		return;
 	}
 	if (es->verbose && js->threads > 0)

@@ -43,6 +43,7 @@
 #include "utils/syscache.h"
 
 #include "api/api.h"
+#include "dist/dist.h"
 #include "resources.h"
 
 #define GJ_PLAN_SAMPLE 5000.0	/* rows the planner samples, about */
@@ -119,6 +120,9 @@ SampleTable(const char *fname, Oid relid, ArrayType *cols, GjMetric metric, int 
 	if (!RelationSize(relid, &reltuples, &relkind) ||
 		(relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW) ||
 		!SafeToSample(relid, cols))
+		return false;
+	/* a Citus table's rows are on its shards: the shell here has no blocks */
+	if (GjCitusTable(relid))
 		return false;
 	if (reltuples < 0)
 	{

@@ -575,6 +575,13 @@ GjJobNext(GjJob *job, Datum *values, bool *nulls, bool *restarted)
 	int			i;
 
 	*restarted = false;
+	if (job->dist != NULL)
+	{
+		if (!GjDistNext(job->dist, values, nulls))
+			return false;
+		job->stats.rows_out++;
+		return true;
+	}
 	if (job->spec.shape != GJ_SHAPE_PAIRS && job->spec.shape != GJ_SHAPE_KNN)
 	{
 		bool		more = !job->out.done && NextShapedRow(job, values, nulls, restarted);

@@ -137,6 +137,15 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 
 	old = MemoryContextSwitchTo(res->cxt);
 	job->out.rowcxt = AllocSetContextCreate(res->cxt, "gpujoin row", ALLOCSET_DEFAULT_SIZES);
+
+	/* distributed tables: joined on the workers, every row back already */
+	job->dist = GjDistStart(spec, res->cxt, &job->stats.dist);
+	if (job->dist != NULL)
+	{
+		job->stats.engine = "citus workers";
+		MemoryContextSwitchTo(old);
+		return job;
+	}
 	{
 		GjInputSpec in = spec->input;
 
@@ -214,6 +223,8 @@ GjJobEnd(GjJob *job, GjJobStats *stats)
 	job->stats.geo_asked = job->geo.band_pairs;
 	if (stats != NULL)
 		*stats = job->stats;
+	if (job->dist != NULL)
+		GjDistEnd(job->dist);
 	GjResourcesRelease(res);
 	MemoryContextDelete(res->cxt);
 }

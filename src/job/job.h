@@ -60,6 +60,19 @@ typedef struct GjJobSpec
 	int			nfilter;
 } GjJobSpec;
 
+/* A join of Citus-distributed tables run on the workers (dist/), for EXPLAIN ANALYZE. */
+typedef struct GjDistStats
+{
+	int			strips;			/* tasks: one strip a shard of the cells table */
+	int			workers;		/* nodes they ran on */
+	const char *placement;		/* "host:port n, ..." tasks per node */
+	int			dim;			/* the dimension cut (0-based) */
+	int64		rows_moved;		/* rows written to the strips, halos included */
+	double		plan_ms;		/* bounds and histogram */
+	double		move_ms;		/* intermediate tables made and filled */
+	double		join_ms;		/* the pushed-down join, its rows all back */
+} GjDistStats;
+
 /* What a job did, for EXPLAIN ANALYZE. */
 typedef struct GjJobStats
 {
@@ -89,6 +102,7 @@ typedef struct GjJobStats
 	bool		geography;		/* PostGIS geography: metres on the Earth */
 	bool		geo_spheroid;	/* ... on the spheroid, else on PostGIS's sphere */
 	int64		geo_asked;		/* ... pairs within a hair of d: asked of PostGIS */
+	GjDistStats dist;			/* on Citus's workers (strips > 0) */
 } GjJobStats;
 
 typedef struct GjJob GjJob;

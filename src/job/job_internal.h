@@ -14,6 +14,7 @@
 #ifndef GJ_JOB_INTERNAL_H
 #define GJ_JOB_INTERNAL_H
 
+#include "dist/dist.h"
 #include "job/job.h"
 #include "machine.h"
 #include "resources.h"
@@ -137,6 +138,7 @@ typedef struct GjGeoWindow
 struct GjJob
 {
 	GjJobSpec	spec;
+	GjDist	   *dist;			/* run on Citus's workers: its rows (dist/) */
 	GjResources *res;
 	bool		restart_ok;
 	GjRunning	running;

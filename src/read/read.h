@@ -14,6 +14,7 @@
 
 #include "gpujoin.h"
 
+#include "access/attnum.h"
 #include "nodes/params.h"
 #include "utils/array.h"
 
@@ -125,6 +126,14 @@ GjKeyOf(const GjKeys *keys, int64 id)
 			 (long long) keys->n);
 	return keys->values[id];
 }
+
+/*
+ * The relation form's column by name (UNDEFINED_COLUMN if none), and its
+ * SELECT of id and coordinates, checked against the catalog and quoted
+ * (pack_token 0: plain rows; relation.c, row_keys.c).
+ */
+extern AttrNumber GjLookupColumn(Oid relid, const char *name);
+extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
 
 /* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */
 extern void GjReadInit(void);

@@ -99,7 +99,6 @@ extern int64 DatumToId(Datum d, Oid type);
  * (read.h's GjKeys): emptied before a read, the result's first column
  * checked as the key, each accepted row's key kept, ids made ranks.
  */
-extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
 extern char *GjRelationIdExpr(const GjInputSpec *spec);
 extern void GjKeysStart(GjKeys *keys, const char *fname);
@@ -110,7 +109,6 @@ extern char *GjKeyText(Datum d, Oid type);
 
 /* relation.c: the relation form's query, from the catalog */
 extern void GjAppendOnlyIds(StringInfo sql, const GjInputSpec *spec, const char *qcol);
-extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
 
 /* sizes.c: the input's size against gpujoin.host_memory_limit */
 extern int64 GjExpectedRows(Oid relid);

@@ -1,0 +1,83 @@
+/*
+ * citus.c
+ *		What Citus's catalog says, read through SPI: whether Citus is installed in this database, whether a
+ *		table is hash-distributed, how many workers hold shards.  Nothing of
+ *		Citus is linked; where it is not installed none of this is asked.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+
+#include "dist/dist.h"
+
+bool
+GjCitusInstalled(void)
+{
+	return OidIsValid(get_extension_oid("citus", true));
+}
+
+/* One int8 answer of a query with one oid parameter (or none). */
+static int64
+CatalogCount(const char *sql, Oid arg)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(arg)};
+	bool		isnull;
+	int64		n = 0;
+
+	if (SPI_execute_with_args(sql, OidIsValid(arg) ? 1 : 0, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "gpujoin: could not read Citus's catalog: %s", sql);
+	if (SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			n = DatumGetInt64(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
+/* Is relid in pg_dist_partition with cond?  SPI connected here. */
+static bool
+InCitusCatalog(Oid relid, const char *cond)
+{
+	bool		found;
+
+	if (!GjCitusInstalled())
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "gpujoin: SPI_connect failed");
+	found = CatalogCount(psprintf("SELECT count(*) FROM pg_catalog.pg_dist_partition "
+								  "WHERE logicalrelid = $1%s", cond), relid) > 0;
+	SPI_finish();
+	return found;
+}
+
+/*
+ * A hash-distributed table (create_distributed_table), false where Citus
+ * is not installed.  Reference tables and Citus-managed local tables are
+ * read as any table is.
+ */
+bool
+GjCitusDistributed(Oid relid)
+{
+	return InCitusCatalog(relid, " AND partmethod = 'h'");
+}
+
+/* Any table Citus manages: its rows are not in the relation on this node. */
+bool
+GjCitusTable(Oid relid)
+{
+	return InCitusCatalog(relid, "");
+}
+
+/* The active primary nodes that hold shards (SPI connected by the caller). */
+int
+GjCitusWorkers(void)
+{
+	return (int) CatalogCount("SELECT count(*) FROM pg_catalog.pg_dist_node "
+							  "WHERE isactive AND noderole = 'primary' AND shouldhaveshards", InvalidOid);
+}

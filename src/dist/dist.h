@@ -1,0 +1,57 @@
+/*
+ * dist.h
+ *		A join of Citus-distributed tables computed on the workers (dist/):
+ *		the rows are repartitioned into strips of space by Citus, each
+ *		worker runs gpujoin's own engine on its strips, and only the result
+ *		rows come back to this backend.
+ *
+ * Citus is never linked: dist/ speaks to it through its SQL interface
+ * (create_distributed_table, INSERT ... SELECT, its catalog tables) over
+ * SPI, so gpujoin builds and runs where Citus is not installed.
+ *
+ *	citus.c		what Citus's catalog says: is a table distributed, the workers
+ *	strips.c	the strips: the dimension to cut, where to cut it (from the
+ *				rows' bounds and a histogram, counted on the workers)
+ *	dist_join.c	the run: intermediate tables, repartitioning, the pushed-down
+ *				join, the rows back, the tables dropped
+ */
+#ifndef GJ_DIST_H
+#define GJ_DIST_H
+
+#include "job/job.h"
+
+typedef struct GjDist GjDist;
+
+/* gpujoin.distributed: run joins of distributed tables on the workers. */
+extern void GjDistInit(void);
+
+/*
+ * spec's join on the workers, when an input is a Citus-distributed table
+ * and the call is one the strips answer exactly: run to its last row
+ * (kept in a tuplestore in cxt), the intermediate tables dropped.  NULL:
+ * not distributed, or a call the coordinator runs (with a NOTICE saying
+ * why when an input is distributed).
+ */
+extern GjDist *GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats);
+extern bool GjDistNext(GjDist *dist, Datum *values, bool *nulls);
+extern void GjDistEnd(GjDist *dist);
+
+/* citus.c */
+extern bool GjCitusInstalled(void);
+extern bool GjCitusDistributed(Oid relid);
+extern bool GjCitusTable(Oid relid);
+extern int	GjCitusWorkers(void);
+
+/* strips.c: where to cut dimension dim of the rows of the queries */
+typedef struct GjStrips
+{
+	int			dim;			/* 0-based */
+	int			n;				/* strips; n - 1 cuts */
+	double	   *cuts;			/* ascending: strip i is [cuts[i-1], cuts[i]) */
+} GjStrips;
+
+extern void GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
+						 int want, GjStrips *strips);
+extern char *GjFloat8Literal(double v);
+
+#endif							/* GJ_DIST_H */

@@ -1,0 +1,165 @@
+/*
+ * strips.c
+ *		Where a distributed join cuts space: strips of the one dimension
+ *		whose finite values spread widest, cut where the rows' histogram
+ *		(counted on the workers, 1,024 buckets) gives each strip about the
+ *		same number of rows, and never narrower than eps, so that a row's
+ *		halo (the rows within eps of it) reaches at most its neighbour
+ *		strips on either side.  Skew along the cut dimension is met by the
+ *		histogram; a clump narrower than a bucket stays in one strip.
+ *
+ * The queries read through SPI (the caller is connected) are aggregates
+ * Citus runs on the shards: only bounds and bucket counts travel.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+
+#include "dist/dist.h"
+
+#define GJ_STRIP_BUCKETS 1024
+
+/* A float8 as SQL, exactly (17 significant digits round-trip). */
+char *
+GjFloat8Literal(double v)
+{
+	if (isnan(v))
+		return pstrdup("'NaN'::float8");
+	if (isinf(v))
+		return pstrdup(v > 0 ? "'Infinity'::float8" : "'-Infinity'::float8");
+	return psprintf("'%.17g'::float8", v);
+}
+
+/* Column i (1-based) of a source as a finite float8, else NULL. */
+static char *
+FiniteValue(int i)
+{
+	return psprintf("CASE WHEN c%d::float8 > '-Infinity'::float8 AND c%d::float8 < 'Infinity'::float8 "
+					"THEN c%d::float8 END", i, i, i);
+}
+
+static double
+Float8Of(int row, int col, bool *isnull)
+{
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+
+	return *isnull ? 0.0 : DatumGetFloat8(d);
+}
+
+/*
+ * Plan the strips of the rows of queries (FROM items with columns id, c1
+ * .. c<dims>): at most want strips, at least eps wide; one strip when the
+ * rows have no spread.
+ */
+void
+GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
+			 int want, GjStrips *strips)
+{
+	double	   *lo = palloc(sizeof(double) * dims);
+	double	   *hi = palloc(sizeof(double) * dims);
+	double		spread = 0.0;
+	int64		counts[GJ_STRIP_BUCKETS + 2] = {0};
+	int64		total = 0;
+	StringInfoData sql;
+
+	for (int d = 0; d < dims; d++)
+	{
+		lo[d] = INFINITY;
+		hi[d] = -INFINITY;
+	}
+	strips->dim = 0;
+	strips->n = 1;
+	strips->cuts = NULL;
+
+	/* the bounds of every dimension, from both sides */
+	for (int q = 0; q < nqueries; q++)
+	{
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "SELECT ");
+		for (int d = 0; d < dims; d++)
+			appendStringInfo(&sql, "%smin(%s), max(%s)", d > 0 ? ", " : "",
+							 FiniteValue(d + 1), FiniteValue(d + 1));
+		appendStringInfo(&sql, " FROM %s", queries[q]);
+		if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "gpujoin: the bounds of a distributed input could not be read");
+		for (int d = 0; d < dims; d++)
+		{
+			bool		n1,
+						n2;
+			double		a = Float8Of(0, 2 * d + 1, &n1);
+			double		b = Float8Of(0, 2 * d + 2, &n2);
+
+			if (!n1 && a < lo[d])
+				lo[d] = a;
+			if (!n2 && b > hi[d])
+				hi[d] = b;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	for (int d = 0; d < dims; d++)
+		if (hi[d] > lo[d] && hi[d] - lo[d] > spread)
+		{
+			spread = hi[d] - lo[d];
+			strips->dim = d;
+		}
+	/* a spread beyond float8 (hi - lo = inf) cannot be bucketed: one strip */
+	if (want <= 1 || !(spread > eps) || isinf(spread))
+		return;
+
+	/* the histogram of the dimension cut */
+	for (int q = 0; q < nqueries; q++)
+	{
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "SELECT width_bucket(v, %s, %s, %d), count(*) FROM "
+						 "(SELECT %s AS v FROM %s) h WHERE v IS NOT NULL GROUP BY 1",
+						 GjFloat8Literal(lo[strips->dim]), GjFloat8Literal(hi[strips->dim]),
+						 GJ_STRIP_BUCKETS, FiniteValue(strips->dim + 1), queries[q]);
+		if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "gpujoin: the histogram of a distributed input could not be read");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		n1,
+						n2;
+			int32		b = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1));
+			int64		c = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2));
+
+			if (!n1 && !n2 && b >= 0 && b <= GJ_STRIP_BUCKETS + 1)
+			{
+				counts[b] += c;
+				total += c;
+			}
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	/* cut at the bucket edges nearest each k/want of the rows, eps apart */
+	{
+		double		l = lo[strips->dim];
+		double		width = spread / GJ_STRIP_BUCKETS;
+		double		last = l;		/* the first strip is eps wide too */
+		int64		cum = 0;
+		int			k = 1;
+
+		strips->cuts = palloc(sizeof(double) * want);
+		strips->n = 1;
+		for (int b = 0; b <= GJ_STRIP_BUCKETS && k < want; b++)
+		{
+			double		cut;
+
+			cum += counts[b];
+			if ((double) cum < (double) total * k / want)
+				continue;
+			while (k < want && (double) cum >= (double) total * k / want)
+				k++;
+			cut = l + width * b;	/* the upper edge of bucket b (1-based buckets) */
+			if (cut >= hi[strips->dim] || cut < last + eps)
+				continue;
+			strips->cuts[strips->n - 1] = cut;
+			strips->n++;
+			last = cut;
+		}
+	}
+}
