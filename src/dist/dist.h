@@ -12,8 +12,10 @@
  *	citus.c		what Citus's catalog says: is a table distributed, the workers
  *	strips.c	the strips: the dimension to cut, where to cut it (from the
  *				rows' bounds and a histogram, counted on the workers)
- *	dist_join.c	the run: intermediate tables, repartitioning, the pushed-down
- *				join, the rows back, the tables dropped
+ *	dist_join.c	the run: which calls, the eps joins' pushed-down queries,
+ *				the rows back, the tables dropped
+ *	dist_knn.c	the kNN joins: the strips' bounds, halos within them
+ *	strip_tables.c	the intermediate tables, rows moved, SQL over them
  */
 #ifndef GJ_DIST_H
 #define GJ_DIST_H
@@ -48,10 +50,18 @@ typedef struct GjStrips
 	int			dim;			/* 0-based */
 	int			n;				/* strips; n - 1 cuts */
 	double	   *cuts;			/* ascending: strip i is [cuts[i-1], cuts[i]) */
+	double		lo;				/* the finite values' range in dim */
+	double		hi;
+	/* each query's rows, and those the engine skips (its read's NOTICE) */
+	int64		rows[2];
+	int64		nnull[2];		/* a NULL id or coordinate */
+	int64		nnonfinite[2];	/* a NaN or infinite coordinate */
 } GjStrips;
 
 extern void GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
 						 int want, GjStrips *strips);
 extern char *GjFloat8Literal(double v);
+extern char *GjStripNullRow(int dims);
+extern char *GjStripFiniteRow(int dims);
 
 #endif							/* GJ_DIST_H */

@@ -15,8 +15,11 @@
 
 #include <math.h>
 
+#include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 
 #include "dist/dist.h"
 
@@ -41,12 +44,53 @@ FiniteValue(int i)
 					"THEN c%d::float8 END", i, i, i);
 }
 
+/* Column col of result row row as a float8 (sums of int4 are int8, or numeric), 0 for NULL. */
 static double
 Float8Of(int row, int col, bool *isnull)
 {
 	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+	Oid			t = SPI_gettypeid(SPI_tuptable->tupdesc, col);
 
-	return *isnull ? 0.0 : DatumGetFloat8(d);
+	if (*isnull)
+		return 0.0;
+	if (t == INT8OID)
+		return (double) DatumGetInt64(d);
+	if (t == NUMERICOID)
+		return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+	return DatumGetFloat8(d);
+}
+
+/*
+ * "(id IS NULL OR c1 IS NULL ...)": a row the engine skips for a NULL
+ * (a key of a keyed read is NULL only when scalar: rows are not taken
+ * here), and "(c1 > -inf AND c1 < inf AND ...)": one it keeps, if not
+ * NULL (NaN compares above infinity).
+ */
+char *
+GjStripNullRow(int dims)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoString(&s, "(id IS NULL");
+	for (int i = 1; i <= dims; i++)
+		appendStringInfo(&s, " OR c%d IS NULL", i);
+	appendStringInfoChar(&s, ')');
+	return s.data;
+}
+
+char *
+GjStripFiniteRow(int dims)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoChar(&s, '(');
+	for (int i = 1; i <= dims; i++)
+		appendStringInfo(&s, "%sc%d::float8 > '-Infinity'::float8 AND c%d::float8 < 'Infinity'::float8",
+						 i > 1 ? " AND " : "", i, i);
+	appendStringInfoChar(&s, ')');
+	return s.data;
 }
 
 /*
@@ -82,9 +126,20 @@ GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
 		for (int d = 0; d < dims; d++)
 			appendStringInfo(&sql, "%smin(%s), max(%s)", d > 0 ? ", " : "",
 							 FiniteValue(d + 1), FiniteValue(d + 1));
-		appendStringInfo(&sql, " FROM %s", queries[q]);
+		/* and the rows the engine will skip, as its read counts them */
+		appendStringInfo(&sql, ", count(*), sum(CASE WHEN %s THEN 1 ELSE 0 END), "
+						 "sum(CASE WHEN NOT %s AND NOT %s THEN 1 ELSE 0 END) FROM %s",
+						 GjStripNullRow(dims), GjStripNullRow(dims), GjStripFiniteRow(dims), queries[q]);
 		if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "gpujoin: the bounds of a distributed input could not be read");
+		{
+			bool		isnull;
+
+			strips->rows[q] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+														  2 * dims + 1, &isnull));
+			strips->nnull[q] = (int64) Float8Of(0, 2 * dims + 2, &isnull);
+			strips->nnonfinite[q] = (int64) Float8Of(0, 2 * dims + 3, &isnull);
+		}
 		for (int d = 0; d < dims; d++)
 		{
 			bool		n1,
@@ -105,6 +160,8 @@ GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
 			spread = hi[d] - lo[d];
 			strips->dim = d;
 		}
+	strips->lo = lo[strips->dim] <= hi[strips->dim] ? lo[strips->dim] : 0.0;
+	strips->hi = lo[strips->dim] <= hi[strips->dim] ? hi[strips->dim] : 0.0;
 	/* a spread beyond float8 (hi - lo = inf) cannot be bucketed: one strip */
 	if (want <= 1 || !(spread > eps) || isinf(spread))
 		return;

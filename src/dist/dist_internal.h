@@ -1,0 +1,73 @@
+/*
+ * dist_internal.h
+ *		What the files of a distributed join share (dist/): the call's plan
+ *		and the intermediate tables and SQL that strip_tables.c makes.
+ *
+ * The files call downwards only:
+ *	dist_join.c		the eps calls: which run here, GjDistStart, rows out
+ *	dist_knn.c		the kNN calls: bounds, halos, the join
+ *	strip_tables.c	the tables, the rows moved into them, the SQL over them
+ *	strips.c, citus.c	leaves
+ */
+#ifndef GJ_DIST_INTERNAL_H
+#define GJ_DIST_INTERNAL_H
+
+#include "dist/dist.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "executor/tuptable.h"
+#include "utils/tuplestore.h"
+
+struct GjDist
+{
+	Tuplestorestate *store;
+	TupleTableSlot *slot;
+	int			natts;
+};
+
+/* One call's plan, from its spec. */
+typedef struct DistCall
+{
+	const GjJobSpec *spec;
+	bool		self;			/* eps_selfjoin, eps_neighbor_counts, eps_neighbors: one table */
+	const GjInputSpec *r;		/* the rows whose strip owns their pairs */
+	const GjInputSpec *s;		/* the rows copied into halos (self: r) */
+	int			dims;
+	char	   *r_from;			/* "(SELECT id, c.. FROM t) q(id, c1, ..)" */
+	char	   *s_from;
+	char	   *schema;			/* where the intermediate tables go, quoted */
+	char	   *cells;			/* their names, qualified and quoted */
+	char	   *r_tab;
+	char	   *s_tab;
+	char	   *r_base;			/* ... and unqualified, for the shards' names */
+	char	   *s_base;
+	GjStrips	strips;
+	int32	   *values;			/* strip i's distribution value */
+	int			k;				/* kNN: k, and k + 1 for a self join (the row itself) */
+} DistCall;
+
+/* strip_tables.c */
+extern uint64 GjDistExec(const char *sql, int expect);
+extern int	GjDistNumericColumns(const GjInputSpec *in);
+extern bool GjDistIdsUnique(const GjInputSpec *in);
+extern bool GjDistKeyFits(const GjInputSpec *in);
+extern char *GjDistCoordList(int dims);
+extern char *GjDistColumnList(int dims);
+extern char *GjDistSource(const GjInputSpec *in, int dims);
+extern char *GjDistWritableSchema(void);
+extern char *GjDistValuesLiteral(const DistCall *dc);
+extern char *GjDistCutsLiteral(const DistCall *dc);
+extern char *GjDistStripAt(const DistCall *dc, const char *x);
+extern void GjDistMakeTables(DistCall *dc, uint32 seq);
+extern int64 GjDistMoveRows(DistCall *dc, bool halo);
+extern void GjDistFillCells(DistCall *dc);
+extern char *GjDistKeyWitness(const char *name, const GjInputSpec *in);
+extern char *GjDistWitness(const GjInputSpec *in);
+extern char *GjDistOperator(Oid opno);
+extern int64 GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt);
+extern const char *GjDistPlacement(const DistCall *dc, MemoryContext cxt, int *workers);
+
+/* dist_knn.c: the kNN join's bounds, halos and query; rows moved */
+extern int64 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt);
+
+#endif							/* GJ_DIST_INTERNAL_H */

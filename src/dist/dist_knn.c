@@ -1,0 +1,156 @@
+/*
+ * dist_knn.c
+ *		The kNN joins of Citus-distributed tables, on the workers.
+ *
+ * A query row's k nearest references can lie in any strip, so a halo of
+ * fixed width does not do.  Two passes, both on the workers:
+ *
+ *	1. Bounds.  Each strip joins its own query rows with its own
+ *	   references (knn_join_sql, k; a self join k + 1, the row itself
+ *	   among them).  The largest k-th distance of a strip bounds how far
+ *	   any of its query rows must look: the k nearest within the strip
+ *	   are at most that far, so the true k nearest are too.  Only the
+ *	   strips' largest distances come back, and the counts of their
+ *	   references: a strip with fewer than k looks everywhere.
+ *	2. Halos and the join.  Every reference is copied into each other
+ *	   strip whose rows it may be a neighbour of (within the strip's
+ *	   bound of its edges, with a margin for rounding), and each strip
+ *	   joins its own query rows with its own and its halo's references.
+ *	   The rows are the single node's: every reference within a query
+ *	   row's k-th distance is in its strip, ties included, and the
+ *	   engine breaks ties on the smaller id as it does there.  A self join
+ *	   drops each row's pair with itself and numbers the others' ranks
+ *	   again (the ids are unique: the caller checked).
+ *
+ * The first pass's work is done again in the second (only its bounds are
+ * kept): its cost is one more kNN join of the strips without their halos.
+ */
+#include "postgres.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "dist/dist_internal.h"
+
+/* "knn_join_sql(c.rq, c.sq, k, query_key => .., ref_key => ..)", qualified */
+static char *
+KnnCall(const DistCall *dc, int k)
+{
+	return psprintf("%s.knn_join_sql(c.rq, c.sq, %d%s%s)",
+					quote_identifier(get_namespace_name(dc->spec->input.nsp)), k,
+					GjDistKeyWitness("query_key", dc->r), GjDistKeyWitness("ref_key", dc->s));
+}
+
+/*
+ * Pass 1: each strip's bound on its query rows' k-th distance; -1 for a
+ * strip without query rows, infinity where it has fewer than k
+ * references.
+ */
+static double *
+Bounds(const DistCall *dc, int k)
+{
+	int			n = dc->strips.n;
+	double	   *bound = palloc(sizeof(double) * n);
+	int64	   *refs = palloc0(sizeof(int64) * n);
+
+	for (int i = 0; i < n; i++)
+		bound[i] = -1.0;
+	/* the rows skipped are not in the tables (GjDistMoveRows) */
+	GjDistExec(psprintf("SELECT strip, count(*) FROM %s WHERE own GROUP BY 1",
+						dc->s_tab), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		n1,
+					n2;
+		int32		v = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1));
+		int64		c = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2));
+
+		for (int j = 0; j < n; j++)
+			if (dc->values[j] == v)
+				refs[j] = c;
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	GjDistExec(psprintf("SELECT c.strip, max(j.dist) FROM %s c, LATERAL %s j GROUP BY 1",
+						dc->cells, KnnCall(dc, k)), SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		n1,
+					n2;
+		int32		v = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1));
+		double		d = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2));
+
+		for (int j = 0; j < n; j++)
+			if (dc->values[j] == v && !n2)
+				bound[j] = d;
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	/*
+	 * Fewer than k references: the strip's query rows look everywhere.  A
+	 * strip with no answer has no query row the engine reads, or no
+	 * reference: infinity covers both.
+	 */
+	for (int j = 0; j < n; j++)
+		if (refs[j] < k || bound[j] < 0)
+			bound[j] = INFINITY;
+	return bound;
+}
+
+/*
+ * Pass 2's halos: each reference into every other strip within that
+ * strip's bound of the strip's edges.  Returns the rows written.
+ */
+static int64
+Halos(const DistCall *dc, const double *bound)
+{
+	int			n = dc->strips.n;
+	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
+	StringInfoData lows,
+				highs;
+	char	   *x = psprintf("t.c%d::float8", dc->strips.dim + 1);
+
+	initStringInfo(&lows);
+	initStringInfo(&highs);
+	for (int i = 0; i < n; i++)
+	{
+		double		lo = i == 0 ? -INFINITY : dc->strips.cuts[i - 1];
+		double		hi = i == n - 1 ? INFINITY : dc->strips.cuts[i];
+		double		m = bound[i] * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
+
+		appendStringInfo(&lows, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? -INFINITY : lo - m));
+		appendStringInfo(&highs, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? INFINITY : hi + m));
+	}
+	if (n == 1)
+		return 0;
+	return (int64) GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st], false, false, %s FROM %s t, "
+									   "LATERAL pg_catalog.generate_series(1, %d) st "
+									   "WHERE t.own AND (%s)[st] <> t.strip AND %s >= (ARRAY[%s])[st] AND %s <= (ARRAY[%s])[st]",
+									   dc->s_tab, GjDistValuesLiteral(dc), GjDistColumnList(dc->dims), dc->s_tab, n,
+									   GjDistValuesLiteral(dc), x, lows.data, x, highs.data), SPI_OK_INSERT);
+}
+
+int64
+GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
+{
+	int			k = dc->spec->k;
+	double	   *bound = Bounds(dc, dc->self ? k + 1 : k);
+	int64		moved = Halos(dc, bound);
+
+	CHECK_FOR_INTERRUPTS();
+	if (!dc->self)
+		GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s j", dc->cells, KnnCall(dc, k)),
+					false, cxt);
+	else
+		GjDistFetch(dist, psprintf("SELECT x.q, x.r, x.rn::int4, x.dist FROM "
+								   "(SELECT j.q, j.r, j.dist, row_number() OVER (PARTITION BY c.strip, j.q ORDER BY j.rank) AS rn "
+								   "FROM %s c, LATERAL %s j WHERE j.r IS DISTINCT FROM j.q) x WHERE x.rn <= %d",
+								   dc->cells, KnnCall(dc, k + 1), k), false, cxt);
+	return moved;
+}

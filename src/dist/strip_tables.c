@@ -1,0 +1,455 @@
+/*
+ * strip_tables.c
+ *		The intermediate tables of a distributed join and the SQL over
+ *		them: which inputs the strips can take, the tables made and
+ *		distributed by strip, rows moved into their strips (and halos),
+ *		each strip's queries over its own shards, the witnesses of keys,
+ *		and the rows fetched back.  Everything through SPI (the caller is
+ *		connected), every name quoted.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "dist/dist_internal.h"
+
+/* Run a statement that writes, or reads a one-off answer. */
+uint64
+GjDistExec(const char *sql, int expect)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "gpujoin: a distributed join's statement failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+	return SPI_processed;
+}
+
+/* Every coordinate column of in numeric (no arrays, vectors, PostGIS): dims, else 0. */
+int
+GjDistNumericColumns(const GjInputSpec *in)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		AttrNumber	att;
+		Oid			t;
+
+		if (nulls[i])
+			return 0;
+		att = GjLookupColumn(in->relid, TextDatumGetCString(elems[i]));
+		t = getBaseType(get_atttype(in->relid, att));
+		if (t != INT2OID && t != INT4OID && t != INT8OID && t != FLOAT4OID &&
+			t != FLOAT8OID && t != NUMERICOID)
+			return 0;
+	}
+	return n;
+}
+
+/*
+ * The self join's ids are unique and never NULL: the primary key, or an
+ * id column with a unique, immediate, whole-table index of its own and
+ * NOT NULL.  Then a < b by the ids is the order the single node gives.
+ */
+bool
+GjDistIdsUnique(const GjInputSpec *in)
+{
+	AttrNumber	att;
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	bool		unique = false;
+
+	if (in->id_col == NULL)
+		return true;			/* the primary key */
+	att = GjLookupColumn(in->relid, text_to_cstring(in->id_col));
+	rel = relation_open(in->relid, AccessShareLock);
+	if (TupleDescAttr(RelationGetDescr(rel), att - 1)->attnotnull)
+	{
+		indexes = RelationGetIndexList(rel);
+		foreach(lc, indexes)
+		{
+			HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+			Form_pg_index idx;
+
+			if (!HeapTupleIsValid(tup))
+				continue;
+			idx = (Form_pg_index) GETSTRUCT(tup);
+			if (idx->indisunique && idx->indimmediate && idx->indisvalid &&
+				idx->indnkeyatts == 1 && idx->indkey.values[0] == att &&
+				heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+				heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+				unique = true;
+			ReleaseSysCache(tup);
+		}
+		list_free(indexes);
+	}
+	relation_close(rel, AccessShareLock);
+	return unique;
+}
+
+/* A key the intermediate tables can hold and the workers name: not a row. */
+bool
+GjDistKeyFits(const GjInputSpec *in)
+{
+	Oid			t;
+
+	if (in->keys == NULL || !in->keys->kept)
+		return true;
+	t = getBaseType(in->keys->type);
+	return t != RECORDOID && get_typtype(t) != TYPTYPE_COMPOSITE;
+}
+
+/* "c1, .., cn" */
+char *
+GjDistCoordList(int dims)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 1; i <= dims; i++)
+		appendStringInfo(&s, "%sc%d", i > 1 ? ", " : "", i);
+	return s.data;
+}
+
+/* "id, c1, .., cn" */
+char *
+GjDistColumnList(int dims)
+{
+	return psprintf("id, %s", GjDistCoordList(dims));
+}
+
+/*
+ * "(SELECT id, c.. FROM t) q(id, c1, .., cn)": the input, columns renamed.
+ * A side whose keys are not returned (eps_join_counts' s) gets 0 for an
+ * id: any row works there, and NULL would skip the row.
+ */
+char *
+GjDistSource(const GjInputSpec *in, int dims)
+{
+	char	   *base = GjBuildRelationQuery(in, 0);
+
+	if (in->keys != NULL && !in->keys->kept)
+		base = psprintf("SELECT 0::int8, %s FROM (%s) q0(k, %s)", GjDistCoordList(dims), base, GjDistCoordList(dims));
+	return psprintf("(%s) q(%s)", base, GjDistColumnList(dims));
+}
+
+/* The first schema of search_path where the caller may create tables, or NULL. */
+char *
+GjDistWritableSchema(void)
+{
+	char	   *nsp = NULL;
+
+	if (SPI_execute("SELECT n FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) n "
+					"WHERE pg_catalog.has_schema_privilege(n, 'CREATE') LIMIT 1", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v != NULL)
+			nsp = pstrdup(quote_identifier(v));
+	}
+	return nsp;
+}
+
+/*
+ * The strips' distribution values: for each shard of the cells table, in
+ * shard order, the smallest integer that hashes to it.  Citus places
+ * shards round the workers, so consecutive strips go to different ones.
+ */
+static void
+StripValues(DistCall *dc)
+{
+	int			n = dc->strips.n;
+	char	   *sql = psprintf("SELECT shardid, min(v) FROM pg_catalog.generate_series(0, %d) v, "
+							   "LATERAL (SELECT pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v) AS shardid) s "
+							   "GROUP BY 1 ORDER BY 1", 256 * n + 4096, dc->cells);
+
+	GjDistExec(sql, SPI_OK_SELECT);
+	if (SPI_processed != (uint64) n)
+		elog(ERROR, "gpujoin: %d strips, but " UINT64_FORMAT " shards of the cells were found",
+			 n, SPI_processed);
+	dc->values = palloc(sizeof(int32) * n);
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		dc->values[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* '{v0,v1,..}'::int4[] and the cuts as '{..}'::float8[] */
+char *
+GjDistValuesLiteral(const DistCall *dc)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoString(&s, "'{");
+	for (int i = 0; i < dc->strips.n; i++)
+		appendStringInfo(&s, "%s%d", i > 0 ? "," : "", dc->values[i]);
+	appendStringInfoString(&s, "}'::int4[]");
+	return s.data;
+}
+
+char *
+GjDistCutsLiteral(const DistCall *dc)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoString(&s, "ARRAY[");
+	for (int i = 0; i < dc->strips.n - 1; i++)
+		appendStringInfo(&s, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(dc->strips.cuts[i]));
+	appendStringInfoString(&s, "]::float8[]");
+	return s.data;
+}
+
+/*
+ * A row's strip (0-based) at x, an SQL float8 expression: NULL, NaN and
+ * infinite values have one strip (the engine skips such rows there).
+ */
+char *
+GjDistStripAt(const DistCall *dc, const char *x)
+{
+	if (dc->strips.n == 1)
+		return pstrdup("0");
+	return psprintf("COALESCE(pg_catalog.width_bucket(%s, %s), 0)", x, GjDistCutsLiteral(dc));
+}
+
+/*
+ * Make the intermediate tables: unlogged, distributed by strip, one
+ * shard a strip, co-located with the cells.
+ */
+void
+GjDistMakeTables(DistCall *dc, uint32 seq)
+{
+	char	   *prefix = psprintf("gpujoin_%d_%u", MyProcPid, seq);
+
+	dc->r_base = psprintf("%s_r", prefix);
+	dc->s_base = psprintf("%s_s", prefix);
+	dc->cells = psprintf("%s.%s", dc->schema, quote_identifier(psprintf("%s_cells", prefix)));
+	dc->r_tab = psprintf("%s.%s", dc->schema, quote_identifier(dc->r_base));
+	dc->s_tab = psprintf("%s.%s", dc->schema, quote_identifier(dc->s_base));
+
+	GjDistExec(psprintf("CREATE UNLOGGED TABLE %s (strip int4, rq text, sq text)", dc->cells), SPI_OK_UTILITY);
+	GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', shard_count => %d, colocate_with => 'none')",
+				  dc->cells, dc->strips.n), SPI_OK_SELECT);
+	/* s: a row in its own strip (own) or a halo's, from a later strip (later) or not */
+	GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, true AS own, true AS later, q.* "
+						"FROM %s WITH NO DATA", dc->s_tab, dc->s_from), SPI_OK_UTILITY);
+	if (!dc->self)
+	{
+		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, q.* FROM %s WITH NO DATA",
+							dc->r_tab, dc->r_from), SPI_OK_UTILITY);
+		GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
+							dc->r_tab, dc->cells), SPI_OK_SELECT);
+	}
+	GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
+				  dc->s_tab, dc->cells), SPI_OK_SELECT);
+	StripValues(dc);
+}
+
+/*
+ * Repartition the rows the engine reads (no NULL, NaN or infinite
+ * coordinate, no NULL id): r rows into their strip, s rows into their own and, with
+ * a halo, every strip within eps of them (a margin of 1e-9 eps and a few
+ * units of rounding of x over: never a strip short).  Returns the rows
+ * written.
+ */
+int64
+GjDistMoveRows(DistCall *dc, bool halo)
+{
+	char	   *x = psprintf("q.c%d::float8", dc->strips.dim + 1);
+	char	   *eps = GjFloat8Literal(dc->spec->eps);
+	char	   *own = GjDistStripAt(dc, x);
+	char	   *finite = psprintf("(%s > '-Infinity'::float8 AND %s < 'Infinity'::float8)", x, x);
+	char	   *margin = psprintf("(%s * (1 + 1e-9) + abs(%s) * 1e-15)", eps, x);
+	char	   *lo = own;
+	char	   *hi = own;
+	char	   *vals = GjDistValuesLiteral(dc);
+	/* the rows the engine would skip stay out (GjDistStart says how many) */
+	char	   *kept = psprintf("NOT %s AND %s", GjStripNullRow(dc->dims), GjStripFiniteRow(dc->dims));
+	int64		moved = 0;
+
+	if (halo)
+	{
+		lo = psprintf("CASE WHEN %s THEN %s ELSE %s END", finite,
+					  GjDistStripAt(dc, psprintf("(%s - %s)", x, margin)), own);
+		hi = psprintf("CASE WHEN %s THEN %s ELSE %s END", finite,
+					  GjDistStripAt(dc, psprintf("(%s + %s)", x, margin)), own);
+	}
+	if (!dc->self)
+	{
+		moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[%s + 1], q.* FROM %s WHERE %s",
+									 dc->r_tab, vals, own, dc->r_from, kept), SPI_OK_INSERT);
+		CHECK_FOR_INTERRUPTS();
+	}
+	moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st + 1], st = %s, st < %s, q.* FROM %s, "
+								 "LATERAL pg_catalog.generate_series(%s, %s) st WHERE %s",
+								 dc->s_tab, vals, own, own, dc->s_from, lo, hi, kept), SPI_OK_INSERT);
+	return moved;
+}
+
+/* Each strip's queries over its own shards, in the cells table. */
+void
+GjDistFillCells(DistCall *dc)
+{
+	char	   *cols = GjDistColumnList(dc->dims);
+	const char *r_base = dc->self ? dc->s_base : dc->r_base;
+	const char *r_tab = dc->self ? dc->s_tab : dc->r_tab;
+	const char *nsp = dc->schema;
+
+	/* a self join's s: the halo rows of later strips (pairs), or all (counts, lists) */
+	const char *s_rows = !dc->self ? "" :
+		dc->spec->shape == GJ_SHAPE_PAIRS ? " AND later" : "";
+
+	GjDistExec(psprintf("INSERT INTO %s SELECT v, "
+				  "pg_catalog.format('SELECT %s FROM %%s.%%I WHERE strip = %%s%s', %s, %s || '_' || "
+				  "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v), "
+				  "pg_catalog.format('SELECT %s FROM %%s.%%I WHERE strip = %%s%s', %s, %s || '_' || "
+				  "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v) "
+				  "FROM pg_catalog.unnest(%s) v",
+				  dc->cells,
+				  cols, dc->self ? " AND own" : "", quote_literal_cstr(nsp), quote_literal_cstr(r_base), r_tab,
+				  cols, s_rows, quote_literal_cstr(nsp), quote_literal_cstr(dc->s_base), dc->s_tab,
+				  GjDistValuesLiteral(dc)), SPI_OK_INSERT);
+}
+
+/* ", r_key => NULL::t" for a keyed side, as the worker's call names it */
+char *
+GjDistKeyWitness(const char *name, const GjInputSpec *in)
+{
+	if (in->keys == NULL || !in->keys->kept)
+		return "";
+	return psprintf(", %s => NULL::%s", name, format_type_be_qualified(in->keys->type));
+}
+
+/* "OPERATOR(schema.name)" for an operator, both quoted. */
+char *
+GjDistOperator(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *s;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "gpujoin: cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	s = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+				 NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return s;
+}
+
+/* The key's witness of a side for the worker's call ("" for ids), first argument */
+char *
+GjDistWitness(const GjInputSpec *in)
+{
+	if (in->keys == NULL || !in->keys->kept)
+		return "";
+	return psprintf(", key => NULL::%s", format_type_be_qualified(in->keys->type));
+}
+
+/* A pair (a, b, dist) as (b, a, dist). */
+static void
+PutSwapped(GjDist *dist, HeapTuple tup, TupleDesc td)
+{
+	Datum		v[3];
+	bool		n[3];
+	Datum		sv[3];
+	bool		sn[3];
+
+	heap_deform_tuple(tup, td, v, n);
+	sv[0] = v[1];
+	sn[0] = n[1];
+	sv[1] = v[0];
+	sn[1] = n[0];
+	sv[2] = v[2];
+	sn[2] = n[2];
+	tuplestore_putvalues(dist->store, td, sv, sn);
+}
+
+/*
+ * Every row of the pushed-down join, into dist's tuplestore (in cxt);
+ * both_orders: each pair also as (b, a, dist).
+ */
+int64
+GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
+	Portal		portal;
+	int64		rows = 0;
+
+	if (plan == NULL)
+		elog(ERROR, "gpujoin: the distributed join could not be planned (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
+	for (;;)
+	{
+		MemoryContext old;
+
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		old = MemoryContextSwitchTo(cxt);
+		if (dist->slot == NULL)
+		{
+			TupleDesc	td = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+
+			dist->natts = td->natts;
+			dist->slot = MakeSingleTupleTableSlot(td, &TTSOpsMinimalTuple);
+		}
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			tuplestore_puttuple(dist->store, SPI_tuptable->vals[i]);
+			if (both_orders)
+				PutSwapped(dist, SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+		}
+		MemoryContextSwitchTo(old);
+		rows += SPI_processed;
+		SPI_freetuptable(SPI_tuptable);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_cursor_close(portal);
+	SPI_freeplan(plan);
+	return rows;
+}
+
+/* Which nodes ran the tasks: "host:port n, ..." */
+const char *
+GjDistPlacement(const DistCall *dc, MemoryContext cxt, int *workers)
+{
+	StringInfoData s;
+	MemoryContext old;
+
+	GjDistExec(psprintf("SELECT nodename || ':' || nodeport, count(*) FROM pg_catalog.citus_shards "
+				  "WHERE table_name = '%s'::regclass GROUP BY 1 ORDER BY 1", dc->cells), SPI_OK_SELECT);
+	old = MemoryContextSwitchTo(cxt);
+	initStringInfo(&s);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		appendStringInfo(&s, "%s%s %s", i > 0 ? ", " : "",
+						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+	MemoryContextSwitchTo(old);
+	*workers = (int) SPI_processed;
+	SPI_freetuptable(SPI_tuptable);
+	return s.data;
+}
