@@ -137,6 +137,16 @@ for strips in 0 3 16 64; do
 	same_st "$set" "strips $strips: knn_join" "SELECT * FROM knn_join('{Q}', '{S}', '{x,y}', 5)"
 	same_st "$set" "strips $strips: knn_selfjoin" "SELECT * FROM knn_selfjoin('{S}', '{x,y}', 4)"
 done
+# 30 rows at one point (more duplicates with smaller ids than k) among spread ones
+q "CREATE TABLE d_dup (id bigint PRIMARY KEY, x float8, y float8);
+   SELECT create_distributed_table('d_dup', 'id', shard_count => 4);
+   INSERT INTO d_dup SELECT i, CASE WHEN i <= 30 THEN 5 ELSE (i * 37 % 101) * 0.1 END,
+                               CASE WHEN i <= 30 THEN 5 ELSE (i * 53 % 97) * 0.1 END FROM generate_series(1, 400) i;
+   CREATE TABLE l_dup AS SELECT * FROM d_dup;" >/dev/null
+dup=$(q "SET gpujoin.distributed_strips = 8;
+   SELECT (SELECT count(*) FROM (SELECT * FROM knn_selfjoin('d_dup', '{x,y}', 3) EXCEPT ALL SELECT * FROM knn_selfjoin('l_dup', '{x,y}', 3, id_col => 'id')) a) || ' ' ||
+          (SELECT count(*) FROM (SELECT * FROM knn_selfjoin('l_dup', '{x,y}', 3, id_col => 'id') EXCEPT ALL SELECT * FROM knn_selfjoin('d_dup', '{x,y}', 3)) b)" 2>&1 | tail -1)
+[ "$dup" = "0 0" ] && check "knn_selfjoin, more duplicates than k" ok || check "knn_selfjoin, more duplicates than k" "$dup"
 same_st "SET gpujoin.distributed_strips = 64" "knn_selfjoin, k above a strip's rows" "SELECT * FROM knn_selfjoin('{S}', '{x,y}', 100)"
 same_st "SET gpujoin.distributed_strips = 16" "knn_join, k = 1" "SELECT * FROM knn_join('{S}', '{Q}', '{x,y}', 1)"
 set="SET gpujoin.distributed_strips = 16"

@@ -3,11 +3,11 @@
 # coordinator and two workers, three PostgreSQL instances of the server
 # whose pg_config is $PG_CONFIG (default: Debian's 15), each on its own
 # port with shared_preload_libraries = 'citus', sockets in a temporary
-# directory, trust authentication for the local superuser; the database
+# directory, trust authentication for the local superuser (as root, the
+# servers run as GJ_CLUSTER_OWNER, default postgres); the database
 # citus_check made on each with the citus and gpujoin extensions, the
 # workers added to the coordinator.  Removed afterwards whatever the
-# command did.  As root, the servers run as the postgres user.  The
-# command gets PGHOST, PGPORT (the coordinator's), PGUSER, PGDATABASE, and
+# command did.  The command gets PGHOST, PGPORT (the coordinator's), PGUSER, PGDATABASE, and
 # GJ_WORKER_PORTS (the workers' ports, space-separated).
 #   citus_cluster.sh command...
 set -euo pipefail
@@ -15,10 +15,17 @@ PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 bindir=$("$PG_CONFIG" --bindir)
 [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] || { echo "citus_cluster: Citus is not installed for $PG_CONFIG"; exit 2; }
 owner=$(id -un)
-[ "$(id -u)" -ne 0 ] || owner=postgres
+[ "$(id -u)" -ne 0 ] || owner=${GJ_CLUSTER_OWNER:-postgres}
 dir=$(mktemp -d /tmp/gjcitus.XXXXXX)
 chown "$owner" "$dir"
-as_owner() { if [ "$owner" = "$(id -un)" ]; then "$@"; else su "$owner" -s /bin/sh -c "$(printf '%q ' "$@")"; fi; }
+# su drops LD_LIBRARY_PATH (a server unpacked outside the system paths needs it)
+as_owner() {
+	if [ "$owner" = "$(id -un)" ]; then
+		"$@"
+	else
+		su "$owner" -s /bin/sh -c "$(printf '%q ' env LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$@")"
+	fi
+}
 nodes=(coord w1 w2)
 cleanup() {
 	for n in "${nodes[@]}"; do

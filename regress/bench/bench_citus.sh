@@ -27,15 +27,15 @@ hwm="SELECT (regexp_match(pg_read_file('/proc/' || pg_backend_pid() || '/status'
 # $1 setting, $2 call: "seconds rows peak-kB", the call run twice (the second timed)
 timed() {
 	psql -X -q -At -c "$1" -c "SELECT count(*) FROM ($2) j" -c "$hwm" -c '\timing on' \
-		-c "SELECT count(*) FROM ($2) j" -c "$hwm" 2>/dev/null |
+		-c "SELECT count(*) FROM ($2) j" -c '\timing off' -c "$hwm" 2>/dev/null |
 		awk '/^Time:/ { t = $2 / 1000 } /^[0-9]+$/ { v[++k] = $1 } END { printf "%.2f %d %d", t, v[3], v[4] - v[2] }'
 }
 printf "%-14s %10s %9s %9s %9s %11s %11s\n" function rows workers coord one-node "grow-wk kB" "grow-co kB"
 for f in "eps_join:SELECT * FROM eps_join('{R}', '{S}', '{x,y}', $eps)" \
 	"eps_selfjoin:SELECT * FROM eps_selfjoin('{R}', '{x,y}', $eps)" \
 	"neighbor_cnt:SELECT * FROM eps_neighbor_counts('{R}', '{x,y}', $eps)" \
-	"knn_join k=5:SELECT * FROM knn_join('{R}', '{S}', '{x,y}', 5)" \
-	"knn_self k=5:SELECT * FROM knn_selfjoin('{R}', '{x,y}', 5)"; do
+	"knn_join_k5:SELECT * FROM knn_join('{R}', '{S}', '{x,y}', 5)" \
+	"knn_self_k5:SELECT * FROM knn_selfjoin('{R}', '{x,y}', 5)"; do
 	name=${f%%:*}
 	call=${f#*:}
 	d=${call//\{R\}/r}

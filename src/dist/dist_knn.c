@@ -19,8 +19,9 @@
  *	   The rows are the single node's: every reference within a query
  *	   row's k-th distance is in its strip, ties included, and the
  *	   engine breaks ties on the smaller id as it does there.  A self join
- *	   drops each row's pair with itself and numbers the others' ranks
- *	   again (the ids are unique: the caller checked).
+ *	   asks for k + 1, drops each row's pair with itself and moves the
+ *	   neighbours after it up one rank (the ids are unique: the caller
+ *	   checked).
  *
  * The first pass's work is done again in the second (only its bounds are
  * kept): its cost is one more kNN join of the strips without their halos.
@@ -35,6 +36,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "dist/dist_internal.h"
 
@@ -148,9 +150,25 @@ GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 		GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s j", dc->cells, KnnCall(dc, k)),
 					false, cxt);
 	else
-		GjDistFetch(dist, psprintf("SELECT x.q, x.r, x.rn::int4, x.dist FROM "
-								   "(SELECT j.q, j.r, j.dist, row_number() OVER (PARTITION BY c.strip, j.q ORDER BY j.rank) AS rn "
-								   "FROM %s c, LATERAL %s j WHERE j.r IS DISTINCT FROM j.q) x WHERE x.rn <= %d",
-								   dc->cells, KnnCall(dc, k + 1), k), false, cxt);
+	{
+		/*
+		 * Each row's k + 1 nearest, itself out: a neighbour after the row
+		 * itself in (distance, id) order, at a distance above 0 or at 0 with
+		 * a larger id, moves up one rank; a (k + 1)-th left over (the row
+		 * itself was not among them: k duplicates with smaller ids) goes.
+		 */
+		Oid			t = dc->s->keys != NULL ? dc->s->keys->type : INT8OID;
+		TypeCacheEntry *tc = lookup_type_cache(t, TYPECACHE_LT_OPR);
+		char	   *coll = type_is_collatable(t) ? " COLLATE \"C\"" : "";
+		char	   *rank;
+
+		if (!OidIsValid(tc->lt_opr))
+			elog(ERROR, "gpujoin: type %s has no less-than operator", format_type_be(t));
+		rank = psprintf("(j.rank - CASE WHEN j.dist > 0 OR j.q%s %s j.r%s THEN 1 ELSE 0 END)",
+						coll, GjDistOperator(tc->lt_opr), coll);
+		GjDistFetch(dist, psprintf("SELECT j.q, j.r, %s::int4, j.dist FROM %s c, LATERAL %s j "
+								   "WHERE j.r IS DISTINCT FROM j.q AND %s <= %d",
+								   rank, dc->cells, KnnCall(dc, k + 1), rank, k), false, cxt);
+	}
 	return moved;
 }

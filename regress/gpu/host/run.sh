@@ -24,7 +24,10 @@
 #   5. exit: backends leaving with and without the CUDA teardown
 #      (regress/gpu/host/exitcheck.sh), and the exit stress run: hundreds of
 #      sessions joining, cancelling and leaving (regress/gpu/host/exitstress.sh)
-#   6. step ab (not by default): another build ($GJ_AB_BASE) against this one
+#   6. step citus (not by default): regress/citus_check.sh and
+#      regress/bench/bench_citus.sh on a coordinator and two workers of the
+#      staged server, where Citus is staged too
+#   7. step ab (not by default): another build ($GJ_AB_BASE) against this one
 #      on a query of each engine family: the same answers, times side by side
 #      in $GJ_AB_ROUNDS rounds (default 2)
 # Built beforehand where nvcc and PostgreSQL's headers are (make, make
@@ -360,6 +363,22 @@ if has exitstress; then
 	timeout 420 bash regress/gpu/host/exitstress.sh > "$OUT/exitstress.txt" 2>&1
 	tail -3 "$OUT/exitstress.txt"
 	summary+=("$(grep '^exit stress' "$OUT/exitstress.txt")")
+fi
+# Citus (staged by ../shared/deps/install-citus.sh .gpuhost/stage): the
+# distributed joins' check, and their benchmark with the workers on this GPU
+if has citus; then
+	if [ -f "$GJ_PGBIN/../lib/citus.so" ]; then
+		PG_CONFIG=$GJ_PGBIN/pg_config GJ_CLUSTER_OWNER=pgrun timeout 330 regress/citus_cluster.sh \
+			regress/citus_check.sh > "$OUT/citus_check.txt" 2>&1
+		grep -E '^FAIL|^citus:' "$OUT/citus_check.txt"
+		summary+=("$(grep -E '^citus: [0-9]+ passed' "$OUT/citus_check.txt" || echo 'citus check: no summary')")
+		PG_CONFIG=$GJ_PGBIN/pg_config GJ_CLUSTER_OWNER=pgrun timeout "${GJ_CITUS_BENCH_S:-240}" regress/citus_cluster.sh \
+			regress/bench/bench_citus.sh "${GJ_CITUS_ROWS:-2000000}" > "$OUT/citus_bench.txt" 2>&1
+		cat "$OUT/citus_bench.txt"
+		summary+=("citus bench: $(grep -E '^[a-z_]+ ' "$OUT/citus_bench.txt" | awk '{printf "%s %s w %s c %s 1 %s;", $1, $2, $3, $4, $5}')")
+	else
+		summary+=("citus: not staged")
+	fi
 fi
 # the server log, and any crash in it, always come back
 if [ -f /tmp/gj-pg.log ]; then
