@@ -7,8 +7,9 @@
 # where the strips are cut, duplicates and NULL/NaN/infinite coordinates,
 # with few and many strips, tiny and huge eps; EXPLAIN names the nodes;
 # the calls the workers cannot answer exactly run here with a NOTICE; the
-# intermediate tables are gone after success and after a cancel on every
-# node; the coordinator's backend holds less than the input's size.
+# intermediate tables are gone after success, a cancel and a worker lost
+# mid-join, on every node; the coordinator's backend holds less than the
+# input's size.
 # Run inside regress/citus_cluster.sh.  Ends with "citus: N passed, N failed".
 set -uo pipefail
 passed=0
@@ -217,5 +218,43 @@ if [ -z "$ps" ]; then
 else
 	echo "citus: measure: PostGIS is not installed on the coordinator: the plain-SQL case did not run"
 fi
+
+# A cancel (statement_timeout) stops a distributed join within a second
+t0=$(date +%s%N)
+err=$(psql -X -q -At -c "SET statement_timeout = 700" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)" 2>&1)
+ms=$((($(date +%s%N) - t0) / 1000000))
+case "$err" in
+*"statement timeout"*) [ "$ms" -lt 1700 ] && check "statement_timeout stops a distributed join within 1 s" ok ||
+	check "statement_timeout stops a distributed join within 1 s" "$ms ms" ;;
+*) check "statement_timeout stops a distributed join" "$err" ;;
+esac
+echo "citus: measure: statement_timeout = 700 ms: the distributed join ended after $ms ms"
+
+# A worker lost mid-join (its backends terminated): a clear error, no row
+out=$(mktemp)
+(psql -X -q -At -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)" >"$out" 2>&1) &
+sleep 1.5
+w2=${GJ_WORKER_PORTS##* }
+psql -X -q -At -p "$w2" -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()" >/dev/null
+wait
+if grep -q "ERROR" "$out" && ! grep -qE '^[0-9]+$' "$out"; then
+	check "a worker lost mid-join: an error, no rows" ok
+else
+	check "a worker lost mid-join: an error, no rows" "$(tr '\n' ' ' <"$out" | cut -c1-200)"
+fi
+grep -m1 ERROR "$out" | sed 's/^/citus: measure: a worker lost mid-join: /'
+rm -f "$out"
+n=$(q "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" 2>/dev/null | tail -1)
+[ -n "$n" ] && [ "$n" -gt 0 ] 2>/dev/null && check "the next join after a worker was lost" ok ||
+	check "the next join after a worker was lost" "${n:-error}"
+
+# No intermediate table is left on any node: after success, cancel, a lost worker
+left=0
+for p in $PGPORT $GJ_WORKER_PORTS; do
+	n=$(psql -X -q -At -p "$p" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'gpujoin\_%' AND relkind IN ('r', 'p')")
+	left=$((left + ${n:-1}))
+done
+[ "$left" = 0 ] && check "no intermediate table left on any node" ok || check "no intermediate table left on any node" "$left tables"
 
 echo "citus: $passed passed, $failed failed"

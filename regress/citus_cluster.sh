@@ -2,7 +2,8 @@
 # Runs a command against a throwaway Citus cluster on this machine: a
 # coordinator and two workers, three PostgreSQL instances of the server
 # whose pg_config is $PG_CONFIG (default: Debian's 15), each on its own
-# port with shared_preload_libraries = 'citus', sockets in a temporary
+# port with shared_preload_libraries = 'citus' (jit off: the GPU host has
+# no LLVM), sockets in a temporary
 # directory, trust authentication for the local superuser (as root, the
 # servers run as GJ_CLUSTER_OWNER, default postgres); the database
 # citus_check made on each with the citus and gpujoin extensions, the
@@ -42,7 +43,7 @@ for n in "${nodes[@]}"; do
 	as_owner "$bindir/initdb" -D "$dir/$n" -U postgres -A trust --no-sync >/dev/null
 	# the workers reach each other and the coordinator over local TCP
 	as_owner "$bindir/pg_ctl" -D "$dir/$n" -l "$dir/$n.log" -w \
-		-o "-p $port -k $dir -c listen_addresses=localhost -c fsync=off -c shared_preload_libraries=citus -c max_worker_processes=16" \
+		-o "-p $port -k $dir -c listen_addresses=localhost -c fsync=off -c shared_preload_libraries=citus -c max_worker_processes=16 -c jit=off" \
 		start >/dev/null
 	as_owner "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -d postgres \
 		-c "CREATE DATABASE citus_check" >/dev/null

@@ -15,6 +15,7 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "tcop/dest.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -368,23 +369,68 @@ GjDistWitness(const GjInputSpec *in)
 	return psprintf(", key => NULL::%s", format_type_be_qualified(in->keys->type));
 }
 
-/* A pair (a, b, dist) as (b, a, dist). */
-static void
-PutSwapped(GjDist *dist, HeapTuple tup, TupleDesc td)
+/*
+ * The rows of the pushed-down join go straight from the executor into the
+ * job's tuplestore: no batch of copies in SPI's memory on the way (the
+ * rows' transfer is most of a distributed join's time here).
+ */
+typedef struct StoreReceiver
 {
-	Datum		v[3];
-	bool		n[3];
-	Datum		sv[3];
-	bool		sn[3];
+	DestReceiver pub;
+	GjDist	   *dist;
+	MemoryContext cxt;
+	bool		both_orders;	/* each pair also as (b, a, dist) */
+	int64		rows;
+} StoreReceiver;
 
-	heap_deform_tuple(tup, td, v, n);
-	sv[0] = v[1];
-	sn[0] = n[1];
-	sv[1] = v[0];
-	sn[1] = n[0];
-	sv[2] = v[2];
-	sn[2] = n[2];
-	tuplestore_putvalues(dist->store, td, sv, sn);
+static void
+StoreStartup(DestReceiver *self, int operation, TupleDesc td)
+{
+	StoreReceiver *r = (StoreReceiver *) self;
+	MemoryContext old;
+
+	if (r->dist->slot != NULL)
+		return;					/* a second pass: the same columns */
+	old = MemoryContextSwitchTo(r->cxt);
+	r->dist->natts = td->natts;
+	r->dist->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(td), &TTSOpsMinimalTuple);
+	MemoryContextSwitchTo(old);
+}
+
+static bool
+StoreSlot(TupleTableSlot *slot, DestReceiver *self)
+{
+	StoreReceiver *r = (StoreReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+	tuplestore_puttupleslot(r->dist->store, slot);
+	if (r->both_orders)
+	{
+		Datum		v[3];
+		bool		n[3];
+
+		slot_getallattrs(slot);
+		v[0] = slot->tts_values[1];
+		n[0] = slot->tts_isnull[1];
+		v[1] = slot->tts_values[0];
+		n[1] = slot->tts_isnull[0];
+		v[2] = slot->tts_values[2];
+		n[2] = slot->tts_isnull[2];
+		tuplestore_putvalues(r->dist->store, slot->tts_tupleDescriptor, v, n);
+	}
+	MemoryContextSwitchTo(old);
+	r->rows++;
+	return true;
+}
+
+static void
+StoreShutdown(DestReceiver *self)
+{
+}
+
+static void
+StoreDestroy(DestReceiver *self)
+{
 }
 
 /*
@@ -395,42 +441,31 @@ int64
 GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
-	Portal		portal;
-	int64		rows = 0;
+	SPIExecuteOptions opt;
+	StoreReceiver r;
+	int			rc;
 
 	if (plan == NULL)
 		elog(ERROR, "gpujoin: the distributed join could not be planned (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
-	for (;;)
-	{
-		MemoryContext old;
-
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		old = MemoryContextSwitchTo(cxt);
-		if (dist->slot == NULL)
-		{
-			TupleDesc	td = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-
-			dist->natts = td->natts;
-			dist->slot = MakeSingleTupleTableSlot(td, &TTSOpsMinimalTuple);
-		}
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			tuplestore_puttuple(dist->store, SPI_tuptable->vals[i]);
-			if (both_orders)
-				PutSwapped(dist, SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
-		}
-		MemoryContextSwitchTo(old);
-		rows += SPI_processed;
-		SPI_freetuptable(SPI_tuptable);
-		CHECK_FOR_INTERRUPTS();
-	}
-	SPI_cursor_close(portal);
+	memset(&r, 0, sizeof(r));
+	r.pub.receiveSlot = StoreSlot;
+	r.pub.rStartup = StoreStartup;
+	r.pub.rShutdown = StoreShutdown;
+	r.pub.rDestroy = StoreDestroy;
+	r.pub.mydest = DestNone;
+	r.dist = dist;
+	r.cxt = cxt;
+	r.both_orders = both_orders;
+	memset(&opt, 0, sizeof(opt));
+	opt.read_only = false;
+	opt.dest = &r.pub;
+	rc = SPI_execute_plan_extended(plan, &opt);
+	/* a SELECT whose rows go to a receiver of ours is SPI_OK_UTILITY to SPI */
+	if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
+		elog(ERROR, "gpujoin: the distributed join failed (%s): %s", SPI_result_code_string(rc), sql);
 	SPI_freeplan(plan);
-	return rows;
+	return r.rows;
 }
 
 /* Which nodes ran the tasks: "host:port n, ..." */
