@@ -46,14 +46,21 @@ q "SET citus.shard_count = 32;
 shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'd_pts'::regclass")
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
-# $2 a query with {P} and {Q} for the tables: on the distributed tables, then the plain ones
-same() {
-	local name=$1 call=$2 d l out
+# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku)
+# for the distributed tables, then their plain copies
+same_st() {
+	local set=$1 name=$2 call=$3 d l out
 	d=${call//\{P\}/d_pts}
 	d=${d//\{Q\}/d_q}
+	d=${d//\{S\}/d_st}
+	d=${d//\{Q2\}/d_q2}
+	d=${d//\{K\}/d_ku}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
-	out=$(q "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
+	l=${l//\{S\}/l_st}
+	l=${l//\{Q2\}/l_q2}
+	l=${l//\{K\}/l_ku}
+	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
 	case "$out" in
@@ -62,6 +69,7 @@ same() {
 	*) check "$name" "$out" ;;
 	esac
 }
+same() { same_st "SELECT 1" "$@"; }
 same eps_selfjoin "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.75)"
 same "eps_selfjoin symmetric" "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.5, \"symmetric\" => true)"
 same eps_join "SELECT * FROM eps_join('{Q}', '{P}', '{x,y}', 0.6)"
@@ -108,34 +116,16 @@ q "SET citus.shard_count = 8;
    CREATE TABLE l_q2 AS SELECT * FROM d_q2;
    ALTER TABLE l_st ADD PRIMARY KEY (id);
    ALTER TABLE l_q2 ADD PRIMARY KEY (id);" >/dev/null || check "the strips' rows" "not made"
-# $1 settings, $2 name, $3 a query with {S} and {Q} for d_st/l_st and d_q2/l_q2
-same_st() {
-	local set=$1 name=$2 call=$3 d l out
-	d=${call//\{S\}/d_st}
-	d=${d//\{Q\}/d_q2}
-	d=${d//\{K\}/d_ku}
-	l=${call//\{S\}/l_st}
-	l=${l//\{Q\}/l_q2}
-	l=${l//\{K\}/l_ku}
-	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
-	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
-	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
-	case "$out" in
-	"0 0 0") check "$name" "no rows to compare" ;;
-	"0 0 "*) check "$name" ok ;;
-	*) check "$name" "$out" ;;
-	esac
-}
 for strips in 0 3 16 64; do
 	set="SET gpujoin.distributed_strips = $strips"
 	same_st "$set" "strips $strips: eps_selfjoin" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4)"
 	same_st "$set" "strips $strips: eps_selfjoin symmetric" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, \"symmetric\" => true)"
-	same_st "$set" "strips $strips: eps_join" "SELECT * FROM eps_join('{Q}', '{S}', '{x,y}', 0.4)"
+	same_st "$set" "strips $strips: eps_join" "SELECT * FROM eps_join('{Q2}', '{S}', '{x,y}', 0.4)"
 	same_st "$set" "strips $strips: eps_join of a table with itself" "SELECT * FROM eps_join('{S}', '{S}', '{x,y}', 0.4)"
-	same_st "$set" "strips $strips: eps_join_counts" "SELECT * FROM eps_join_counts('{S}', '{Q}', '{x,y}', 0.4)"
+	same_st "$set" "strips $strips: eps_join_counts" "SELECT * FROM eps_join_counts('{S}', '{Q2}', '{x,y}', 0.4)"
 	same_st "$set" "strips $strips: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{S}', '{x,y}', 0.4)"
 	same_st "$set" "strips $strips: eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{S}', '{x,y}', 0.4)"
-	same_st "$set" "strips $strips: knn_join" "SELECT * FROM knn_join('{Q}', '{S}', '{x,y}', 5)"
+	same_st "$set" "strips $strips: knn_join" "SELECT * FROM knn_join('{Q2}', '{S}', '{x,y}', 5)"
 	same_st "$set" "strips $strips: knn_selfjoin" "SELECT * FROM knn_selfjoin('{S}', '{x,y}', 4)"
 done
 # 30 rows at one point (more duplicates with smaller ids than k) among spread ones
@@ -149,20 +139,20 @@ dup=$(q "SET gpujoin.distributed_strips = 8;
           (SELECT count(*) FROM (SELECT * FROM knn_selfjoin('l_dup', '{x,y}', 3, id_col => 'id') EXCEPT ALL SELECT * FROM knn_selfjoin('d_dup', '{x,y}', 3)) b)" 2>&1 | tail -1)
 [ "$dup" = "0 0" ] && check "knn_selfjoin, more duplicates than k" ok || check "knn_selfjoin, more duplicates than k" "$dup"
 same_st "SET gpujoin.distributed_strips = 64" "knn_selfjoin, k above a strip's rows" "SELECT * FROM knn_selfjoin('{S}', '{x,y}', 100)"
-same_st "SET gpujoin.distributed_strips = 16" "knn_join, k = 1" "SELECT * FROM knn_join('{S}', '{Q}', '{x,y}', 1)"
+same_st "SET gpujoin.distributed_strips = 16" "knn_join, k = 1" "SELECT * FROM knn_join('{S}', '{Q2}', '{x,y}', 1)"
 set="SET gpujoin.distributed_strips = 16"
 same_st "$set" "eps_selfjoin, uuid keys (the distribution column)" "SELECT * FROM eps_selfjoin('{K}', '{x,y}', 0.4, key => NULL::uuid)"
 same_st "$set" "eps_selfjoin symmetric, uuid keys" "SELECT * FROM eps_selfjoin('{K}', '{x,y}', 0.4, key => NULL::uuid, \"symmetric\" => true)"
 same_st "$set" "eps_neighbor_counts, uuid keys" "SELECT * FROM eps_neighbor_counts('{K}', '{x,y}', 0.4, key => NULL::uuid)"
 same_st "$set" "knn_selfjoin, uuid keys" "SELECT * FROM knn_selfjoin('{K}', '{x,y}', 3, key => NULL::uuid)"
-same_st "$set" "knn_join, uuid and bigint keys" "SELECT * FROM knn_join('{K}', '{Q}', '{x,y}', 3, query_key => NULL::uuid, ref_key => NULL::bigint)"
+same_st "$set" "knn_join, uuid and bigint keys" "SELECT * FROM knn_join('{K}', '{Q2}', '{x,y}', 3, query_key => NULL::uuid, ref_key => NULL::bigint)"
 same_st "$set" "eps_neighbors, uuid keys" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{K}', '{x,y}', 0.4, key => NULL::uuid)"
 same_st "$set" "eps_neighbor_counts, non-unique id column" "SELECT * FROM eps_neighbor_counts('{S}', '{x,y}', 0.4, id_col => 'id2')"
 same_st "$set" "eps_selfjoin, uuid keys of a non-unique column (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, key => NULL::uuid, id_col => 'k')"
-same_st "$set" "eps_join, uuid and bigint keys" "SELECT * FROM eps_join('{S}', '{Q}', '{x,y}', 0.4, r_key => NULL::uuid, s_key => NULL::bigint, r_id_col => 'k')"
-same_st "$set" "eps_join_counts, uuid keys" "SELECT * FROM eps_join_counts('{S}', '{Q}', '{x,y}', 0.4, r_key => NULL::uuid, r_id_col => 'k')"
+same_st "$set" "eps_join, uuid and bigint keys" "SELECT * FROM eps_join('{S}', '{Q2}', '{x,y}', 0.4, r_key => NULL::uuid, s_key => NULL::bigint, r_id_col => 'k')"
+same_st "$set" "eps_join_counts, uuid keys" "SELECT * FROM eps_join_counts('{S}', '{Q2}', '{x,y}', 0.4, r_key => NULL::uuid, r_id_col => 'k')"
 same_st "$set" "eps_selfjoin, tiny eps (duplicates only)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 1e-12)"
-same_st "$set" "eps_join, huge eps (every pair)" "SELECT * FROM eps_join('{Q}', '{Q}', '{x,y}', 1e6)"
+same_st "$set" "eps_join, huge eps (every pair)" "SELECT * FROM eps_join('{Q2}', '{Q2}', '{x,y}', 1e6)"
 same_st "$set" "eps_neighbor_counts, 1-D" "SELECT * FROM eps_neighbor_counts('{S}', '{x}', 0.05)"
 # the rows skipped for a NULL, NaN or infinite coordinate: the single node's NOTICEs, not one a strip
 nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')

@@ -73,34 +73,13 @@ GjDistIdsUnique(const GjInputSpec *in)
 {
 	AttrNumber	att;
 	Relation	rel;
-	List	   *indexes;
-	ListCell   *lc;
-	bool		unique = false;
+	bool		unique;
 
 	if (in->id_col == NULL)
 		return true;			/* the primary key */
 	att = GjLookupColumn(in->relid, text_to_cstring(in->id_col));
 	rel = relation_open(in->relid, AccessShareLock);
-	if (TupleDescAttr(RelationGetDescr(rel), att - 1)->attnotnull)
-	{
-		indexes = RelationGetIndexList(rel);
-		foreach(lc, indexes)
-		{
-			HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-			Form_pg_index idx;
-
-			if (!HeapTupleIsValid(tup))
-				continue;
-			idx = (Form_pg_index) GETSTRUCT(tup);
-			if (idx->indisunique && idx->indimmediate && idx->indisvalid &&
-				idx->indnkeyatts == 1 && idx->indkey.values[0] == att &&
-				heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-				heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-				unique = true;
-			ReleaseSysCache(tup);
-		}
-		list_free(indexes);
-	}
+	unique = TupleDescAttr(RelationGetDescr(rel), att - 1)->attnotnull && GjUniqueColumn(rel, att);
 	relation_close(rel, AccessShareLock);
 	return unique;
 }

@@ -39,34 +39,6 @@
 
 #include "join/join_exec.h"
 
-/* Whether column att of rel is a key: a unique, immediate, whole-table index on it alone. */
-static bool
-UniqueColumn(Relation rel, AttrNumber att)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	bool		unique = false;
-
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index ix;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		ix = (Form_pg_index) GETSTRUCT(tup);
-		if (ix->indisunique && ix->indimmediate && ix->indisvalid && ix->indnkeyatts == 1 &&
-			ix->indkey.values[0] == att && heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-			unique = true;
-		ReleaseSysCache(tup);
-		if (unique)
-			break;
-	}
-	list_free(indexes);
-	return unique;
-}
-
 /*
  * Whether a self join's pair quals are one r.c <> q.c on the same column
  * c of the table, unique: then they pass exactly the pairs of two rows
@@ -112,7 +84,7 @@ PairNotSelf(GjJoinState *st, List *quals)
 
 			return IsA(tle->expr, Var) && ((Var *) tle->expr)->varattno > 0 &&
 				exprType((Node *) tle->expr) == exprType(l) &&
-				UniqueColumn(((ScanState *) ips)->ss_currentRelation,
+				GjUniqueColumn(((ScanState *) ips)->ss_currentRelation,
 							 ((Var *) tle->expr)->varattno);
 		}
 	}

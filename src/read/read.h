@@ -15,6 +15,7 @@
 #include "gpujoin.h"
 
 #include "access/attnum.h"
+#include "utils/relcache.h"
 #include "nodes/params.h"
 #include "utils/array.h"
 
@@ -133,6 +134,8 @@ GjKeyOf(const GjKeys *keys, int64 id)
  * (pack_token 0: plain rows; relation.c, row_keys.c).
  */
 extern AttrNumber GjLookupColumn(Oid relid, const char *name);
+/* Is column att of rel a key: a unique, immediate, whole-table index on it alone (row_keys.c)? */
+extern bool GjUniqueColumn(Relation rel, AttrNumber att);
 extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
 
 /* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */

@@ -89,6 +89,34 @@ PrimaryKeyColumns(Oid relid, AttrNumber *atts, int max)
 	return n;
 }
 
+/* Whether column att of rel is a key: a unique, immediate, whole-table index on it alone. */
+bool
+GjUniqueColumn(Relation rel, AttrNumber att)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		unique = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index ix;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		if (ix->indisunique && ix->indimmediate && ix->indisvalid && ix->indnkeyatts == 1 &&
+			ix->indkey.values[0] == att && heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+			unique = true;
+		ReleaseSysCache(tup);
+		if (unique)
+			break;
+	}
+	list_free(indexes);
+	return unique;
+}
+
 /* The single integer column of relid's primary key, or an error with a hint. */
 AttrNumber
 GjPrimaryKeyColumn(Oid relid, const char *fname)
