@@ -46,7 +46,7 @@ q "SET citus.shard_count = 32;
 shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'd_pts'::regclass")
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
-# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku)
+# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -55,11 +55,15 @@ same_st() {
 	d=${d//\{S\}/d_st}
 	d=${d//\{Q2\}/d_q2}
 	d=${d//\{K\}/d_ku}
+	d=${d//\{G\}/d_gp}
+	d=${d//\{G2\}/d_gq}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
 	l=${l//\{Q2\}/l_q2}
 	l=${l//\{K\}/l_ku}
+	l=${l//\{G\}/l_gp}
+	l=${l//\{G2\}/l_gq}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -159,6 +163,32 @@ nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0
 nl=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
 [ -n "$nl" ] && [ "$nd" = "$nl" ] && check "skipped rows: the single node's NOTICE" ok ||
 	check "skipped rows: the single node's NOTICE" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
+# PostGIS geometry points: the same rows on the workers (the strips cut x or y)
+if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_gp (id bigint PRIMARY KEY, g geometry(Point, 4326));
+	   CREATE TABLE d_gq (id bigint PRIMARY KEY, g geometry);
+	   SELECT create_distributed_table('d_gp', 'id');
+	   SELECT create_distributed_table('d_gq', 'id');
+	   INSERT INTO d_gp SELECT id, ST_SetSRID(ST_MakePoint(x, y), 4326) FROM d_st WHERE x IS NOT NULL AND x < 'Infinity' AND y > '-Infinity';
+	   INSERT INTO d_gp VALUES (30001, NULL), (30002, 'SRID=4326;POINT EMPTY');
+	   INSERT INTO d_gq SELECT id, ST_SetSRID(ST_MakePoint(x, y), 4326) FROM d_q2;
+	   CREATE TABLE l_gp AS SELECT * FROM d_gp;
+	   CREATE TABLE l_gq AS SELECT * FROM d_gq;
+	   ALTER TABLE l_gp ADD PRIMARY KEY (id);
+	   ALTER TABLE l_gq ADD PRIMARY KEY (id);" >/dev/null || check "geometry rows" "not made"
+	set="SET gpujoin.distributed_strips = 16"
+	same_st "$set" "geometry: eps_selfjoin" "SELECT * FROM eps_selfjoin('{G}', '{g}', 0.4)"
+	same_st "$set" "geometry: eps_join" "SELECT * FROM eps_join('{G2}', '{G}', '{g}', 0.4)"
+	same_st "$set" "geometry: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{G}', '{g}', 0.4)"
+	same_st "$set" "geometry: knn_join" "SELECT * FROM knn_join('{G2}', '{G}', '{g}', 4)"
+	same_st "$set" "geometry: knn_selfjoin" "SELECT * FROM knn_selfjoin('{G}', '{g}', 4)"
+	plan=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('d_gp', '{g}', 0.4)" 2>&1)
+	grep -q "Engine: citus workers" <<<"$plan" && check "geometry: on the workers" ok ||
+		check "geometry: on the workers" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
+else
+	echo "citus: measure: PostGIS is not installed: the geometry checks did not run"
+fi
 # calls the strips cannot answer exactly run here, with a NOTICE, same rows
 same_st "$set" "eps_selfjoin, non-unique id column (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, id_col => 'id2')"
 note=$(q "SELECT count(*) FROM eps_selfjoin('d_st', '{x,y}', 0.4, id_col => 'id2')" 2>&1 | grep -c "read on this node: its id column has no unique index")
@@ -196,8 +226,7 @@ mem=$(psql -X -q -At -c "SET gpujoin.distributed = off" -c "SELECT count(*) FROM
 	-c "$hwm" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.0005)" -c "$hwm" 2>&1 | tr '\n' ' ')
 read -r _ hwm0 pairs hwm1 <<<"$mem"
 echo "citus: measure: the same with gpujoin.distributed = off (every row read here): peaked at ${hwm1:-?} kB, ${hwm0:-?} kB after a warm-up call"
-ps=$(psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" 2>&1 >/dev/null)
-if [ -z "$ps" ]; then
+if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
 	err=$(psql -X -q -At -c "SET citus.shard_count = 4;
 		CREATE TABLE d_g1 (id int PRIMARY KEY, g geometry(Point));
 		CREATE TABLE d_g2 (id int PRIMARY KEY, g geometry(Point));

@@ -58,10 +58,10 @@ typedef struct GjStrips
 	int64		nnonfinite[2];	/* a NaN or infinite coordinate */
 } GjStrips;
 
-extern void GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
-						 int want, GjStrips *strips);
+extern void GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords,
+						 int dims, double eps, int want, GjStrips *strips);
 extern char *GjFloat8Literal(double v);
-extern char *GjStripNullRow(int dims);
-extern char *GjStripFiniteRow(int dims);
+extern char *GjStripNullRow(const char *const *coords, int dims);
+extern char *GjStripFiniteRow(const char *const *coords, int dims);
 
 #endif							/* GJ_DIST_H */

@@ -32,7 +32,10 @@ typedef struct DistCall
 	bool		self;			/* eps_selfjoin, eps_neighbor_counts, eps_neighbors: one table */
 	const GjInputSpec *r;		/* the rows whose strip owns their pairs */
 	const GjInputSpec *s;		/* the rows copied into halos (self: r) */
-	int			dims;
+	int			dims;			/* coordinates */
+	int			ncols;			/* their columns: dims, or 1 geometry column */
+	const char *const *coords;	/* the coordinates as float8 SQL over columns c1 .. */
+	Oid			postgis_nsp;	/* a geometry column: PostGIS's schema, else InvalidOid */
 	char	   *r_from;			/* "(SELECT id, c.. FROM t) q(id, c1, ..)" */
 	char	   *s_from;
 	char	   *schema;			/* where the intermediate tables go, quoted */
@@ -49,11 +52,13 @@ typedef struct DistCall
 /* strip_tables.c */
 extern uint64 GjDistExec(const char *sql, int expect);
 extern int	GjDistNumericColumns(const GjInputSpec *in);
+extern bool GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp);
+extern const char *const *GjDistCoords(int dims, Oid postgis_nsp);
 extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);
-extern char *GjDistCoordList(int dims);
-extern char *GjDistColumnList(int dims);
-extern char *GjDistSource(const GjInputSpec *in, int dims);
+extern char *GjDistCoordList(int ncols);
+extern char *GjDistColumnList(int ncols);
+extern char *GjDistSource(const GjInputSpec *in, int ncols, bool geometry);
 extern char *GjDistWritableSchema(void);
 extern char *GjDistValuesLiteral(const DistCall *dc);
 extern char *GjDistCutsLiteral(const DistCall *dc);

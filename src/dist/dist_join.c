@@ -39,8 +39,8 @@
  *
  * What runs here: eps_join, eps_selfjoin, eps_join_counts,
  * eps_neighbor_counts, eps_neighbors, knn_join and knn_selfjoin of tables,
- * Euclidean, on numeric coordinate columns, integer ids or keys of a
- * named type.  Anything else, or a
+ * Euclidean, on numeric coordinate columns or a column of 2-D PostGIS
+ * geometry points, integer ids or keys of a named type.  Anything else, or a
  * read-only transaction, or no schema in search_path where the caller
  * may create tables, runs on the coordinator as before, with a NOTICE.
  */
@@ -105,7 +105,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the eps and kNN joins, counts and lists of tables with numeric coordinate columns run on the Citus workers.")));
+			 errhint("Only the eps and kNN joins, counts and lists of tables with numeric coordinate columns or 2-D geometry points run on the Citus workers.")));
 	SPI_finish();
 	return NULL;
 }
@@ -230,9 +230,22 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	dc.r = dc.self ? &spec->input : &spec->query;
 	if (spec->metric != GJ_METRIC_L2)
 		return OnCoordinator(spec, "only the Euclidean metric is distributed");
-	dc.dims = GjDistNumericColumns(dc.s);
-	if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
-		return OnCoordinator(spec, "its coordinates are not numeric columns");
+	if (GjDistGeometryColumn(dc.s, &dc.postgis_nsp))
+	{
+		Oid			r_nsp;
+
+		if (!dc.self && !GjDistGeometryColumn(dc.r, &r_nsp))
+			return OnCoordinator(spec, "one side is a geometry column, the other not");
+		dc.dims = 2;
+		dc.ncols = 1;
+	}
+	else
+	{
+		dc.dims = dc.ncols = GjDistNumericColumns(dc.s);
+		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
+			return OnCoordinator(spec, "its coordinates are neither numeric columns nor 2-D geometry points");
+	}
+	dc.coords = GjDistCoords(dc.dims, dc.postgis_nsp);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
 		return OnCoordinator(spec, "its key is a row");
 	if (dc.self && spec->shape != GJ_SHAPE_COUNTS && !GjDistIdsUnique(dc.s))
@@ -244,8 +257,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return OnCoordinator(spec, "no schema in search_path lets you create the intermediate tables");
 
 	/* the inputs' queries: their columns checked as the coordinator's read checks them */
-	dc.s_from = GjDistSource(dc.s, dc.dims);
-	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.dims);
+	dc.s_from = GjDistSource(dc.s, dc.ncols, OidIsValid(dc.postgis_nsp));
+	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, OidIsValid(dc.postgis_nsp));
 
 	/* 1. the strips */
 	GjProgressPhase(GJ_PHASE_READ);
@@ -253,7 +266,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		const char *from[2] = {dc.r_from, dc.s_from};
 
-		GjPlanStrips(from, dc.self ? 1 : 2, dc.dims, spec->is_knn ? 0.0 : spec->eps,
+		GjPlanStrips(from, dc.self ? 1 : 2, dc.coords, dc.dims, spec->is_knn ? 0.0 : spec->eps,
 					 Min(want, GJ_MAX_STRIPS), &dc.strips);
 	}
 	stats->plan_ms = gj_now_ms() - t0;

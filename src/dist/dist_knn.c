@@ -116,7 +116,7 @@ Halos(const DistCall *dc, const double *bound)
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
 	StringInfoData lows,
 				highs;
-	char	   *x = psprintf("t.c%d::float8", dc->strips.dim + 1);
+	const char *x = dc->coords[dc->strips.dim];
 
 	initStringInfo(&lows);
 	initStringInfo(&highs);
@@ -134,7 +134,7 @@ Halos(const DistCall *dc, const double *bound)
 	return (int64) GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st], false, false, %s FROM %s t, "
 									   "LATERAL pg_catalog.generate_series(1, %d) st "
 									   "WHERE t.own AND (%s)[st] <> t.strip AND %s >= (ARRAY[%s])[st] AND %s <= (ARRAY[%s])[st]",
-									   dc->s_tab, GjDistValuesLiteral(dc), GjDistColumnList(dc->dims), dc->s_tab, n,
+									   dc->s_tab, GjDistValuesLiteral(dc), GjDistColumnList(dc->ncols), dc->s_tab, n,
 									   GjDistValuesLiteral(dc), x, lows.data, x, highs.data), SPI_OK_INSERT);
 }
 

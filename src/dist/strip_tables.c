@@ -98,36 +98,90 @@ GjDistKeyFits(const GjInputSpec *in)
 
 /* "c1, .., cn" */
 char *
-GjDistCoordList(int dims)
+GjDistCoordList(int ncols)
 {
 	StringInfoData s;
 
 	initStringInfo(&s);
-	for (int i = 1; i <= dims; i++)
+	for (int i = 1; i <= ncols; i++)
 		appendStringInfo(&s, "%sc%d", i > 1 ? ", " : "", i);
 	return s.data;
 }
 
 /* "id, c1, .., cn" */
 char *
-GjDistColumnList(int dims)
+GjDistColumnList(int ncols)
 {
-	return psprintf("id, %s", GjDistCoordList(dims));
+	return psprintf("id, %s", GjDistCoordList(ncols));
 }
 
 /*
- * "(SELECT id, c.. FROM t) q(id, c1, .., cn)": the input, columns renamed.
- * A side whose keys are not returned (eps_join_counts' s) gets 0 for an
+ * "(SELECT id, c.. FROM t) q(id, c1, .., cn)": the input, columns renamed;
+ * a geometry column as it is (the workers' _sql functions read it).  A
+ * side whose keys are not returned (eps_join_counts' s) gets 0 for an
  * id: any row works there, and NULL would skip the row.
  */
 char *
-GjDistSource(const GjInputSpec *in, int dims)
+GjDistSource(const GjInputSpec *in, int ncols, bool geometry)
 {
-	char	   *base = GjBuildRelationQuery(in, 0);
+	char	   *base;
 
+	if (geometry)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+
+		deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+		base = psprintf("SELECT %s, %s FROM %s", GjRelationIdExpr(in),
+						quote_identifier(get_attname(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])), false)),
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(in->relid)),
+												   get_rel_name(in->relid)));
+	}
+	else
+		base = GjBuildRelationQuery(in, 0);
 	if (in->keys != NULL && !in->keys->kept)
-		base = psprintf("SELECT 0::int8, %s FROM (%s) q0(k, %s)", GjDistCoordList(dims), base, GjDistCoordList(dims));
-	return psprintf("(%s) q(%s)", base, GjDistColumnList(dims));
+		base = psprintf("SELECT 0::int8, %s FROM (%s) q0(k, %s)", GjDistCoordList(ncols), base, GjDistCoordList(ncols));
+	return psprintf("(%s) q(%s)", base, GjDistColumnList(ncols));
+}
+
+/*
+ * A PostGIS geometry column of 2-D points (no Z in its type): the one
+ * coordinate column of in.  Its points' x and y are the coordinates.
+ */
+bool
+GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	AttrNumber	att;
+	Oid			t,
+				coll;
+	int32		typmod;
+	GjKeyKind	kind;
+
+	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != 1 || nulls[0])
+		return false;
+	att = GjLookupColumn(in->relid, TextDatumGetCString(elems[0]));
+	get_atttypetypmodcoll(in->relid, att, &t, &typmod, &coll);
+	if (!GjPostgisType(getBaseType(t), postgis_nsp, &kind) || kind != GJ_KEY_GEOMETRY)
+		return false;
+	return typmod < 0 || (typmod & 0x00000002) == 0;	/* PostGIS's typmod: no Z flag */
+}
+
+/* The coordinates as float8 SQL: c1::float8 ..., or a geometry's x and y. */
+const char *const *
+GjDistCoords(int dims, Oid postgis_nsp)
+{
+	char	  **c = palloc(sizeof(char *) * dims);
+
+	for (int i = 0; i < dims; i++)
+		c[i] = OidIsValid(postgis_nsp) ?
+			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(postgis_nsp), i == 0 ? "st_x" : "st_y")) :
+			psprintf("c%d::float8", i + 1);
+	return (const char *const *) c;
 }
 
 /* The first schema of search_path where the caller may create tables, or NULL. */
@@ -257,7 +311,7 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 int64
 GjDistMoveRows(DistCall *dc, bool halo)
 {
-	char	   *x = psprintf("q.c%d::float8", dc->strips.dim + 1);
+	const char *x = dc->coords[dc->strips.dim];
 	char	   *eps = GjFloat8Literal(dc->spec->eps);
 	char	   *own = GjDistStripAt(dc, x);
 	char	   *finite = psprintf("(%s > '-Infinity'::float8 AND %s < 'Infinity'::float8)", x, x);
@@ -266,7 +320,8 @@ GjDistMoveRows(DistCall *dc, bool halo)
 	char	   *hi = own;
 	char	   *vals = GjDistValuesLiteral(dc);
 	/* the rows the engine would skip stay out (GjDistStart says how many) */
-	char	   *kept = psprintf("NOT %s AND %s", GjStripNullRow(dc->dims), GjStripFiniteRow(dc->dims));
+	char	   *kept = psprintf("NOT %s AND %s", GjStripNullRow(dc->coords, dc->dims),
+								GjStripFiniteRow(dc->coords, dc->dims));
 	int64		moved = 0;
 
 	if (halo)
@@ -292,7 +347,7 @@ GjDistMoveRows(DistCall *dc, bool halo)
 void
 GjDistFillCells(DistCall *dc)
 {
-	char	   *cols = GjDistColumnList(dc->dims);
+	char	   *cols = GjDistColumnList(dc->ncols);
 	const char *r_base = dc->self ? dc->s_base : dc->r_base;
 	const char *r_tab = dc->self ? dc->s_tab : dc->r_tab;
 	const char *nsp = dc->schema;

@@ -36,12 +36,11 @@ GjFloat8Literal(double v)
 	return psprintf("'%.17g'::float8", v);
 }
 
-/* Column i (1-based) of a source as a finite float8, else NULL. */
+/* Coordinate x (an SQL float8 expression) if finite, else NULL. */
 static char *
-FiniteValue(int i)
+FiniteValue(const char *x)
 {
-	return psprintf("CASE WHEN c%d::float8 > '-Infinity'::float8 AND c%d::float8 < 'Infinity'::float8 "
-					"THEN c%d::float8 END", i, i, i);
+	return psprintf("CASE WHEN %s > '-Infinity'::float8 AND %s < 'Infinity'::float8 THEN %s END", x, x, x);
 }
 
 /* Column col of result row row as a float8 (sums of int4 are int8, or numeric), 0 for NULL. */
@@ -67,40 +66,41 @@ Float8Of(int row, int col, bool *isnull)
  * NULL (NaN compares above infinity).
  */
 char *
-GjStripNullRow(int dims)
+GjStripNullRow(const char *const *coords, int dims)
 {
 	StringInfoData s;
 
 	initStringInfo(&s);
 	appendStringInfoString(&s, "(id IS NULL");
-	for (int i = 1; i <= dims; i++)
-		appendStringInfo(&s, " OR c%d IS NULL", i);
+	for (int i = 0; i < dims; i++)
+		appendStringInfo(&s, " OR %s IS NULL", coords[i]);
 	appendStringInfoChar(&s, ')');
 	return s.data;
 }
 
 char *
-GjStripFiniteRow(int dims)
+GjStripFiniteRow(const char *const *coords, int dims)
 {
 	StringInfoData s;
 
 	initStringInfo(&s);
 	appendStringInfoChar(&s, '(');
-	for (int i = 1; i <= dims; i++)
-		appendStringInfo(&s, "%sc%d::float8 > '-Infinity'::float8 AND c%d::float8 < 'Infinity'::float8",
-						 i > 1 ? " AND " : "", i, i);
+	for (int i = 0; i < dims; i++)
+		appendStringInfo(&s, "%s%s > '-Infinity'::float8 AND %s < 'Infinity'::float8",
+						 i > 0 ? " AND " : "", coords[i], coords[i]);
 	appendStringInfoChar(&s, ')');
 	return s.data;
 }
 
 /*
  * Plan the strips of the rows of queries (FROM items with columns id, c1
- * .. c<dims>): at most want strips, at least eps wide; one strip when the
+ * ..), whose coordinates are coords (dims float8 expressions over those
+ * columns): at most want strips, at least eps wide; one strip when the
  * rows have no spread.
  */
 void
-GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
-			 int want, GjStrips *strips)
+GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords, int dims,
+			 double eps, int want, GjStrips *strips)
 {
 	double	   *lo = palloc(sizeof(double) * dims);
 	double	   *hi = palloc(sizeof(double) * dims);
@@ -125,11 +125,12 @@ GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
 		appendStringInfoString(&sql, "SELECT ");
 		for (int d = 0; d < dims; d++)
 			appendStringInfo(&sql, "%smin(%s), max(%s)", d > 0 ? ", " : "",
-							 FiniteValue(d + 1), FiniteValue(d + 1));
+							 FiniteValue(coords[d]), FiniteValue(coords[d]));
 		/* and the rows the engine will skip, as its read counts them */
 		appendStringInfo(&sql, ", count(*), sum(CASE WHEN %s THEN 1 ELSE 0 END), "
 						 "sum(CASE WHEN NOT %s AND NOT %s THEN 1 ELSE 0 END) FROM %s",
-						 GjStripNullRow(dims), GjStripNullRow(dims), GjStripFiniteRow(dims), queries[q]);
+						 GjStripNullRow(coords, dims), GjStripNullRow(coords, dims),
+						 GjStripFiniteRow(coords, dims), queries[q]);
 		if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "gpujoin: the bounds of a distributed input could not be read");
 		{
@@ -173,7 +174,7 @@ GjPlanStrips(const char *const *queries, int nqueries, int dims, double eps,
 		appendStringInfo(&sql, "SELECT width_bucket(v, %s, %s, %d), count(*) FROM "
 						 "(SELECT %s AS v FROM %s) h WHERE v IS NOT NULL GROUP BY 1",
 						 GjFloat8Literal(lo[strips->dim]), GjFloat8Literal(hi[strips->dim]),
-						 GJ_STRIP_BUCKETS, FiniteValue(strips->dim + 1), queries[q]);
+						 GJ_STRIP_BUCKETS, FiniteValue(coords[strips->dim]), queries[q]);
 		if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "gpujoin: the histogram of a distributed input could not be read");
 		for (uint64 i = 0; i < SPI_processed; i++)

@@ -137,6 +137,7 @@ extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 /* Is column att of rel a key: a unique, immediate, whole-table index on it alone (row_keys.c)? */
 extern bool GjUniqueColumn(Relation rel, AttrNumber att);
 extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
+extern char *GjRelationIdExpr(const GjInputSpec *spec);
 
 /* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */
 extern void GjReadInit(void);

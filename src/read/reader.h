@@ -100,7 +100,6 @@ extern int64 DatumToId(Datum d, Oid type);
  * checked as the key, each accepted row's key kept, ids made ranks.
  */
 extern AttrNumber GjPrimaryKeyColumn(Oid relid, const char *fname);
-extern char *GjRelationIdExpr(const GjInputSpec *spec);
 extern void GjKeysStart(GjKeys *keys, const char *fname);
 extern void GjKeysColumn(GjKeys *keys, const char *fname, TupleDesc td);
 extern void GjKeysAdd(GjKeys *keys, Datum d, MemoryContext cxt);
