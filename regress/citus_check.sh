@@ -46,7 +46,7 @@ q "SET citus.shard_count = 32;
 shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'd_pts'::regclass")
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
-# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq)
+# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -57,6 +57,7 @@ same_st() {
 	d=${d//\{K\}/d_ku}
 	d=${d//\{G\}/d_gp}
 	d=${d//\{G2\}/d_gq}
+	d=${d//\{T\}/d_tx}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -64,6 +65,7 @@ same_st() {
 	l=${l//\{K\}/l_ku}
 	l=${l//\{G\}/l_gp}
 	l=${l//\{G2\}/l_gq}
+	l=${l//\{T\}/l_tx}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -163,6 +165,22 @@ nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0
 nl=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
 [ -n "$nl" ] && [ "$nd" = "$nl" ] && check "skipped rows: the single node's NOTICE" ok ||
 	check "skipped rows: the single node's NOTICE" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
+# text keys in a collation whose order is not bytewise: pairs, lists and
+# ranks in the single node's order of keys (bytewise, as keys rank)
+if q "CREATE TABLE d_tx (k text COLLATE \"en-US-x-icu\" PRIMARY KEY, x float8, y float8);
+	SELECT create_distributed_table('d_tx', 'k', shard_count => 8);
+	INSERT INTO d_tx SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'B' END || md5(i::text), (i % 40) * 0.5, (i / 40) * 0.5
+	FROM generate_series(1, 1600) i;
+	CREATE TABLE l_tx AS SELECT * FROM d_tx;
+	ALTER TABLE l_tx ADD PRIMARY KEY (k);" >/dev/null 2>&1; then
+	set="SET gpujoin.distributed_strips = 8"
+	same_st "$set" "text keys (ICU collation): eps_selfjoin" "SELECT * FROM eps_selfjoin('{T}', '{x,y}', 0.5, key => NULL::text)"
+	same_st "$set" "text keys (ICU collation): knn_selfjoin" "SELECT * FROM knn_selfjoin('{T}', '{x,y}', 3, key => NULL::text)"
+	same_st "$set" "text keys (ICU collation): eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{T}', '{x,y}', 0.5, key => NULL::text)"
+else
+	echo "citus: measure: no ICU collation en-US-x-icu: the text-key checks did not run"
+fi
+
 # PostGIS geometry points: the same rows on the workers (the strips cut x or y)
 if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
 	q "SET citus.shard_count = 8;
