@@ -46,7 +46,7 @@ q "SET citus.shard_count = 32;
 shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'd_pts'::regclass")
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
-# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx)
+# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -58,6 +58,7 @@ same_st() {
 	d=${d//\{G\}/d_gp}
 	d=${d//\{G2\}/d_gq}
 	d=${d//\{T\}/d_tx}
+	d=${d//\{R\}/d_ref}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -66,6 +67,7 @@ same_st() {
 	l=${l//\{G\}/l_gp}
 	l=${l//\{G2\}/l_gq}
 	l=${l//\{T\}/l_tx}
+	l=${l//\{R\}/l_ref}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -165,6 +167,26 @@ nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0
 nl=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
 [ -n "$nl" ] && [ "$nd" = "$nl" ] && check "skipped rows: the single node's NOTICE" ok ||
 	check "skipped rows: the single node's NOTICE" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
+# A reference table beside a distributed one stays where it is: each strip
+# reads its rows from its node's copy (only the distributed rows move)
+q "CREATE TABLE d_ref (id bigint PRIMARY KEY, x float8, y float8);
+   SELECT create_reference_table('d_ref');
+   INSERT INTO d_ref SELECT * FROM d_q2;
+   INSERT INTO d_ref VALUES (99001, NULL, 1), (99002, 'NaN', 2);
+   CREATE TABLE l_ref AS SELECT * FROM d_ref;
+   ALTER TABLE l_ref ADD PRIMARY KEY (id);" >/dev/null || check "the reference table" "not made"
+for strips in 0 16; do
+	set="SET gpujoin.distributed_strips = $strips"
+	same_st "$set" "strips $strips: eps_join with a reference table" "SELECT * FROM eps_join('{S}', '{R}', '{x,y}', 0.4)"
+	same_st "$set" "strips $strips: eps_join_counts with a reference table" "SELECT * FROM eps_join_counts('{S}', '{R}', '{x,y}', 0.4)"
+	same_st "$set" "strips $strips: knn_join with a reference table" "SELECT * FROM knn_join('{S}', '{R}', '{x,y}', 4)"
+done
+moved=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM knn_join('d_st', 'd_ref', '{x,y}', 4)" 2>/dev/null |
+	sed -n 's/.*Rows Moved: //p')
+kept=$(q "SELECT count(*) FROM d_st WHERE x > '-Infinity' AND x < 'Infinity' AND y > '-Infinity' AND y < 'Infinity'")
+[ -n "$moved" ] && [ "$moved" = "$kept" ] && check "a reference table is not moved" ok ||
+	check "a reference table is not moved" "moved ${moved:-?}, the distributed side has $kept"
+
 # text keys in a collation whose order is not bytewise: pairs, lists and
 # ranks in the single node's order of keys (bytewise, as keys rank)
 if q "CREATE TABLE d_tx (k text COLLATE \"en-US-x-icu\" PRIMARY KEY, x float8, y float8);

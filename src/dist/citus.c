@@ -9,6 +9,8 @@
 #include "catalog/pg_type_d.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "dist/dist.h"
 
@@ -72,6 +74,31 @@ bool
 GjCitusTable(Oid relid)
 {
 	return InCitusCatalog(relid, "");
+}
+
+/* A reference table: one shard, a copy on every node. */
+bool
+GjCitusReference(Oid relid)
+{
+	return InCitusCatalog(relid, " AND partmethod = 'n' AND repmodel = 't'");
+}
+
+/*
+ * A reference table's one shard, qualified and quoted, as every node names
+ * its copy; NULL where Citus would have shortened the name (a table name
+ * near NAMEDATALEN long).  SPI connected by the caller.
+ */
+char *
+GjCitusReferenceShard(Oid relid)
+{
+	int64		shardid = CatalogCount("SELECT min(shardid) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = $1",
+									   relid);
+	char	   *name = psprintf("%s_" INT64_FORMAT, get_rel_name(relid), shardid);
+
+	if (shardid <= 0 || strlen(name) >= NAMEDATALEN)
+		return NULL;
+	return psprintf("%s.%s", quote_identifier(get_namespace_name(get_rel_namespace(relid))),
+					quote_identifier(name));
 }
 
 /* The active primary nodes that hold shards (SPI connected by the caller). */

@@ -42,6 +42,8 @@ extern void GjDistEnd(GjDist *dist);
 extern bool GjCitusInstalled(void);
 extern bool GjCitusDistributed(Oid relid);
 extern bool GjCitusTable(Oid relid);
+extern bool GjCitusReference(Oid relid);
+extern char *GjCitusReferenceShard(Oid relid);
 extern int	GjCitusWorkers(void);
 
 /* strips.c: where to cut dimension dim of the rows of the queries */

@@ -36,6 +36,8 @@ typedef struct DistCall
 	int			ncols;			/* their columns: dims, or 1 geometry column */
 	const char *const *coords;	/* the coordinates as float8 SQL over columns c1 .. */
 	Oid			postgis_nsp;	/* a geometry column: PostGIS's schema, else InvalidOid */
+	char	   *s_ref;			/* s a reference table: its rows as each node's copy has them
+								 * (a FROM item), not repartitioned; else NULL */
 	char	   *r_from;			/* "(SELECT id, c.. FROM t) q(id, c1, ..)" */
 	char	   *s_from;
 	char	   *schema;			/* where the intermediate tables go, quoted */
@@ -58,7 +60,7 @@ extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);
 extern char *GjDistCoordList(int ncols);
 extern char *GjDistColumnList(int ncols);
-extern char *GjDistSource(const GjInputSpec *in, int ncols, bool geometry);
+extern char *GjDistSource(const GjInputSpec *in, int ncols, bool geometry, const char *from);
 extern char *GjDistWritableSchema(void);
 extern char *GjDistValuesLiteral(const DistCall *dc);
 extern char *GjDistCutsLiteral(const DistCall *dc);

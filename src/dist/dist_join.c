@@ -18,7 +18,9 @@
  *	   halo, with a margin for rounding: an extra row costs a comparison,
  *	   a missing one a pair).  Citus repartitions the rows with its own
  *	   INSERT ... SELECT, worker to worker.  A self join reads one table:
- *	   each row in every strip within eps, flagged in its own.
+ *	   each row in every strip within eps, flagged in its own.  A reference
+ *	   table as s beside a distributed r is not moved: each strip reads its
+ *	   node's copy, the rows within eps of the strip (kNN: all of them).
  *	3. One query over the cells, which Citus pushes down as a task a
  *	   shard: each task calls gpujoin's own _sql function over its strip's
  *	   shards on its worker (named here, as a task may not start a
@@ -257,8 +259,17 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return OnCoordinator(spec, "no schema in search_path lets you create the intermediate tables");
 
 	/* the inputs' queries: their columns checked as the coordinator's read checks them */
-	dc.s_from = GjDistSource(dc.s, dc.ncols, OidIsValid(dc.postgis_nsp));
-	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, OidIsValid(dc.postgis_nsp));
+	dc.s_from = GjDistSource(dc.s, dc.ncols, OidIsValid(dc.postgis_nsp), NULL);
+	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, OidIsValid(dc.postgis_nsp), NULL);
+
+	/* a reference table joined with a distributed one stays where it is: every node has it */
+	if (!dc.self && GjCitusReference(dc.s->relid) && GjCitusDistributed(dc.r->relid))
+	{
+		char	   *shard = GjCitusReferenceShard(dc.s->relid);
+
+		if (shard != NULL)
+			dc.s_ref = GjDistSource(dc.s, dc.ncols, OidIsValid(dc.postgis_nsp), shard);
+	}
 
 	/* 1. the strips */
 	GjProgressPhase(GJ_PHASE_READ);

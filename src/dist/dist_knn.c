@@ -142,8 +142,15 @@ int64
 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 {
 	int			k = dc->spec->k;
-	double	   *bound = Bounds(dc, dc->self ? k + 1 : k);
-	int64		moved = Halos(dc, bound);
+	double	   *bound;
+	int64		moved = 0;
+
+	/* references of a reference table: every strip reads them all, one pass */
+	if (dc->s_ref == NULL)
+	{
+		bound = Bounds(dc, dc->self ? k + 1 : k);
+		moved = Halos(dc, bound);
+	}
 
 	CHECK_FOR_INTERRUPTS();
 	if (!dc->self)

@@ -9,6 +9,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_index.h"
@@ -122,21 +124,28 @@ GjDistColumnList(int ncols)
  * id: any row works there, and NULL would skip the row.
  */
 char *
-GjDistSource(const GjInputSpec *in, int ncols, bool geometry)
+GjDistSource(const GjInputSpec *in, int ncols, bool geometry, const char *from)
 {
 	char	   *base;
 
-	if (geometry)
+	if (geometry || from != NULL)
 	{
+		/* the columns by name (GjBuildRelationQuery checked them), from the table or from */
 		Datum	   *elems;
 		bool	   *nulls;
 		int			n;
+		StringInfoData s;
 
 		deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-		base = psprintf("SELECT %s, %s FROM %s", GjRelationIdExpr(in),
-						quote_identifier(get_attname(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])), false)),
-						quote_qualified_identifier(get_namespace_name(get_rel_namespace(in->relid)),
-												   get_rel_name(in->relid)));
+		initStringInfo(&s);
+		appendStringInfo(&s, "SELECT %s", GjRelationIdExpr(in));
+		for (int i = 0; i < n; i++)
+			appendStringInfo(&s, ", %s",
+							 quote_identifier(get_attname(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[i])), false)));
+		appendStringInfo(&s, " FROM %s", from != NULL ? from :
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(in->relid)),
+													get_rel_name(in->relid)));
+		base = s.data;
 	}
 	else
 		base = GjBuildRelationQuery(in, 0);
@@ -337,10 +346,46 @@ GjDistMoveRows(DistCall *dc, bool halo)
 									 dc->r_tab, vals, own, dc->r_from, kept), SPI_OK_INSERT);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (dc->s_ref != NULL)
+		return moved;			/* a reference table: each node reads its own copy */
 	moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st + 1], st = %s, st < %s, q.* FROM %s, "
 								 "LATERAL pg_catalog.generate_series(%s, %s) st WHERE %s",
 								 dc->s_tab, vals, own, own, dc->s_from, lo, hi, kept), SPI_OK_INSERT);
 	return moved;
+}
+
+/*
+ * A reference table's rows for each strip, as a text[] of queries over
+ * each node's copy: the rows the engine reads, within eps of the strip
+ * (with the halo's margin); kNN: all of them.
+ */
+static char *
+ReferenceQueries(const DistCall *dc)
+{
+	StringInfoData a;
+	int			n = dc->strips.n;
+	const char *x = dc->coords[dc->strips.dim];
+	char	   *kept = psprintf("NOT %s AND %s", GjStripNullRow(dc->coords, dc->dims),
+								GjStripFiniteRow(dc->coords, dc->dims));
+	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
+	double		m = dc->spec->eps * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
+
+	initStringInfo(&a);
+	appendStringInfoString(&a, "ARRAY[");
+	for (int i = 0; i < n; i++)
+	{
+		StringInfoData q;
+
+		initStringInfo(&q);
+		appendStringInfo(&q, "SELECT %s FROM %s WHERE %s", GjDistColumnList(dc->ncols), dc->s_ref, kept);
+		if (!dc->spec->is_knn && i > 0)
+			appendStringInfo(&q, " AND %s >= %s", x, GjFloat8Literal(dc->strips.cuts[i - 1] - m));
+		if (!dc->spec->is_knn && i < n - 1)
+			appendStringInfo(&q, " AND %s <= %s", x, GjFloat8Literal(dc->strips.cuts[i] + m));
+		appendStringInfo(&a, "%s%s", i > 0 ? ", " : "", quote_literal_cstr(q.data));
+	}
+	appendStringInfoString(&a, "]::text[]");
+	return a.data;
 }
 
 /* Each strip's queries over its own shards, in the cells table. */
@@ -356,6 +401,16 @@ GjDistFillCells(DistCall *dc)
 	const char *s_rows = !dc->self ? "" :
 		dc->spec->shape == GJ_SHAPE_PAIRS ? " AND later" : "";
 
+	if (dc->s_ref != NULL)
+	{
+		GjDistExec(psprintf("INSERT INTO %s SELECT u.v, "
+							"pg_catalog.format('SELECT %s FROM %%s.%%I WHERE strip = %%s', %s, %s || '_' || "
+							"pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, u.v), u.v), u.sq "
+							"FROM ROWS FROM (pg_catalog.unnest(%s), pg_catalog.unnest(%s)) u(v, sq)",
+							dc->cells, cols, quote_literal_cstr(nsp), quote_literal_cstr(r_base), r_tab,
+							GjDistValuesLiteral(dc), ReferenceQueries(dc)), SPI_OK_INSERT);
+		return;
+	}
 	GjDistExec(psprintf("INSERT INTO %s SELECT v, "
 				  "pg_catalog.format('SELECT %s FROM %%s.%%I WHERE strip = %%s%s', %s, %s || '_' || "
 				  "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v), "
