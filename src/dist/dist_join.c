@@ -167,7 +167,7 @@ JoinQuery(const DistCall *dc, int pass)
 
 	if (dc->self && spec->shape == GJ_SHAPE_PAIRS && pass == 0)
 		return psprintf("SELECT j.* FROM %s c, LATERAL %s.eps_selfjoin_sql(c.rq, %s%s%s) j",
-						dc->cells, nsp, eps, GjDistWitness(dc->s),
+						dc->cells, nsp, eps, GjDistKeyWitness("key", dc->s),
 						spec->symmetric ? ", \"symmetric\" => true" : "");
 	call = psprintf("%s c, LATERAL %s.%s(c.rq, c.sq, %s%s%s) j", dc->cells, nsp,
 					counts ? "eps_join_counts_sql" : "eps_join_sql", eps,
@@ -208,7 +208,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	static uint32 seq = 0;
 	DistCall	dc;
 	GjDist	   *dist;
-	bool		any;
+	bool		s_dist,
+				r_dist;
 	double		t0 = gj_now_ms();
 	int			want;
 	MemoryContext old;
@@ -217,9 +218,9 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return NULL;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "%s: SPI_connect failed", spec->fname);
-	any = GjCitusDistributed(spec->input.relid) ||
-		(spec->has_query && GjCitusDistributed(spec->query.relid));
-	if (!any)
+	s_dist = GjCitusDistributed(spec->input.relid);
+	r_dist = spec->has_query && GjCitusDistributed(spec->query.relid);
+	if (!s_dist && !r_dist)
 	{
 		SPI_finish();
 		return NULL;
@@ -263,7 +264,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, OidIsValid(dc.postgis_nsp), NULL);
 
 	/* a reference table joined with a distributed one stays where it is: every node has it */
-	if (!dc.self && GjCitusReference(dc.s->relid) && GjCitusDistributed(dc.r->relid))
+	if (r_dist && !s_dist && GjCitusReference(dc.s->relid))
 	{
 		char	   *shard = GjCitusReferenceShard(dc.s->relid);
 
@@ -307,8 +308,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		GjDistFetch(dist, JoinQuery(&dc, 1), spec->symmetric, cxt);
 	/* the stats outlive the job's context (GjJobEnd hands them out): its parent's */
 	stats->placement = GjDistPlacement(&dc, MemoryContextGetParent(cxt), &stats->workers);
-	GjDistExec(psprintf("DROP TABLE %s, %s%s%s", dc.cells, dc.s_tab, dc.self ? "" : ", ", dc.self ? "" : dc.r_tab),
-		 SPI_OK_UTILITY);
+	GjDistDropTables(&dc);
 	stats->join_ms = gj_now_ms() - t0;
 	stats->strips = dc.strips.n;
 	stats->dim = dc.strips.dim;

@@ -99,8 +99,8 @@ GjDistKeyFits(const GjInputSpec *in)
 }
 
 /* "c1, .., cn" */
-char *
-GjDistCoordList(int ncols)
+static char *
+CoordList(int ncols)
 {
 	StringInfoData s;
 
@@ -114,7 +114,7 @@ GjDistCoordList(int ncols)
 char *
 GjDistColumnList(int ncols)
 {
-	return psprintf("id, %s", GjDistCoordList(ncols));
+	return psprintf("id, %s", CoordList(ncols));
 }
 
 /*
@@ -150,7 +150,7 @@ GjDistSource(const GjInputSpec *in, int ncols, bool geometry, const char *from)
 	else
 		base = GjBuildRelationQuery(in, 0);
 	if (in->keys != NULL && !in->keys->kept)
-		base = psprintf("SELECT 0::int8, %s FROM (%s) q0(k, %s)", GjDistCoordList(ncols), base, GjDistCoordList(ncols));
+		base = psprintf("SELECT 0::int8, %s FROM (%s) q0(k, %s)", CoordList(ncols), base, CoordList(ncols));
 	return psprintf("(%s) q(%s)", base, GjDistColumnList(ncols));
 }
 
@@ -252,8 +252,8 @@ GjDistValuesLiteral(const DistCall *dc)
 	return s.data;
 }
 
-char *
-GjDistCutsLiteral(const DistCall *dc)
+static char *
+CutsLiteral(const DistCall *dc)
 {
 	StringInfoData s;
 
@@ -265,6 +265,14 @@ GjDistCutsLiteral(const DistCall *dc)
 	return s.data;
 }
 
+/* The rows the engine reads: no NULL id, no NULL, NaN or infinite coordinate. */
+static char *
+KeptRow(const DistCall *dc)
+{
+	return psprintf("NOT %s AND %s", GjStripNullRow(dc->coords, dc->dims),
+					GjStripFiniteRow(dc->coords, dc->dims));
+}
+
 /*
  * A row's strip (0-based) at x, an SQL float8 expression: NULL, NaN and
  * infinite values have one strip (the engine skips such rows there).
@@ -274,12 +282,13 @@ GjDistStripAt(const DistCall *dc, const char *x)
 {
 	if (dc->strips.n == 1)
 		return pstrdup("0");
-	return psprintf("COALESCE(pg_catalog.width_bucket(%s, %s), 0)", x, GjDistCutsLiteral(dc));
+	return psprintf("COALESCE(pg_catalog.width_bucket(%s, %s), 0)", x, CutsLiteral(dc));
 }
 
 /*
  * Make the intermediate tables: unlogged, distributed by strip, one
- * shard a strip, co-located with the cells.
+ * shard a strip, co-located with the cells (s's none for a reference
+ * table, which stays where it is).
  */
 void
 GjDistMakeTables(DistCall *dc, uint32 seq)
@@ -296,8 +305,13 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 	GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', shard_count => %d, colocate_with => 'none')",
 				  dc->cells, dc->strips.n), SPI_OK_SELECT);
 	/* s: a row in its own strip (own) or a halo's, from a later strip (later) or not */
-	GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, true AS own, true AS later, q.* "
-						"FROM %s WITH NO DATA", dc->s_tab, dc->s_from), SPI_OK_UTILITY);
+	if (dc->s_ref == NULL)
+	{
+		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, true AS own, true AS later, q.* "
+							"FROM %s WITH NO DATA", dc->s_tab, dc->s_from), SPI_OK_UTILITY);
+		GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
+							dc->s_tab, dc->cells), SPI_OK_SELECT);
+	}
 	if (!dc->self)
 	{
 		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, q.* FROM %s WITH NO DATA",
@@ -305,9 +319,16 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 		GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
 							dc->r_tab, dc->cells), SPI_OK_SELECT);
 	}
-	GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
-				  dc->s_tab, dc->cells), SPI_OK_SELECT);
 	StripValues(dc);
+}
+
+/* Drop the intermediate tables (an error or a cancel rolls them back instead). */
+void
+GjDistDropTables(const DistCall *dc)
+{
+	GjDistExec(psprintf("DROP TABLE %s%s%s%s%s", dc->cells,
+						dc->s_ref == NULL ? ", " : "", dc->s_ref == NULL ? dc->s_tab : "",
+						dc->self ? "" : ", ", dc->self ? "" : dc->r_tab), SPI_OK_UTILITY);
 }
 
 /*
@@ -329,8 +350,7 @@ GjDistMoveRows(DistCall *dc, bool halo)
 	char	   *hi = own;
 	char	   *vals = GjDistValuesLiteral(dc);
 	/* the rows the engine would skip stay out (GjDistStart says how many) */
-	char	   *kept = psprintf("NOT %s AND %s", GjStripNullRow(dc->coords, dc->dims),
-								GjStripFiniteRow(dc->coords, dc->dims));
+	char	   *kept = KeptRow(dc);
 	int64		moved = 0;
 
 	if (halo)
@@ -365,8 +385,7 @@ ReferenceQueries(const DistCall *dc)
 	StringInfoData a;
 	int			n = dc->strips.n;
 	const char *x = dc->coords[dc->strips.dim];
-	char	   *kept = psprintf("NOT %s AND %s", GjStripNullRow(dc->coords, dc->dims),
-								GjStripFiniteRow(dc->coords, dc->dims));
+	char	   *kept = KeptRow(dc);
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
 	double		m = dc->spec->eps * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
@@ -447,15 +466,6 @@ GjDistOperator(Oid opno)
 				 NameStr(op->oprname));
 	ReleaseSysCache(tup);
 	return s;
-}
-
-/* The key's witness of a side for the worker's call ("" for ids), first argument */
-char *
-GjDistWitness(const GjInputSpec *in)
-{
-	if (in->keys == NULL || !in->keys->kept)
-		return "";
-	return psprintf(", key => NULL::%s", format_type_be_qualified(in->keys->type));
 }
 
 /*

@@ -18,8 +18,6 @@
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 
 #include "dist/dist.h"
 
@@ -43,19 +41,16 @@ FiniteValue(const char *x)
 	return psprintf("CASE WHEN %s > '-Infinity'::float8 AND %s < 'Infinity'::float8 THEN %s END", x, x, x);
 }
 
-/* Column col of result row row as a float8 (sums of int4 are int8, or numeric), 0 for NULL. */
+/* Column col of result row row as a float8 (min, max) or int8 (counts, sums of int4), 0 for NULL. */
 static double
 Float8Of(int row, int col, bool *isnull)
 {
 	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
-	Oid			t = SPI_gettypeid(SPI_tuptable->tupdesc, col);
 
 	if (*isnull)
 		return 0.0;
-	if (t == INT8OID)
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, col) == INT8OID)
 		return (double) DatumGetInt64(d);
-	if (t == NUMERICOID)
-		return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
 	return DatumGetFloat8(d);
 }
 
