@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 PGVER=${PGVER:-15}
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-UNIT="core probe join knn density tiles geodetic"
+UNIT="core probe join knn density tiles geodetic team"
 
 regress/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PGVER/bin/pg_config}
@@ -81,6 +81,7 @@ count layout "$log/layout.txt"
 #    test_density neighbour counts, lists, DBSCAN vs brute-force oracles
 #    test_tiles many dimensions: tile join, shapes from pairs, tiled kNN, cosine
 #    test_geodetic geography: earth-centred points, chord bounds, pair lookup
+#    test_team  a team of engines (several GPUs): members, failures, cancel
 #    test_tiles runs on a core of its own meanwhile: it is the longest (two
 #    minutes on 2 cores) and mostly single-threaded
 t0=$(date +%s)

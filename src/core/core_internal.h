@@ -48,7 +48,6 @@ extern int	gj_engine_start_workers(gj_engine *e, pthread_t *threads, int n,
 extern gj_pair_queue *gj_queue_create_lists(int nchunks);
 extern int	gj_chunk_reserve_list(gj_chunk *c, int64_t entries);
 extern gj_status gj_queue_take(gj_pair_queue *q, int timeout_ms, gj_chunk **out);
-extern int	gj_queue_canceled(gj_pair_queue *q);
 
 /* sort.c: a stable radix sort by key, on threads for large n */
 extern gj_status gj_sort_by_key(int64_t *keys, uint32_t *vals, int64_t n,

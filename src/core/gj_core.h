@@ -219,6 +219,8 @@ typedef struct gj_chunk
 	double	   *nd;
 	int64_t		ncap;			/* entries nb and nd have room for */
 	struct gj_chunk *next;
+	struct gj_pair_queue *home;	/* the queue whose pool it is: release goes there,
+								 * even when another queue handed it on */
 } gj_chunk;
 
 /*
@@ -317,6 +319,7 @@ typedef struct gj_engine_report
 	int64_t		slice_rows;		/* ... of up to this many rows */
 	int64_t		slice_pairs;	/* ... and the pairs of slices joined */
 	double		done_ms;		/* gj_now_ms() when the last batch was handed over, or 0 */
+	int			members;		/* a team's engines (team.c), else 0 */
 } gj_engine_report;
 
 typedef struct gj_engine
@@ -339,6 +342,20 @@ extern void gj_engine_fail(gj_engine *e, gj_status st);
 extern gj_status gj_engine_error(const gj_engine *e);
 extern const char *gj_engine_error_text(const gj_engine *e);
 extern void gj_engine_report_of(const gj_engine *e, gj_engine_report *r);
+
+/*
+ * A team (team.c): n engines that each make part of one join's chunks,
+ * started at the same time by start(arg, member, &engine) on threads of
+ * their own, seen as one engine; gj_team_member(e, i) is member i (e
+ * itself for i = 0 when e is not a team), for the member's own statistics.
+ */
+typedef gj_status (*gj_member_start_fn) (void *arg, int member, gj_engine **out);
+extern gj_status gj_team_start(int n, gj_member_start_fn start, void *arg,
+							   void (*cleanup) (void *), void *cleanup_arg,
+							   gj_engine **out, int *failed_member);
+extern gj_engine *gj_team_member(gj_engine *e, int i);
+extern int	gj_team_size(const gj_engine *e);
+extern int	gj_queue_canceled(gj_pair_queue *q);
 
 /* Monotonic wall clock in milliseconds, for phase timings. */
 extern double gj_now_ms(void);

@@ -41,12 +41,15 @@ queue_alloc(int nchunks)
 
 	if (q == NULL)
 		return NULL;
-	q->chunks = calloc(nchunks, sizeof(gj_chunk));
-	if (q->chunks == NULL)
+	/* a queue that only passes other queues' chunks on (a team's) has none */
+	q->chunks = nchunks > 0 ? calloc(nchunks, sizeof(gj_chunk)) : NULL;
+	if (q->chunks == NULL && nchunks > 0)
 	{
 		free(q);
 		return NULL;
 	}
+	for (int i = 0; i < nchunks; i++)
+		q->chunks[i].home = q;
 	q->nchunks = nchunks;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv_free, NULL);
@@ -159,6 +162,7 @@ gj_queue_create_external(gj_chunk *pool, int nchunks)
 	{
 		q->chunks[i] = pool[i];
 		q->chunks[i].n = 0;
+		q->chunks[i].home = q;
 		q->chunks[i].next = q->free_head;
 		q->free_head = &q->chunks[i];
 	}
@@ -223,23 +227,19 @@ gj_queue_get_free(gj_pair_queue *q)
 void
 gj_queue_put_full(gj_pair_queue *q, gj_chunk *c)
 {
-	pthread_mutex_lock(&q->mu);
 	if (c->n == 0)
 	{
-		c->next = q->free_head;
-		q->free_head = c;
-		pthread_cond_signal(&q->cv_free);
+		gj_queue_release(q, c);
+		return;
 	}
+	pthread_mutex_lock(&q->mu);
+	c->next = NULL;
+	if (q->full_tail)
+		q->full_tail->next = c;
 	else
-	{
-		c->next = NULL;
-		if (q->full_tail)
-			q->full_tail->next = c;
-		else
-			q->full_head = c;
-		q->full_tail = c;
-		pthread_cond_signal(&q->cv_full);
-	}
+		q->full_head = c;
+	q->full_tail = c;
+	pthread_cond_signal(&q->cv_full);
 	pthread_mutex_unlock(&q->mu);
 }
 
@@ -300,10 +300,15 @@ gj_queue_take(gj_pair_queue *q, int timeout_ms, gj_chunk **out)
 	return st;
 }
 
-/* Give a consumed chunk back to the pool. */
+/*
+ * Give a consumed chunk back to its pool: its home queue's, which is q
+ * unless q only handed it on (gj_queue_pass).
+ */
 void
 gj_queue_release(gj_pair_queue *q, gj_chunk *c)
 {
+	if (c->home != NULL)
+		q = c->home;
 	c->n = 0;
 	pthread_mutex_lock(&q->mu);
 	c->next = q->free_head;
