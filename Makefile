@@ -35,7 +35,8 @@ CORE_OBJS = src/core/points.o src/core/clock.o src/core/threads.o src/core/grid.
 	src/core/cpu_knn.o src/core/knn_contrast.o src/core/density.o src/core/density_boxes.o \
 	src/core/lattice.o src/core/cpu_lists.o src/core/tile_distances.o src/core/tile_plan.o \
 	src/core/cpu_tiles.o src/core/pair_rows.o src/core/block_index.o src/core/slabs.o \
-	src/core/slab_density.o src/core/slab_cpu.o src/core/geodetic.o src/core/shared_rows.o
+	src/core/slab_density.o src/core/slab_cpu.o src/core/geodetic.o src/core/shared_rows.o \
+	src/core/team.o
 CORE_LIB = src/core/libgjcore.a
 
 OBJS = $(GLUE_OBJS)
@@ -75,7 +76,8 @@ SHLIB_LINK = $(CORE_LIB) -lm -lpthread
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 KERNEL_OBJS = kernels/device.o kernels/grid.o kernels/selfjoin.o kernels/knn.o \
 	kernels/density.o kernels/density_boxes.o kernels/pinned.o kernels/pair_driver.o \
-	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o kernels/lattice.o
+	kernels/tiles.o kernels/knn_tiles.o kernels/order.o kernels/lists.o kernels/lattice.o \
+	kernels/team.o
 ifneq ($(strip $(NVCC)),)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -93,8 +95,8 @@ override with_llvm = no
 # Test programs (regress/unit, regress/gpu, regress/bench).
 UNIT_TESTS = regress/unit/test_core regress/unit/test_probe regress/unit/test_join \
 	regress/unit/test_knn regress/unit/test_density regress/unit/test_tiles \
-	regress/unit/test_geodetic
-GPU_PROGRAMS = regress/gpu/gpu_check regress/gpu/gpu_density regress/gpu/gpu_tiles \
+	regress/unit/test_geodetic regress/unit/test_team
+GPU_PROGRAMS = regress/gpu/gpu_check regress/gpu/gpu_density regress/gpu/gpu_tiles regress/gpu/gpu_team \
 	regress/gpu/gpu_knn regress/bench/bench_gpu
 CPU_BENCHES = regress/bench/bench_core regress/bench/bench_knn regress/bench/bench_hostmem
 TEST_SUPPORT = regress/common/datagen.o regress/common/pairset.o regress/common/knnset.o \

@@ -64,22 +64,51 @@ gj_cuda_probe(gj_cuda_device_info *info)
 		snprintf(info->error, sizeof(info->error), "no CUDA device");
 		return GJ_ERR_NODEVICE;
 	}
-	err = cudaGetDeviceProperties(&prop, 0);
+	info->count = count;
+	/* the calling thread's device: 0, or the first of gpujoin.gpus (gj_gpu_use_device) */
+	err = cudaGetDevice(&info->device);
 	if (err == cudaSuccess)
-		err = cudaSetDevice(0);
+		err = cudaGetDeviceProperties(&prop, info->device);
+	if (err == cudaSuccess)
+		err = cudaSetDevice(info->device);
 	if (err == cudaSuccess)
 		err = cudaMemGetInfo(&info->free_mem, &info->total_mem);
 	if (err != cudaSuccess)
 	{
-		snprintf(info->error, sizeof(info->error), "device 0: %s",
+		snprintf(info->error, sizeof(info->error), "device %d: %s", info->device,
 				 cudaGetErrorName(err));
 		cudaGetLastError();
 		return GJ_ERR_NODEVICE;
 	}
-	info->device = 0;
 	snprintf(info->name, sizeof(info->name), "%s", prop.name);
 	info->major = prop.major;
 	info->minor = prop.minor;
 	info->sm_count = prop.multiProcessorCount;
+	return GJ_OK;
+}
+
+/*
+ * Make device the calling thread's: the engines run on it, and a team's
+ * first member too.  GJ_ERR_NODEVICE when there is no such device.
+ */
+extern "C" gj_status
+gj_gpu_use_device(int device, char *err, size_t errlen)
+{
+	int			count = 0;
+	cudaError_t e = cudaGetDeviceCount(&count);
+
+	if (e == cudaSuccess && (device < 0 || device >= count))
+	{
+		snprintf(err, errlen, "there is no GPU %d: %d visible", device, count);
+		return GJ_ERR_NODEVICE;
+	}
+	if (e == cudaSuccess)
+		e = cudaSetDevice(device);
+	if (e != cudaSuccess)
+	{
+		snprintf(err, errlen, "cudaSetDevice(%d): %s", device, cudaGetErrorName(e));
+		cudaGetLastError();
+		return GJ_ERR_NODEVICE;
+	}
 	return GJ_OK;
 }

@@ -22,7 +22,8 @@ extern "C"
 
 typedef struct gj_cuda_device_info
 {
-	int			device;
+	int			device;			/* the calling thread's (gj_gpu_use_device) */
+	int			count;			/* devices visible */
 	char		name[256];
 	int			major;
 	int			minor;
@@ -35,13 +36,32 @@ typedef struct gj_cuda_device_info
 } gj_cuda_device_info;
 
 /*
- * Initialise the CUDA runtime (once per process) and describe device 0.
+ * Initialise the CUDA runtime (once per process) and describe the calling
+ * thread's device (0 unless gj_gpu_use_device chose another).
  * GJ_ERR_NODEVICE when there is no driver, no device or no build support.
  */
 extern gj_status gj_cuda_probe(gj_cuda_device_info *info);
 
+/*
+ * Make device the calling thread's current one: the engines run on the
+ * device current when they start (a team's members each on their own).
+ * GJ_ERR_NODEVICE (err says why) when it is not there.
+ */
+extern gj_status gj_gpu_use_device(int device, char *err, size_t errlen);
+
+/*
+ * Why the last team of GPUs in this process could not start and its join
+ * ran on the first device alone ("" when it started).
+ */
+extern const char *gj_gpu_team_failure(void);
+
 /* How the CUDA side was built, for gpujoin_info(). */
 extern const char *gj_cuda_build_info(void);
+
+#define GJ_MAX_GPUS 16
+
+/* What a team's members share to split one join between them (team.cu). */
+typedef struct gj_gpu_share gj_gpu_share;
 
 /*
  * The GPU eps self-join.  gj_gpu_selfjoin_start uploads the points, builds
@@ -64,6 +84,15 @@ typedef struct gj_gpu_options
 	const gj_block_plan *block_plan;	/* ... or (row_order NULL) in this plan's
 										 * order, found and applied on the device
 										 * where there is room, else on the host */
+	/*
+	 * Several GPUs (gpujoin.gpus): the tile join and the kNN join split
+	 * their work among ndevices > 1 members, one a device, each with the
+	 * whole index, its own streams and memory_limit; a device named twice
+	 * runs two members.  0 or 1: the calling thread's device alone.
+	 */
+	int			ndevices;
+	int			devices[GJ_MAX_GPUS];
+	gj_gpu_share *share;		/* set by the team for its members: NULL */
 } gj_gpu_options;
 
 typedef struct gj_gpu_stats

@@ -90,6 +90,48 @@ gj_out_put(const gj_out &O, int64_t a, int64_t b, double d)
 }
 
 /*
+ * Several GPUs (team.cu): an engine's start as a member of a team, given
+ * the member's options (its share set, its device current); the team, or
+ * the first device alone when the team cannot start.  The members split
+ * the work through the share: a published plan's units claimed first come,
+ * or positions of one order taken from a cursor.
+ */
+typedef gj_status (*gj_gpu_member_fn) (void *arg, const gj_gpu_options *opt,
+									   gj_engine **out, char *err, size_t errlen);
+extern int	gj_gpu_team_wanted(const gj_gpu_options *opt);
+extern gj_status gj_gpu_team_start(const gj_gpu_options *opt, gj_gpu_member_fn start,
+								   void *arg, gj_engine **out, char *err, size_t errlen);
+#define GJ_FP_SEED 14695981039346656037ULL
+extern uint64_t gj_fp_mix(uint64_t h, uint64_t v);
+extern gj_status gj_gpu_share_publish(gj_gpu_share *s, uint64_t fp, int64_t nseq);
+extern int	gj_gpu_share_claim(gj_gpu_share *s, int64_t seq);
+extern int64_t gj_gpu_share_next(gj_gpu_share *s, int64_t n);
+extern int	gj_gpu_share_members(const gj_gpu_share *s);
+
+/*
+ * An engine's device current on the calling thread for a scope (its free
+ * and statistics run on the backend thread, whose device may be another
+ * member's), the thread's own device again after it.
+ */
+struct gj_on_device
+{
+	int			prev;
+	int			ok;
+
+	explicit gj_on_device(int device)
+	{
+		ok = cudaGetDevice(&prev) == cudaSuccess;
+		if (ok && device != prev)
+			cudaSetDevice(device);
+	}
+	~gj_on_device()
+	{
+		if (ok)
+			cudaSetDevice(prev);
+	}
+};
+
+/*
  * The batch driver of the engines that stream pairs (pair_driver.cu): an
  * engine pushes ranges [b0, b1) of its units of work and gives a launch
  * function that runs one range into a result buffer on a stream; the
@@ -107,6 +149,7 @@ typedef struct gj_batch
 	uint64_t	b1;
 	unsigned long long skip;
 	int64_t		phase;			/* with phases: the data it needs (else 0) */
+	int64_t		seq;			/* its place in the plan (pushed before the start), else -1 */
 } gj_batch;
 
 /*
@@ -155,10 +198,17 @@ typedef struct gj_pair_driver
 	int64_t    *outstanding;	/* per phase: batches pending or running */
 	gj_phase_load_fn load;
 	int64_t		loads;			/* phases loaded by the driver */
+	/* a team's member: the plan's batches run where claimed first */
+	int			device;			/* current when gj_driver_init ran: the thread's too */
+	gj_gpu_share *share;		/* NULL: every batch is this driver's */
+	int			planned;		/* set at the start: later pushes are reruns */
+	int64_t		nseq;			/* batches in the plan */
+	uint64_t	fp;				/* ... and their fingerprint */
+	int64_t		claimed_away;	/* plan's batches another member ran */
 } gj_pair_driver;
 
 extern gj_status gj_driver_init(gj_pair_driver *d, gj_engine *eng, int nstreams,
-								char *err, size_t errlen);
+								gj_gpu_share *share, char *err, size_t errlen);
 extern gj_status gj_driver_buffers(gj_pair_driver *d, int64_t cap, int64_t min_cap,
 								   int forced, char *err, size_t errlen);
 extern int	gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1,

@@ -53,6 +53,7 @@
 #define KNN_MAX_BATCH 65536		/* queries per batch */
 #define KNN_MAX_ENTRIES ((int64_t) 16 << 20)	/* k-buffer entries per batch */
 #define KNN_MIN_FIRST_BATCH 2048	/* queries of the first batch, at least */
+#define KNN_MIN_TEAM_BATCH 1024	/* a team's members' batches, at least */
 #define KNN_REG_DIMS 8			/* queries up to this wide are copied to registers */
 
 typedef struct knn_batch_buf
@@ -103,7 +104,9 @@ struct gj_gpu_knn
 	int64_t		part_cap;		/* points per partition buffer */
 	int			npart;
 	int64_t    *part_cell;		/* npart + 1 cell boundaries */
-	int			registered;		/* refs pinned with cudaHostRegister */
+	int			registered;		/* refs pinned with cudaHostRegister (pin_refs) */
+	double	   *reg_x;			/* ... these arrays */
+	int64_t    *reg_ids;
 	const double *q_resident;	/* every query on the device, in batch order, or NULL */
 	double	   *d_qall;			/* ... when uploaded for it (resident_queries) */
 	cudaStream_t copy_stream;
@@ -118,6 +121,8 @@ struct gj_gpu_knn
 	pthread_t	thread;
 	int			started;
 	int			stop;
+	int			device;			/* current at the start: the driver thread's too */
+	gj_gpu_share *share;		/* a team's member: positions from the shared cursor */
 	char		err[256];
 	double		t_start;		/* gj_now_ms() at gj_gpu_knn_start */
 	size_t		budget_left;	/* device bytes the index leaves to the rest */
@@ -411,12 +416,37 @@ alloc_refs(struct gj_gpu_knn *j, const gj_grid *g, size_t budget)
 		KNN_TRY(j, cudaEventCreateWithFlags(&j->slot_free[b], cudaEventDisableTiming),
 				"event");
 	}
-	if (j->npart > 1 &&
-		cudaHostRegister(j->refs->x, sizeof(double) * dims * n, cudaHostRegisterDefault) == cudaSuccess &&
-		cudaHostRegister(j->refs->ids, sizeof(int64_t) * n, cudaHostRegisterDefault) == cudaSuccess)
-		j->registered = 1;		/* partition uploads can overlap kernels */
-	cudaGetLastError();
 	return GJ_OK;
+}
+
+/*
+ * Partition uploads overlap kernels only from pinned rows: pin the
+ * references once they are in their final place (an order applied on the
+ * host replaces their arrays: pinned before, the old arrays stayed
+ * registered after they were freed, and memory malloc'd later at the same
+ * address was written through the stale pinned pages: garbage query ids
+ * in the next join).  Both arrays or neither.  Not in a team: the members
+ * share the rows, and one member's unregistering would pull the pages from
+ * under another's copies.
+ */
+static void
+pin_refs(struct gj_gpu_knn *j)
+{
+	int64_t		n = j->refs->n;
+
+	if (j->npart > 1 && j->share == NULL &&
+		cudaHostRegister(j->refs->x, sizeof(double) * j->dims * n, cudaHostRegisterDefault) == cudaSuccess)
+	{
+		if (cudaHostRegister(j->refs->ids, sizeof(int64_t) * n, cudaHostRegisterDefault) == cudaSuccess)
+		{
+			j->registered = 1;
+			j->reg_x = j->refs->x;
+			j->reg_ids = j->refs->ids;
+		}
+		else
+			cudaHostUnregister(j->refs->x);
+	}
+	cudaGetLastError();
 }
 
 /*
@@ -853,15 +883,20 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 	return GJ_OK;
 }
 
+/* The id of the query at position pos of the batches' order. */
+static inline int64_t
+position_id(const struct gj_gpu_knn *j, int64_t pos)
+{
+	if (j->h_sorted_ids != NULL)
+		return j->h_sorted_ids[pos];
+	return j->queries->ids[j->order != NULL ? j->order[pos] : pos];
+}
+
 /* The id of the batch's query t. */
 static inline int64_t
 query_id(const struct gj_gpu_knn *j, const knn_batch_buf *B, int64_t t)
 {
-	int64_t		pos = B->q0 + t;
-
-	if (j->h_sorted_ids != NULL)
-		return j->h_sorted_ids[pos];
-	return j->queries->ids[j->order != NULL ? j->order[pos] : pos];
+	return position_id(j, B->q0 + t);
 }
 
 /*
@@ -944,35 +979,58 @@ first_batch(const struct gj_gpu_knn *j)
 	return n > KNN_MIN_FIRST_BATCH ? n : KNN_MIN_FIRST_BATCH;
 }
 
+/*
+ * The batches, one after the other: positions [q0, q0 + n) of the order,
+ * the next ones, or in a team the next ones no member has taken yet.
+ */
 static void *
 driver_main(void *arg)
 {
 	struct gj_gpu_knn *j = (struct gj_gpu_knn *) arg;
 	int64_t		nq = j->queries->n;
-	int			cur = 0;
-	int64_t		n = 0;
+	int			cur = 0,
+				launched = 0;
+	int64_t		n = 0,
+				next = 0;
 	gj_status	st = GJ_OK;
 	double		t0 = gj_now_ms();
 
-	for (int64_t q0 = 0; q0 < nq && st == GJ_OK; q0 += n)
+	/* a thread's device is 0 until set: run where the engine was made */
+	if (cudaSetDevice(j->device) != cudaSuccess)
+		st = GJ_ERR_CUDA;
+	while (st == GJ_OK)
 	{
+		int64_t		q0;
+
 		/* batches ramp up: the first rows leave while the GPU searches on */
 		n = n == 0 ? first_batch(j) : 2 * n;
 		n = n < j->batch ? n : j->batch;
-		n = nq - q0 < n ? nq - q0 : n;
+		if (j->share != NULL)
+		{
+			/* a team: four batches a member at least, so that each has some to take */
+			int64_t		most = nq / (4 * (int64_t) gj_gpu_share_members(j->share));
 
+			most = most > KNN_MIN_TEAM_BATCH ? most : KNN_MIN_TEAM_BATCH;
+			n = n < most ? n : most;
+		}
 		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 			break;
+		q0 = j->share != NULL ? gj_gpu_share_next(j->share, n) : next;
+		if (q0 >= nq)
+			break;
+		n = nq - q0 < n ? nq - q0 : n;
+		next = q0 + n;
 		st = launch_batch(j, j->g, &j->buf[cur], q0, n);
 		if (st != GJ_OK)
 			break;
 		/* while this batch runs, hand the previous one to the backend */
-		if (q0 > 0)
+		if (launched)
 			st = emit_batch(j, &j->buf[1 - cur]);
+		launched = 1;
 		j->info.batches++;
 		cur = 1 - cur;
 	}
-	if (st == GJ_OK && nq > 0)
+	if (st == GJ_OK && launched)
 		st = emit_batch(j, &j->buf[1 - cur]);
 	j->info.search_ms = gj_now_ms() - t0;
 	if (st != GJ_OK && st != GJ_ERR_CANCELED)
@@ -1022,8 +1080,8 @@ free_all(struct gj_gpu_knn *j)
 		cudaStreamDestroy(j->copy_stream);
 	if (j->registered)
 	{
-		cudaHostUnregister(j->refs->x);
-		cudaHostUnregister(j->refs->ids);
+		cudaHostUnregister(j->reg_x);
+		cudaHostUnregister(j->reg_ids);
 	}
 	gj_gpu_stop_free(j->d_stop, j->stop_stream);
 	j->d_stop = NULL;
@@ -1035,7 +1093,7 @@ free_all(struct gj_gpu_knn *j)
 static const char *
 gpu_knn_error_text(const gj_engine *e)
 {
-	return gj_gpu_knn_error((const gj_gpu_knn *) e);
+	return ((const struct gj_gpu_knn *) e)->err;
 }
 
 static void
@@ -1054,6 +1112,57 @@ gpu_knn_report(const gj_engine *e, gj_engine_report *r)
  * on the host (refs are sorted in place) and the references stream through
  * in partitions.  queries may be refs itself (exclude_self).
  */
+typedef struct knn_args
+{
+	gj_points  *refs;
+	const gj_points *queries;
+	const gj_knn_options *opt;
+} knn_args;
+
+/* A member of a team of GPUs: the whole index on its device, its share of the queries. */
+static gj_status
+knn_member(void *arg, const gj_gpu_options *gopt, gj_engine **out, char *err, size_t errlen)
+{
+	knn_args   *a = (knn_args *) arg;
+
+	return gj_gpu_knn_start(a->refs, a->queries, a->opt, gopt, (gj_gpu_knn **) out, err, errlen);
+}
+
+/*
+ * A team's member: the references are shared with the other members, so
+ * this one must not reorder them on the host (the team then runs on one
+ * device, which may).
+ */
+static gj_status
+knn_shared_refs(const struct gj_gpu_knn *j, char *err, size_t errlen)
+{
+	if (j->share == NULL)
+		return GJ_OK;
+	snprintf(err, errlen, "the references would be reordered on the host");
+	return GJ_ERR_LIMIT;
+}
+
+/*
+ * A team's member publishes the order of its queries (their ids position
+ * by position): the shared cursor hands out positions, so every member
+ * must have the same order.
+ */
+static gj_status
+knn_publish(const struct gj_gpu_knn *j, char *err, size_t errlen)
+{
+	uint64_t	fp = gj_fp_mix(GJ_FP_SEED, (uint64_t) j->queries->n);
+	gj_status	st;
+
+	if (j->share == NULL)
+		return GJ_OK;
+	for (int64_t pos = 0; pos < j->queries->n; pos++)
+		fp = gj_fp_mix(fp, (uint64_t) position_id(j, pos));
+	st = gj_gpu_share_publish(j->share, fp, 0);
+	if (st == GJ_ERR_LIMIT)
+		snprintf(err, errlen, "the GPUs ordered the queries differently");
+	return st;
+}
+
 extern "C" gj_status
 gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 				 const gj_knn_options *opt, const gj_gpu_options *gopt,
@@ -1081,6 +1190,13 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		snprintf(err, errlen, "input beyond the GPU engine's limits");
 		return GJ_ERR_LIMIT;
 	}
+	if (gj_gpu_team_wanted(gopt))
+	{
+		/* several GPUs: the handle is the team's, gj_gpu_knn_stats knows it */
+		knn_args	a = {refs, queries, opt};
+
+		return gj_gpu_team_start(gopt, knn_member, &a, (gj_engine **) out, err, errlen);
+	}
 	GJ_CUDA_CHECK(err, errlen, cudaMemGetInfo(&free_mem, &total_mem));
 	budget = (size_t) (free_mem * 0.9);
 	if (gopt != NULL && gopt->memory_limit > 0 && gopt->memory_limit < budget)
@@ -1094,6 +1210,9 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	j->eng.error_text = gpu_knn_error_text;
 	j->eng.report = gpu_knn_report;
 	j->t_start = t0;
+	j->share = gopt != NULL ? gopt->share : NULL;
+	if (cudaGetDevice(&j->device) != cudaSuccess)
+		cudaGetLastError();
 	j->refs = refs;
 	j->queries = queries;
 	j->use_grid = gj_knn_pick_method(opt, refs->dims) == GJ_KNN_GRID;
@@ -1148,7 +1267,9 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		else
 		{
 			/* too large: sort on the host, stream partitions */
-			st = gj_knn_grid_build(&j->hgrid, refs);
+			st = knn_shared_refs(j, err, errlen);
+			if (st == GJ_OK)
+				st = gj_knn_grid_build(&j->hgrid, refs);
 			if (st == GJ_OK)
 			{
 				j->have_hgrid = 1;
@@ -1195,7 +1316,8 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 			const uint32_t *order = gopt->row_order;
 			uint32_t   *perm = NULL;
 
-			if (order == NULL)
+			st = knn_shared_refs(j, err, errlen);
+			if (st == GJ_OK && order == NULL)
 			{
 				st = gj_block_plan_perm(refs, gopt->block_plan, &perm);
 				order = perm;
@@ -1247,6 +1369,15 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 		return st;
 	}
 	j->info.partitions = j->npart;
+	if (st == GJ_OK)
+		pin_refs(j);
+	if (st == GJ_OK)
+		st = knn_publish(j, err, errlen);
+	if (st != GJ_OK)
+	{
+		gpu_knn_free(&j->eng);
+		return st;
+	}
 	j->info.upload_ms = gj_now_ms() - t0;
 
 	gj_queue_set_producers(j->eng.q, 1);
@@ -1264,23 +1395,40 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	return GJ_OK;
 }
 
+/* A team's are its first member's, with every member's batches and the last one's end. */
 extern "C" void
 gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
 {
-	*st = j->info;
-	st->done_ms = j->eng.q != NULL ? gj_queue_done_ms(j->eng.q) : 0.0;
+	gj_engine  *team = (gj_engine *) GJ_ENGINE(j);
+
+	for (int i = 0; i < gj_team_size(team); i++)
+	{
+		const struct gj_gpu_knn *m = (const struct gj_gpu_knn *) gj_team_member(team, i);
+		double		done = m->eng.q != NULL ? gj_queue_done_ms(m->eng.q) : 0.0;
+
+		if (i == 0)
+		{
+			*st = m->info;
+			st->done_ms = done;
+			continue;
+		}
+		st->batches += m->info.batches;
+		st->search_ms = st->search_ms > m->info.search_ms ? st->search_ms : m->info.search_ms;
+		st->done_ms = st->done_ms > done ? st->done_ms : done;
+	}
 }
 
 extern "C" const char *
 gj_gpu_knn_error(const gj_gpu_knn *j)
 {
-	return j->err;
+	return gj_engine_error_text(GJ_ENGINE(j));
 }
 
 static void
 gpu_knn_free(gj_engine *e)
 {
 	struct gj_gpu_knn *j = (struct gj_gpu_knn *) e;
+	gj_on_device on(j->device);
 
 	__atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
 	gj_gpu_stop_raise(j->d_stop, j->stop_stream);

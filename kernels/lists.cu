@@ -68,6 +68,7 @@ struct gj_gpu_lists
 	pthread_t	thread;
 	int			started;
 	int			stop;			/* atomic */
+	int			device;			/* current at the start: the thread's too */
 	gj_gpu_lists_info info;
 	char		err[256];
 };
@@ -388,6 +389,14 @@ lists_main(void *arg)
 	gj_pair_queue *q = j->eng.q;
 	gj_status	st = GJ_OK;
 
+	/* a thread's device is 0 until set: run where the engine was made */
+	if (cudaSetDevice(j->device) != cudaSuccess)
+	{
+		cudaGetLastError();
+		st = GJ_ERR_CUDA;
+		snprintf(j->err, sizeof(j->err), "cudaSetDevice(%d) failed", j->device);
+	}
+
 	for (int64_t w = 0; w < j->nwin && st == GJ_OK; w++)
 	{
 		int64_t		row = 0;
@@ -695,6 +704,8 @@ lists_start(const gj_points *p, double eps2, const gj_gpu_options *opt,
 	if (st == GJ_OK)
 	{
 		gj_queue_set_producers(j->eng.q, 1);
+		if (cudaGetDevice(&j->device) != cudaSuccess)
+			cudaGetLastError();
 		gj_block_async_signals(&old);
 		if (pthread_create(&j->thread, NULL, lists_main, j) == 0)
 			j->started = 1;

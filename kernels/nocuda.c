@@ -16,6 +16,20 @@ gj_cuda_probe(gj_cuda_device_info *info)
 	return GJ_ERR_NODEVICE;
 }
 
+gj_status
+gj_gpu_use_device(int device, char *err, size_t errlen)
+{
+	(void) device;
+	snprintf(err, errlen, "built without CUDA");
+	return GJ_ERR_NODEVICE;
+}
+
+const char *
+gj_gpu_team_failure(void)
+{
+	return "";
+}
+
 const char *
 gj_cuda_build_info(void)
 {

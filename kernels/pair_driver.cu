@@ -77,6 +77,13 @@ gj_driver_push(gj_pair_driver *d, uint64_t b0, uint64_t b1, unsigned long long s
 	d->pending[d->npending].b1 = b1;
 	d->pending[d->npending].skip = skip;
 	d->pending[d->npending].phase = phase;
+	d->pending[d->npending].seq = -1;
+	if (!d->planned)
+	{
+		/* the plan: what every member of a team must have pushed alike */
+		d->pending[d->npending].seq = d->nseq++;
+		d->fp = gj_fp_mix(gj_fp_mix(gj_fp_mix(d->fp, b0), b1), (uint64_t) phase);
+	}
 	d->npending++;
 	if (d->nphases > 0)
 		d->outstanding[phase]++;
@@ -161,6 +168,9 @@ driver_main(void *arg)
 
 	for (int s = 0; s < d->nstreams; s++)
 		state[s] = ST_IDLE;
+	/* a thread's device is 0 until set: run where the engine was made */
+	if (cudaSetDevice(d->device) != cudaSuccess)
+		driver_fail(d, GJ_ERR_CUDA, "cudaSetDevice", cudaGetLastError());
 
 	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED) && d->eng->error == GJ_OK)
 	{
@@ -190,6 +200,14 @@ driver_main(void *arg)
 				memmove(&d->pending[at], &d->pending[at + 1],
 						sizeof(gj_batch) * (d->npending - 1 - at));
 				d->npending--;
+				if (d->share != NULL && !gj_gpu_share_claim(d->share, cur[s].seq))
+				{
+					/* another member of the team runs it */
+					batch_done(d, &cur[s]);
+					d->claimed_away++;
+					progressed = 1;
+					continue;
+				}
 				d->out[s].skip = cur[s].skip;
 				e = cudaMemsetAsync(d->out[s].count, 0, sizeof(unsigned long long), st);
 				if (e == cudaSuccess)
@@ -331,8 +349,15 @@ typedef struct buffer_cache
 	gj_chunk	pool[GJ_DRIVER_MAX_STREAMS + 1];
 } buffer_cache;
 
-static buffer_cache cache;
+/* one a device: device memory is the device's own */
+static buffer_cache caches[GJ_MAX_GPUS];
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static buffer_cache *
+cache_of(int device)
+{
+	return &caches[device >= 0 && device < GJ_MAX_GPUS ? device : 0];
+}
 
 static void
 free_buffers(gj_out *out, gj_chunk *pool)
@@ -360,6 +385,10 @@ static int
 cache_take(gj_pair_driver *d, int64_t cap)
 {
 	int			taken = 0;
+	buffer_cache &cache = *cache_of(d->device);
+
+	if (d->device >= GJ_MAX_GPUS)
+		return 0;
 
 	pthread_mutex_lock(&cache_mu);
 	if (cache.valid && cache.nstreams == d->nstreams && cache.cap >= cap)
@@ -381,7 +410,13 @@ cache_put(gj_pair_driver *d)
 {
 	gj_out		old_out[GJ_DRIVER_MAX_STREAMS];
 	gj_chunk	old_pool[GJ_DRIVER_MAX_STREAMS + 1];
+	buffer_cache &cache = *cache_of(d->device);
 
+	if (d->device >= GJ_MAX_GPUS)
+	{
+		free_buffers(d->out, d->pool);
+		return;
+	}
 	memset(old_out, 0, sizeof(old_out));
 	memset(old_pool, 0, sizeof(old_pool));
 	pthread_mutex_lock(&cache_mu);
@@ -411,20 +446,30 @@ cache_put(gj_pair_driver *d)
 extern "C" void
 gj_gpu_release_cache(void)
 {
-	gj_out		old_out[GJ_DRIVER_MAX_STREAMS];
-	gj_chunk	old_pool[GJ_DRIVER_MAX_STREAMS + 1];
-
-	memset(old_out, 0, sizeof(old_out));
-	memset(old_pool, 0, sizeof(old_pool));
-	pthread_mutex_lock(&cache_mu);
-	if (cache.valid)
+	for (int dev = 0; dev < GJ_MAX_GPUS; dev++)
 	{
-		memcpy(old_out, cache.out, sizeof(cache.out));
-		memcpy(old_pool, cache.pool, sizeof(cache.pool));
-		cache.valid = 0;
+		gj_out		old_out[GJ_DRIVER_MAX_STREAMS];
+		gj_chunk	old_pool[GJ_DRIVER_MAX_STREAMS + 1];
+		int			had;
+
+		memset(old_out, 0, sizeof(old_out));
+		memset(old_pool, 0, sizeof(old_pool));
+		pthread_mutex_lock(&cache_mu);
+		had = caches[dev].valid;
+		if (had)
+		{
+			memcpy(old_out, caches[dev].out, sizeof(old_out));
+			memcpy(old_pool, caches[dev].pool, sizeof(old_pool));
+			caches[dev].valid = 0;
+		}
+		pthread_mutex_unlock(&cache_mu);
+		if (had)
+		{
+			gj_on_device on(dev);
+
+			free_buffers(old_out, old_pool);
+		}
 	}
-	pthread_mutex_unlock(&cache_mu);
-	free_buffers(old_out, old_pool);
 	gj_pinned_release();
 }
 
@@ -458,10 +503,14 @@ alloc_buffers(gj_pair_driver *d, int64_t cap)
 
 /* Streams, events and count slots for nstreams (at most the maximum). */
 gj_status
-gj_driver_init(gj_pair_driver *d, gj_engine *eng, int nstreams, char *err, size_t errlen)
+gj_driver_init(gj_pair_driver *d, gj_engine *eng, int nstreams, gj_gpu_share *share,
+			   char *err, size_t errlen)
 {
 	memset(d, 0, sizeof(*d));
 	d->eng = eng;
+	d->share = share;
+	d->fp = GJ_FP_SEED;
+	GJ_CUDA_CHECK(err, errlen, cudaGetDevice(&d->device));
 	d->nstreams = nstreams > 0 && nstreams <= GJ_DRIVER_MAX_STREAMS ? nstreams :
 		GJ_DRIVER_MAX_STREAMS;
 	for (int s = 0; s < d->nstreams; s++)
@@ -517,6 +566,15 @@ gj_driver_start(gj_pair_driver *d, gj_batch_launch_fn launch, void *ctx, int win
 	d->launch = launch;
 	d->ctx = ctx;
 	d->windows = windows;
+	d->planned = 1;
+	if (d->share != NULL)
+	{
+		st = gj_gpu_share_publish(d->share, d->fp, d->nseq);
+		if (st == GJ_ERR_LIMIT)
+			snprintf(d->err, sizeof(d->err), "the GPUs planned different batches");
+		if (st != GJ_OK)
+			return st;
+	}
 	d->eng->q = gj_queue_create_external(d->pool, d->npool);
 	if (d->eng->q == NULL)
 		return GJ_ERR_NOMEM;
@@ -539,6 +597,7 @@ void
 gj_driver_stop(gj_pair_driver *d)
 {
 	int			clean;
+	gj_on_device on(d->device);
 
 	__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 	if (d->eng != NULL && d->eng->q != NULL)

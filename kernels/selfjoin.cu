@@ -620,7 +620,7 @@ start(const gj_points *p, const gj_points *qs, double eps2, int swap,
 		(qs != NULL && qs->dims != p->dims))
 		st = GJ_ERR_ARG;
 	else
-		st = gj_driver_init(&j->drv, &j->eng, opt != NULL ? opt->nstreams : 0, err, errlen);
+		st = gj_driver_init(&j->drv, &j->eng, opt != NULL ? opt->nstreams : 0, NULL, err, errlen);
 	if (st == GJ_OK)
 		st = prepare(j, p, qs, eps2, opt, err, errlen);
 	if (st == GJ_OK)
@@ -683,7 +683,7 @@ gj_gpu_join_counts(const gj_points *p, const gj_points *queries, double eps2,
 	j->eng.on_gpu = 1;
 	j->eng.error_text = gpu_selfjoin_error_text;
 	j->eng.report = gpu_selfjoin_report;
-	st = gj_driver_init(&j->drv, &j->eng, 1, err, errlen);
+	st = gj_driver_init(&j->drv, &j->eng, 1, NULL, err, errlen);
 	if (st == GJ_OK)
 		st = device_budget(opt, &budget, err, errlen);
 	if (st == GJ_OK)

@@ -934,8 +934,12 @@ prepare(struct gj_gpu_tiles *j, const gj_points *p, const gj_tiles_options *opt,
 		P->skipped = j->d_skipped;
 		P->stop = j->d_stop;
 	}
-	/* the windows' uploads overlap kernels only from pinned rows */
-	if (j->nwin > 1 && n > 0 &&
+	/*
+	 * the windows' uploads overlap kernels only from pinned rows; not in a
+	 * team, whose members share the rows (one member's unregistering would
+	 * pull the pages from under another's copies)
+	 */
+	if (j->nwin > 1 && n > 0 && j->drv.share == NULL &&
 		cudaHostRegister(p->x, sizeof(double) * n * dims, cudaHostRegisterDefault) == cudaSuccess)
 	{
 		j->registered = 1;
@@ -986,15 +990,32 @@ plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 						   err, errlen);
 	if (st != GJ_OK)
 		return st;
+	/*
+	 * A team's members must plan the same batches, so the plan follows the
+	 * buffers asked for, not those a device's cache or memory gave: a
+	 * buffer smaller than asked splits a batch that overflows it, as ever.
+	 */
+	if (j->drv.share == NULL)
+		cap = j->drv.cap;
 	st = gj_driver_phases(&j->drv, j->nwin, j->nslots, load_window);
 	if (st != GJ_OK)
 		return st;
 	j->drv.slot_phase[0] = 0;	/* prepare loaded the first window */
 	/* units expected to fill 70% of a buffer, at most a bounded run of work */
 	per_unit = units > 0 ? opt->expected_pairs / (double) units : 0.0;
-	per = per_unit > 0 ? (uint64_t) (0.7 * (double) j->drv.cap / per_unit) : units;
+	per = per_unit > 0 ? (uint64_t) (0.7 * (double) cap / per_unit) : units;
 	if (per > TILES_MAX_UNITS_PER_BATCH)
 		per = TILES_MAX_UNITS_PER_BATCH;
+	if (j->drv.share != NULL)
+	{
+		/*
+		 * a team: eight batches a member at least, so that each has some to
+		 * take and the last ones, taken as the others finish, are short
+		 */
+		uint64_t	most = units / (8 * (uint64_t) gj_gpu_share_members(j->drv.share));
+
+		per = per < most ? per : most;
+	}
 	if (per < TUNITS_PER_CTA)
 		per = TUNITS_PER_CTA;
 	/* pushed last first: the driver pops them in order */
@@ -1019,7 +1040,7 @@ plan_batches(struct gj_gpu_tiles *j, const gj_tiles_options *opt,
 static const char *
 gpu_tiles_error_text(const gj_engine *e)
 {
-	return gj_gpu_tiles_error((const gj_gpu_tiles *) e);
+	return ((const struct gj_gpu_tiles *) e)->drv.err;
 }
 
 static void
@@ -1036,6 +1057,21 @@ gpu_tiles_report(const gj_engine *e, gj_engine_report *r)
 	r->done_ms = ti.done_ms;
 }
 
+typedef struct tiles_args
+{
+	const gj_points *p;
+	const gj_tiles_options *opt;
+} tiles_args;
+
+/* A member of a team of GPUs: the same join on its device, its share of the batches. */
+static gj_status
+tiles_member(void *arg, const gj_gpu_options *gopt, gj_engine **out, char *err, size_t errlen)
+{
+	tiles_args *a = (tiles_args *) arg;
+
+	return gj_gpu_tiles_start(a->p, a->opt, gopt, (gj_gpu_tiles **) out, err, errlen);
+}
+
 extern "C" gj_status
 gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 				   const gj_gpu_options *gopt, gj_gpu_tiles **out, char *err, size_t errlen)
@@ -1049,6 +1085,13 @@ gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 		return GJ_ERR_ARG;
 	if (p->n > GJ_MAX_ROWS)
 		return GJ_ERR_LIMIT;
+	if (gj_gpu_team_wanted(gopt))
+	{
+		/* several GPUs: the handle is the team's, gj_gpu_tiles_stats knows it */
+		tiles_args	a = {p, opt};
+
+		return gj_gpu_team_start(gopt, tiles_member, &a, (gj_engine **) out, err, errlen);
+	}
 	j = (struct gj_gpu_tiles *) calloc(1, sizeof(struct gj_gpu_tiles));
 	if (j == NULL)
 		return GJ_ERR_NOMEM;
@@ -1056,7 +1099,8 @@ gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 	j->eng.on_gpu = 1;
 	j->eng.error_text = gpu_tiles_error_text;
 	j->eng.report = gpu_tiles_report;
-	st = gj_driver_init(&j->drv, &j->eng, gopt != NULL ? gopt->nstreams : 0, err, errlen);
+	st = gj_driver_init(&j->drv, &j->eng, gopt != NULL ? gopt->nstreams : 0,
+						gopt != NULL ? gopt->share : NULL, err, errlen);
 	if (st == GJ_OK)
 		st = prepare(j, p, opt, gopt, err, errlen);
 	if (st == GJ_OK)
@@ -1066,7 +1110,7 @@ gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 	if (st != GJ_OK)
 	{
 		if (err[0] == '\0')
-			snprintf(err, errlen, "%s", gj_status_name(st));
+			snprintf(err, errlen, "%s", j->drv.err[0] != '\0' ? j->drv.err : gj_status_name(st));
 		gpu_tiles_free(&j->eng);
 		return st;
 	}
@@ -1074,9 +1118,36 @@ gj_gpu_tiles_start(const gj_points *p, const gj_tiles_options *opt,
 	return GJ_OK;
 }
 
+static void tiles_stats_one(const gj_gpu_tiles *j, gj_gpu_tiles_info *info);
+
+/*
+ * A team's statistics are its first member's, with the batches, the
+ * overflows, the pairs and the skipped units of all of them.
+ */
 extern "C" void
 gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
 {
+	gj_engine  *team = (gj_engine *) GJ_ENGINE(j);
+
+	tiles_stats_one((const gj_gpu_tiles *) gj_team_member(team, 0), info);
+	for (int i = 1; i < gj_team_size(team); i++)
+	{
+		gj_gpu_tiles_info m;
+
+		tiles_stats_one((const gj_gpu_tiles *) gj_team_member(team, i), &m);
+		info->batches += m.batches;
+		info->overflows += m.overflows;
+		info->pairs += m.pairs;
+		info->units_skipped += m.units_skipped;
+		info->done_ms = info->done_ms > m.done_ms ? info->done_ms : m.done_ms;
+	}
+}
+
+static void
+tiles_stats_one(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
+{
+	gj_on_device on(j->drv.device);
+
 	*info = j->info;
 	info->batches = j->drv.batches;
 	info->overflows = j->drv.overflows;
@@ -1097,13 +1168,14 @@ gj_gpu_tiles_stats(const gj_gpu_tiles *j, gj_gpu_tiles_info *info)
 extern "C" const char *
 gj_gpu_tiles_error(const gj_gpu_tiles *j)
 {
-	return j->drv.err;
+	return gj_engine_error_text(GJ_ENGINE(j));
 }
 
 static void
 gpu_tiles_free(gj_engine *e)
 {
 	struct gj_gpu_tiles *j = (struct gj_gpu_tiles *) e;
+	gj_on_device on(j->drv.device);
 
 	gj_gpu_stop_raise(j->d_stop, j->stop_stream);
 	gj_driver_stop(&j->drv);
@@ -1154,7 +1226,7 @@ gj_gpu_tiles_gram_error(const gj_points *p, double *worst, char *err, size_t err
 	opt.eps2 = 1.0;
 	opt.emit_rows = 1;
 	j->eng.free = gpu_tiles_free;
-	st = gj_driver_init(&j->drv, &j->eng, 1, err, errlen);
+	st = gj_driver_init(&j->drv, &j->eng, 1, NULL, err, errlen);
 	if (st == GJ_OK)
 		st = prepare(j, p, &opt, NULL, err, errlen);
 	if (st == GJ_OK)

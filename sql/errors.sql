@@ -77,6 +77,14 @@ SELECT CASE WHEN value LIKE 'none%'
 FROM gpujoin_info() WHERE name = 'gpu';
 RESET gpujoin.device;
 SET gpujoin.device = quantum;
+-- gpujoin.gpus: GPU numbers separated by commas, or empty for every GPU
+SET gpujoin.gpus = 'all';
+SET gpujoin.gpus = '0,';
+SET gpujoin.gpus = '-1';
+SET gpujoin.gpus = '16';
+SET gpujoin.gpus = ' 0, 1 ,0';
+SHOW gpujoin.gpus;
+RESET gpujoin.gpus;
 SET gpujoin.cpu_threads = -1;
 SET gpujoin.cpu_threads = 100000;
 SET gpujoin.nosuch = 1;

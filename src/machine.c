@@ -26,6 +26,7 @@ static int	cpu_threads_guc = 0;
 static int	gpu_memory_limit_guc = 0;	/* MB, 0 = automatic */
 static int	gpu_batch_pairs_guc = 0;	/* 0 = automatic */
 static int	host_memory_limit_guc = 0;	/* MB, 0 = half the machine's */
+static char *gpus_guc = NULL;	/* "" = every visible GPU */
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GJ_DEVICE_AUTO, false},
@@ -42,6 +43,58 @@ static char gpu_unusable[160] = "";
 
 /* The exit status proc_exit passed on, once it has run our callback. */
 static int	exit_code = -1;
+
+/*
+ * gpujoin.gpus as device numbers into devices (up to GJ_MAX_GPUS); how
+ * many, 0 for "" (every visible GPU), -1 when it is not such a list.
+ */
+static int
+ParseGpus(const char *value, int *devices)
+{
+	const char *c = value;
+	int			n = 0;
+
+	while (*c == ' ')
+		c++;
+	if (*c == '\0')
+		return 0;
+	for (;;)
+	{
+		char	   *end;
+		long		d;
+
+		while (*c == ' ')
+			c++;
+		if (*c < '0' || *c > '9')
+			return -1;
+		d = strtol(c, &end, 10);
+		if (d >= GJ_MAX_GPUS || n == GJ_MAX_GPUS)
+			return -1;
+		devices[n++] = (int) d;
+		c = end;
+		while (*c == ' ')
+			c++;
+		if (*c == '\0')
+			return n;
+		if (*c != ',')
+			return -1;
+		c++;
+	}
+}
+
+static bool
+CheckGpus(char **newval, void **extra, GucSource source)
+{
+	int			devices[GJ_MAX_GPUS];
+
+	if (ParseGpus(*newval, devices) < 0)
+	{
+		GUC_check_errdetail("gpujoin.gpus is a list of GPU numbers from 0 to %d separated by commas, "
+							"or empty for every visible GPU.", GJ_MAX_GPUS - 1);
+		return false;
+	}
+	return true;
+}
 
 /* The settings of the machine a join runs on (from _PG_init). */
 void
@@ -84,6 +137,16 @@ GjMachineInit(void)
 							PGC_USERSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("gpujoin.gpus",
+							   "GPUs a join may use: CUDA device numbers separated by commas (empty = every visible GPU).",
+							   "The tile join and the kNN join split their work among them; "
+							   "every other GPU engine runs on the first.",
+							   &gpus_guc,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   CheckGpus, NULL, NULL);
 
 	DefineCustomIntVariable("gpujoin.gpu_batch_pairs",
 							"Result pairs per GPU batch buffer (0 = automatic).",
@@ -190,10 +253,32 @@ GjCpuThreads(void)
 	return cpu_threads_guc > 0 ? cpu_threads_guc : gj_cpu_count();
 }
 
+/*
+ * The GPUs gpujoin.gpus names, every visible one when it names none (after
+ * a successful probe); how many.  A number past the visible devices is
+ * left in: GjGpuUsable says so.
+ */
+static int
+GpusSetting(int *devices)
+{
+	int			n = ParseGpus(gpus_guc != NULL ? gpus_guc : "", devices);
+
+	if (n > 0)
+		return n;
+	n = Min(Max(gpu_info.count, 1), GJ_MAX_GPUS);
+	for (int i = 0; i < n; i++)
+		devices[i] = i;
+	return n;
+}
+
 /* Whether this backend can use the GPU; why not in *why. */
 bool
 GjGpuUsable(const char **why)
 {
+	static char bad[160];
+	int			devices[GJ_MAX_GPUS];
+	int			n;
+
 	ProbeGpu();
 	if (gpu_unusable[0] != '\0')
 	{
@@ -205,8 +290,32 @@ GjGpuUsable(const char **why)
 		*why = gpu_info.error[0] ? gpu_info.error : gj_status_name(gpu_status);
 		return false;
 	}
+	n = GpusSetting(devices);
+	for (int i = 0; i < n; i++)
+		if (devices[i] >= gpu_info.count)
+		{
+			snprintf(bad, sizeof(bad), "gpujoin.gpus names GPU %d, but %d %s visible",
+					 devices[i], gpu_info.count, gpu_info.count == 1 ? "is" : "are");
+			*why = bad;
+			return false;
+		}
 	*why = NULL;
 	return true;
+}
+
+/*
+ * The first GPU of gpujoin.gpus becomes the backend thread's: the engines
+ * start there, and a team's first member runs there.
+ */
+static void
+UseFirstGpu(int *devices, int *n)
+{
+	char		err[160];
+
+	ProbeGpu();					/* the runtime starts with signals blocked */
+	*n = GpusSetting(devices);
+	if (gpu_status == GJ_OK && gj_gpu_use_device(devices[0], err, sizeof(err)) != GJ_OK)
+		elog(DEBUG1, "gpujoin: %s", err);
 }
 
 /* After a CUDA failure: no more GPU joins in this backend. */
@@ -235,7 +344,8 @@ void
 GjGpuDescription(char *buf, size_t len)
 {
 	if (gpu_status == GJ_OK && gpu_unusable[0] == '\0')
-		snprintf(buf, len, "%s (compute %d.%d, %d SMs, %.1f GiB)",
+		snprintf(buf, len, "%s%s (compute %d.%d, %d SMs, %.1f GiB)",
+				 gpu_info.count > 1 ? psprintf("%d GPUs, the first ", gpu_info.count) : "",
 				 gpu_info.name, gpu_info.major, gpu_info.minor,
 				 gpu_info.sm_count,
 				 (double) gpu_info.total_mem / (1024.0 * 1024.0 * 1024.0));
@@ -260,9 +370,19 @@ void
 GjGpuOptionsInit(gj_gpu_options *opt, bool pair_buffers)
 {
 	memset(opt, 0, sizeof(*opt));
+	UseFirstGpu(opt->devices, &opt->ndevices);
 	opt->memory_limit = GjGpuMemoryLimit();
 	if (pair_buffers)
 		opt->batch_pairs = gpu_batch_pairs_guc;
+}
+
+/* Why the team of opt's GPUs did not start (the engine ran on one), else NULL. */
+const char *
+GjGpuTeamFailure(const gj_gpu_options *opt)
+{
+	const char *why = gj_gpu_team_failure();
+
+	return opt->ndevices > 1 && why[0] != '\0' ? pstrdup(why) : NULL;
 }
 
 /* The device budget of one join: gpujoin.gpu_memory_limit, or 90% of what is free. */
@@ -271,7 +391,10 @@ GjGpuBudget(void)
 {
 	gj_cuda_device_info info;
 	size_t		budget;
+	int			devices[GJ_MAX_GPUS],
+				n;
 
+	UseFirstGpu(devices, &n);
 	if (gj_cuda_probe(&info) != GJ_OK)
 		return 0;
 	budget = (size_t) (info.free_mem * 0.9);

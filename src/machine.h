@@ -49,6 +49,12 @@ extern void GjGpuDescription(char *buf, size_t len);
 extern size_t GjGpuMemoryLimit(void);
 extern void GjGpuOptionsInit(gj_gpu_options *opt, bool pair_buffers);
 
+/*
+ * After a GPU engine started with opt: why its team of opt->ndevices GPUs
+ * did not start and one ran (palloc'd), else NULL.
+ */
+extern const char *GjGpuTeamFailure(const gj_gpu_options *opt);
+
 /* The device bytes one join may use now: the limit, or 90% of what is free. */
 extern size_t GjGpuBudget(void);
 

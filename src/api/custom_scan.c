@@ -509,6 +509,9 @@ EndJob(GjScanState *st)
 	st->stats.emit_ms += js.emit_ms;
 	st->stats.rows_out += js.rows_out;
 	st->stats.batches += js.batches;
+	st->stats.gpus = Max(st->stats.gpus, js.gpus);
+	if (js.gpu_team_why != NULL)
+		st->stats.gpu_team_why = js.gpu_team_why;
 	st->stats.slices = Max(st->stats.slices, js.slices);
 	st->stats.slice_rows = Max(st->stats.slice_rows, js.slice_rows);
 	st->stats.slice_pairs = Max(st->stats.slice_pairs, js.slice_pairs);
@@ -712,6 +715,11 @@ GjExplainScan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);
 	if (strncmp(js->engine, "gpu", 3) == 0 || es->verbose)
 		ExplainPropertyInteger("Batches", NULL, js->batches, es);
+	if (js->gpus > 1)
+		ExplainPropertyInteger("GPUs", NULL, js->gpus, es);
+	else if (js->gpu_team_why != NULL)
+		ExplainPropertyText("GPUs", psprintf("1, as the team did not start: %s",
+											 js->gpu_team_why), es);
 	if (js->slab_steps > 0)
 		ExplainPropertyText("GPU Slabs",
 							js->slab_early > 0 ?

@@ -65,6 +65,7 @@ EngineDoneMs(GjJob *job)
 	{
 		gj_engine_report_of(e, &r);
 		job->stats.batches = job->slab.plan.nsteps > 0 ? job->stats.batches + r.batches : r.batches;
+		job->stats.gpus = Max(r.members, 1);
 		if (r.slices > 0)
 		{
 			job->stats.slices = r.slices;

@@ -85,6 +85,8 @@ typedef struct GjJobStats
 	double		emit_ms;		/* engine start until the last row, less waits */
 	int64		rows_out;		/* rows handed out */
 	int64		batches;		/* GPU batches or chunks */
+	int			gpus;			/* GPUs that shared the engine's work (0: none ran) */
+	const char *gpu_team_why;	/* several named, one ran: why (else NULL) */
 	double		estimated_pairs;	/* the sampled estimate, or -1 */
 	int			runs;			/* jobs (a rescan starts another) */
 	const char *knn_method;		/* auto's kNN choice in many dimensions, or NULL */

@@ -63,6 +63,7 @@ StartGpuKnn(GjJob *job, const gj_block_plan *block_plan)
 	st = gj_gpu_knn_start(&res->points, job->qs, &job->kopt, &gopt, &kj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GjGpuStartFailed(job, st, err);
+	job->stats.gpu_team_why = GjGpuTeamFailure(&gopt);
 	GjEngineRunning(job, GJ_ENGINE(kj), "gpu", 0);
 	job->stats.index_ms += gj_now_ms() - t0;
 	if (block_plan != NULL && block_plan->m > 0)

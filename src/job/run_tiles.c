@@ -134,6 +134,7 @@ GjStartGpuTiles(GjJob *job)
 	st = gj_gpu_tiles_start(p, &o, &gopt, &tj, err, sizeof(err));
 	if (st != GJ_OK)
 		return GjGpuStartFailed(job, st, err);
+	job->stats.gpu_team_why = GjGpuTeamFailure(&gopt);
 	GjEngineRunning(job, GJ_ENGINE(tj), "gpu (tiles)", 0);
 	job->stats.index_ms += gj_now_ms() - t0;
 	if (job->stats.estimated_pairs >= 0)

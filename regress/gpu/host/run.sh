@@ -27,7 +27,10 @@
 #   6. step citus (not by default): regress/citus_check.sh and
 #      regress/bench/bench_citus.sh on a coordinator and two workers of the
 #      staged server, where Citus is staged too
-#   7. step ab (not by default): another build ($GJ_AB_BASE) against this one
+#   7. steps team and teamsql: one join on several GPUs (gpujoin.gpus) against
+#      one GPU, the engines (regress/gpu/gpu_team check and bench) and SQL
+#      (regress/gpu/host/team.sql); on a host of one GPU the team is GPU 0 twice
+#   8. step ab (not by default): another build ($GJ_AB_BASE) against this one
 #      on a query of each engine family: the same answers, times side by side
 #      in $GJ_AB_ROUNDS rounds (default 2)
 # Built beforehand where nvcc and PostgreSQL's headers are (make, make
@@ -37,7 +40,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gj_out}
 mkdir -p "$OUT"
-STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,keys,plainjoin,highdimsql,knnsql,cancel,exit,exitstress}
+STEPS=${GJ_STEPS:-check,sanitize,bench,tilescheck,tilessanitize,slicesanitize,tilesbench,knncheck,knnsanitize,knnbench,knnbenchhd,team,densitycheck,densitysanitize,densitybench,densitydense,pg,sqlbench,read,spread,emit,densitysql,lists,join,keys,plainjoin,highdimsql,knnsql,teamsql,cancel,exit,exitstress}
 summary=()
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 # one SQL script against the staged server's gj_regress: output to $OUT/$2,
@@ -110,6 +113,14 @@ if has knnbench; then
 fi
 if has knnbenchhd; then
 	timeout ${GJ_BENCH_TIMEOUT:-300} ./regress/gpu/gpu_knn benchhd 2>&1 | tee "$OUT/knn_bench_hd.md"
+fi
+if has team; then
+	GJ_VERBOSE=1 timeout ${GJ_CHECK_TIMEOUT:-300} ./regress/gpu/gpu_team check > "$OUT/gpu_team.log" 2>&1
+	echo "gpu_team exit $?" >> "$OUT/gpu_team.log"
+	summary+=("gpu_team check: $(grep 'passed' "$OUT/gpu_team.log" | tail -1)")
+	grep -E '^FAIL' "$OUT/gpu_team.log" | head -8
+	timeout ${GJ_BENCH_TIMEOUT:-400} ./regress/gpu/gpu_team bench 2>&1 | tee "$OUT/team_bench.md"
+	summary+=("gpu_team bench: $(grep -c '| same |' "$OUT/team_bench.md") cases with equal rows; speed-ups $(grep -o '\*\*[0-9.]*x\*\*' "$OUT/team_bench.md" | tr -d '*' | tr '\n' ' ')")
 fi
 if has pg; then
 	. regress/gpu/host/pg_up.sh
@@ -252,6 +263,11 @@ if has blocksab; then
 		-c "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM eps_selfjoin('syn16', $c16, 0.03)" gj_regress >> "$OUT/blocks_ab.txt" 2>&1
 	rm -f "$cur" && cp /tmp/gj_this.so "$cur"
 	summary+=("blocks A/B (A: base, B: this build): $(grep -E '^(==|[A-C] )' "$OUT/blocks_ab.txt" | sed 's/: SELECT.*//; s/: SET.*//' | tr '\n' ';')")
+fi
+if has teamsql; then
+	sql_step regress/gpu/host/team.sql team_sql.txt 12
+	summary+=("team.sql: $(grep -c 'WARNING:  ok' "$OUT/team_sql.txt") ok, $(grep -c 'FAIL\|ERROR' "$OUT/team_sql.txt") failed")
+	grep -E 'FAIL|ERROR' "$OUT/team_sql.txt" | head -8
 fi
 if has ab; then
 	# any build ($GJ_AB_BASE, say the previous commit's gpujoin.so) against
