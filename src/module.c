@@ -46,6 +46,7 @@ _PG_init(void)
 	GjDistInit();
 	GjCustomScanInit();
 	GjJoinPathInit();
+	GjDistPlainInit();
 	MarkGUCPrefixReserved("gpujoin");
 	gj_set_interrupt_hook(GjInterrupted);
 }

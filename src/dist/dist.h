@@ -38,6 +38,9 @@ extern GjDist *GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats
 extern bool GjDistNext(GjDist *dist, Datum *values, bool *nulls);
 extern void GjDistEnd(GjDist *dist);
 
+/* plain_sql.c: the planner hook for plain distance joins of distributed tables (from _PG_init) */
+extern void GjDistPlainInit(void);
+
 /* citus.c */
 extern bool GjCitusInstalled(void);
 extern bool GjCitusDistributed(Oid relid);

@@ -201,12 +201,12 @@ GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc)
 
 /* ST_DWithin(a, b, d [, use_spheroid]) */
 static bool
-WithinOf(FuncExpr *f, JoinSides *js, GjJoinClause *jc)
+WithinOf(FuncExpr *f, GjKeySideFn side, void *arg, GjJoinClause *jc)
 {
 	char	   *name;
 	int			nargs = list_length(f->args);
 
-	if (nargs < 3 || nargs > 4 || !KeysOf(f->funcid, f->args, JoinKeySide, js, jc) ||
+	if (nargs < 3 || nargs > 4 || !KeysOf(f->funcid, f->args, side, arg, jc) ||
 		!IsPostgis(jc->kind))
 		return false;
 	name = get_func_name(f->funcid);
@@ -260,6 +260,22 @@ CompareOf(OpExpr *op, JoinSides *js, GjJoinClause *jc)
 	return true;
 }
 
+/*
+ * Whether n is ST_DWithin of two keys or a distance between them, side
+ * telling which side an argument is (as GjDistanceOf): what a query's
+ * distance join is made of, before it is planned (dist/plain_sql.c).
+ */
+bool
+GjDistancePredicateOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc)
+{
+	memset(jc, 0, sizeof(*jc));
+	if (IsA(n, FuncExpr) && ((FuncExpr *) n)->funcresulttype == BOOLOID &&
+		WithinOf((FuncExpr *) n, side, arg, jc))
+		return true;
+	memset(jc, 0, sizeof(*jc));
+	return GjDistanceOf(n, side, arg, jc);
+}
+
 bool
 GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc)
 {
@@ -273,7 +289,7 @@ GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc)
 
 		memset(jc, 0, sizeof(*jc));
 		if (IsA(q, FuncExpr) && ((FuncExpr *) q)->funcresulttype == BOOLOID)
-			found = WithinOf((FuncExpr *) q, &js, jc);
+			found = WithinOf((FuncExpr *) q, JoinKeySide, &js, jc);
 		else if (IsA(q, OpExpr))
 			found = CompareOf((OpExpr *) q, &js, jc);
 		if (found)

@@ -54,6 +54,7 @@ typedef struct GjJoinClause
 extern bool GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc);
 typedef int (*GjKeySideFn) (Node *n, void *arg);
 extern bool GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc);
+extern bool GjDistancePredicateOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc);
 
 /* path.c: registers gpujoin.enable_join and the join path hook (from _PG_init). */
 extern void GjJoinPathInit(void);

@@ -1,0 +1,326 @@
+/*
+ * plain_sql.c
+ *		Plain SQL distance joins of Citus-distributed tables: the join
+ *		Citus refuses, made one it runs, with the GpuJoin doing the join.
+ *
+ * Citus plans a query over distributed tables before PostgreSQL does, and
+ * a join of two of them on anything but their distribution columns
+ * (ST_DWithin, <-> <= d) is an error:
+ * "complex joins are only supported when all distributed tables are
+ * joined on their distribution columns".  Citus does run such a join when
+ * each table is a subquery it cannot push down: it reads each one's rows
+ * from the workers into an intermediate result (its recursive planning),
+ * then joins the results on the coordinator, where PostgreSQL's planner,
+ * and so gpujoin's join path (join/path.c), plans the join.
+ *
+ * This planner hook, which runs before Citus's (gpujoin must be loaded
+ * after citus), finds such joins and wraps each distributed table of one
+ * in SELECT every column FROM t OFFSET 0: the same rows and columns, the
+ * same permissions and row security (the table's entry moves into the
+ * subquery whole), and a subquery Citus plans as an intermediate result.
+ * The rows are PostgreSQL's: the GpuJoin decides every pair by the
+ * query's own quals.  Every row of both tables travels to the
+ * coordinator, as with the functions' calls that the coordinator runs;
+ * the join on the workers (dist_join.c) is for the functions only.
+ *
+ * Left alone: queries without Citus or without such a join, tables that
+ * are not hash-distributed (a reference table joins anywhere already),
+ * a table whose entry the query uses otherwise than by its columns (a
+ * whole-row or system column, FOR UPDATE, TABLESAMPLE), and the LATERAL
+ * kNN (ORDER BY <-> LIMIT k): wrapped so, its subquery re-read the whole
+ * intermediate result for every outer row (20K x 50K rows: 9.6 minutes),
+ * where knn_join runs on the workers.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/planner.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+
+#include "compat.h"
+#include "dist/dist.h"
+#include "join/join.h"
+
+static planner_hook_type prev_planner = NULL;
+
+/* The two sides of a distance between Vars of one query level. */
+typedef struct VarSides
+{
+	Index		varno[2];
+} VarSides;
+
+static Node *
+StripRelabel(Node *n)
+{
+	while (n != NULL && IsA(n, RelabelType))
+		n = (Node *) ((RelabelType *) n)->arg;
+	return n;
+}
+
+/* GjKeySideFn: a Var of the level is side 0 until a Var of another entry makes side 1. */
+static int
+VarSide(Node *n, void *arg)
+{
+	VarSides   *vs = (VarSides *) arg;
+	Var		   *v;
+
+	n = StripRelabel(n);
+	if (n == NULL || !IsA(n, Var))
+		return -1;
+	v = (Var *) n;
+	if (v->varlevelsup != 0)
+		return -1;
+	if (vs->varno[0] == 0 || vs->varno[0] == v->varno)
+		return vs->varno[0] = v->varno, 0;
+	vs->varno[1] = v->varno;
+	return 1;
+}
+
+/*
+ * Pairs of tables a distance joins, found in a query's quals: entries a
+ * and b of query q.  Found without a catalog lookup; Citus is asked only
+ * about the pairs.
+ */
+typedef struct DistancePair
+{
+	Query	   *q;
+	Index		a;
+	Index		b;
+} DistancePair;
+
+typedef struct Finder
+{
+	Query	   *q;
+	List	   *pairs;			/* DistancePair * */
+} Finder;
+
+/* A table's entry of q (rti) that a subquery could stand for. */
+static bool
+TableEntry(Query *q, Index rti)
+{
+	RangeTblEntry *rte = rt_fetch(rti, q->rtable);
+
+	return rte->rtekind == RTE_RELATION && rte->tablesample == NULL &&
+		get_parse_rowmark(q, rti) == NULL;
+}
+
+static void
+AddPair(Finder *f, Index a, Index b)
+{
+	DistancePair *p = palloc(sizeof(DistancePair));
+
+	p->q = f->q;
+	p->a = a;
+	p->b = b;
+	f->pairs = lappend(f->pairs, p);
+}
+
+static bool
+FindDistances(Node *n, Finder *f)
+{
+	VarSides	vs = {0};
+	GjJoinClause jc;
+
+	if (n == NULL)
+		return false;
+	if (IsA(n, Query))
+		return false;			/* a sublink's query: its own level */
+	if ((IsA(n, FuncExpr) || IsA(n, OpExpr)) && GjDistancePredicateOf(n, VarSide, &vs, &jc) &&
+		vs.varno[0] != vs.varno[1] && TableEntry(f->q, vs.varno[0]) &&
+		TableEntry(f->q, vs.varno[1]))
+		AddPair(f, vs.varno[0], vs.varno[1]);
+	return expression_tree_walker(n, FindDistances, (void *) f);
+}
+
+/* A Var of entry rti (at levelsup) other than a user column: the entry must stay a table. */
+typedef struct OddUse
+{
+	Index		rti;
+	int			levelsup;
+} OddUse;
+
+static bool
+FindOddUse(Node *n, OddUse *u)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, Var))
+		return ((Var *) n)->varno == u->rti && (int) ((Var *) n)->varlevelsup == u->levelsup &&
+			((Var *) n)->varattno <= 0;
+	if (IsA(n, Query))
+	{
+		bool		found;
+
+		u->levelsup++;
+		found = query_tree_walker((Query *) n, FindOddUse, (void *) u, 0);
+		u->levelsup--;
+		return found;
+	}
+	return expression_tree_walker(n, FindOddUse, (void *) u);
+}
+
+/*
+ * Entry rti of q becomes (SELECT every column FROM t OFFSET 0): the table's
+ * entry, permissions and security quals move into the subquery; dropped
+ * columns keep their numbers as NULLs, so q's Vars need no change.
+ */
+static void
+WrapTable(Query *q, Index rti)
+{
+	RangeTblEntry *rte = rt_fetch(rti, q->rtable);
+	RangeTblEntry *inner = copyObject(rte);
+	Query	   *sub = makeNode(Query);
+	RangeTblRef *ref = makeNode(RangeTblRef);
+	Relation	rel = table_open(rte->relid, NoLock);	/* locked by the parser */
+	TupleDesc	td = RelationGetDescr(rel);
+	List	   *tlist = NIL;
+
+	for (int a = 1; a <= td->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(td, a - 1);
+		Expr	   *e = att->attisdropped ? (Expr *) makeNullConst(INT4OID, -1, InvalidOid) :
+			(Expr *) makeVar(1, a, att->atttypid, att->atttypmod, att->attcollation, 0);
+
+		tlist = lappend(tlist, makeTargetEntry(e, a, pstrdup(NameStr(att->attname)), false));
+	}
+	table_close(rel, NoLock);
+
+	sub->commandType = CMD_SELECT;
+	sub->querySource = QSRC_ORIGINAL;
+	sub->canSetTag = true;
+	sub->hasRowSecurity = q->hasRowSecurity;
+	inner->lateral = false;
+	inner->inFromCl = true;
+#if PG_VERSION_NUM >= 160000
+	inner->perminfoindex = 0;
+	if (rte->perminfoindex != 0)
+	{
+		sub->rteperminfos = list_make1(copyObject(getRTEPermissionInfo(q->rteperminfos, rte)));
+		inner->perminfoindex = 1;
+	}
+#endif
+	sub->rtable = list_make1(inner);
+	ref->rtindex = 1;
+	sub->jointree = makeFromExpr(list_make1(ref), NULL);
+	sub->targetList = tlist;
+	sub->limitOffset = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+										  Int64GetDatum(0), false, FLOAT8PASSBYVAL);
+	sub->limitOption = LIMIT_OPTION_COUNT;
+
+	/* the outer entry: a subquery, its permissions checked inside */
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->inh = false;
+	rte->securityQuals = NIL;
+#if PG_VERSION_NUM >= 160000
+	rte->perminfoindex = 0;
+#else
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+#endif
+}
+
+/* A pair's entry: wrap it once (entries already wrapped are subqueries now). */
+static int
+WrapEntry(Query *q, Index rti)
+{
+	OddUse		u = {rti, 0};
+
+	/* the range table too: a LATERAL subquery may use the entry's whole row */
+	if (rt_fetch(rti, q->rtable)->rtekind != RTE_RELATION ||
+		query_tree_walker(q, FindOddUse, (void *) &u, 0))
+		return 0;
+	WrapTable(q, rti);
+	return 1;
+}
+
+/*
+ * The distance joins of q and of the queries in its FROM and WITH (a join
+ * written inside a subquery, a set operation, a CTE), each in its own level.
+ */
+static void
+FindInQuery(Query *q, Finder *f, int depth)
+{
+	ListCell   *lc;
+	Query	   *saved = f->q;
+
+	if (depth > 8)
+		return;
+	f->q = q;
+	FindDistances((Node *) q->jointree, f);
+	f->q = saved;
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
+			FindInQuery(rte->subquery, f, depth + 1);
+	}
+	foreach(lc, q->cteList)
+	{
+		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+
+		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType == CMD_SELECT)
+			FindInQuery((Query *) cte->ctequery, f, depth + 1);
+	}
+}
+
+/* The planner hook: wrap, then whoever planned before us (Citus). */
+static PlannedStmt *
+GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
+			  ParamListInfo bound_params)
+{
+	const char *join = GetConfigOption("gpujoin.enable_join", true, false);
+	const char *dist = GetConfigOption("gpujoin.distributed", true, false);
+
+	if (parse->commandType == CMD_SELECT && parse->rtable != NIL &&
+		join != NULL && strcmp(join, "on") == 0 && dist != NULL && strcmp(dist, "on") == 0)
+	{
+		Finder		f = {parse, NIL};
+		ListCell   *lc;
+		int			n = 0;
+
+		FindInQuery(parse, &f, 0);
+		if (f.pairs != NIL && !GjCitusInstalled())
+			f.pairs = NIL;
+		/* both tables hash-distributed: the join Citus refuses */
+		foreach(lc, f.pairs)
+		{
+			DistancePair *p = (DistancePair *) lfirst(lc);
+			RangeTblEntry *ra = rt_fetch(p->a, p->q->rtable);
+			RangeTblEntry *rb = rt_fetch(p->b, p->q->rtable);
+
+			if (ra->rtekind != RTE_RELATION || rb->rtekind != RTE_RELATION ||
+				!GjCitusDistributed(ra->relid) || !GjCitusDistributed(rb->relid))
+				continue;
+			n += WrapEntry(p->q, p->a);
+			n += WrapEntry(p->q, p->b);
+		}
+		if (n > 0)
+			elog(DEBUG1, "gpujoin: %d distributed tables of distance joins read as subqueries", n);
+	}
+	if (prev_planner)
+		return prev_planner(parse, query_string, cursor_options, bound_params);
+	return standard_planner(parse, query_string, cursor_options, bound_params);
+}
+
+/* From _PG_init: the hook, before any planner hook already there (Citus's). */
+void
+GjDistPlainInit(void)
+{
+	prev_planner = planner_hook;
+	planner_hook = GjDistPlanner;
+}
