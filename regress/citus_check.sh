@@ -240,6 +240,18 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_gq a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n" 2>&1)
 	grep -q "complex joins\|cannot push down\|not supported" <<<"$out" && check "plain SQL: the LATERAL kNN is left to Citus" ok ||
 		check "plain SQL: the LATERAL kNN is left to Citus" "$out"
+	# ... and they are PostGIS's own rows: the plain copies joined in a session
+	# where gpujoin is not loaded (a nested loop calling ST_DWithin)
+	psql -X -q -At -c "$load" -c "CREATE TABLE plain_gpu AS SELECT a.id AS a, b.id AS b FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" >/dev/null 2>&1
+	out=$(psql -X -q -At -c "CREATE TABLE plain_pg AS SELECT a.id AS a, b.id AS b FROM l_gq a JOIN l_gp b ON ST_DWithin(a.g, b.g, 0.4)" \
+		-c "SELECT (SELECT count(*) FROM (TABLE plain_gpu EXCEPT ALL TABLE plain_pg) x) || ' ' || (SELECT count(*) FROM (TABLE plain_pg EXCEPT ALL TABLE plain_gpu) y) || ' ' || (SELECT count(*) FROM plain_pg)" \
+		-c "SELECT count(*) FROM pg_settings WHERE name = 'gpujoin.enable_join'" 2>&1 | tail -2 | tr '\n' ' ')
+	case "$out" in
+	"0 0 0 "*) check "plain SQL: PostGIS's rows" "no rows: $out" ;;
+	"0 0 "*" 0 ") check "plain SQL: PostGIS's rows" ok ;;
+	*) check "plain SQL: PostGIS's rows" "$out" ;;
+	esac
+	q "DROP TABLE IF EXISTS plain_gpu, plain_pg" >/dev/null 2>&1
 	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" 2>&1)
 	grep -q "Distributed Subplan" <<<"$plan" && check "plain SQL: each table read as a subquery" ok ||
 		check "plain SQL: each table read as a subquery" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
