@@ -267,6 +267,37 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 else
 	echo "citus: measure: PostGIS is not installed: the geometry checks did not run"
 fi
+
+# pgvector: <-> and <=> joins of two distributed tables in plain SQL, against
+# pgvector's own operators on the plain copies in a session without gpujoin
+if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; then
+	load="LOAD 'gpujoin'"
+	fin="x IS NOT NULL AND y IS NOT NULL AND x NOT IN ('NaN', 'Infinity', '-Infinity') AND y NOT IN ('NaN', 'Infinity', '-Infinity')"
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_v1 (id bigint PRIMARY KEY, v vector(3));
+	   CREATE TABLE d_v2 (id bigint PRIMARY KEY, v vector(3));
+	   SELECT create_distributed_table('d_v1', 'id');
+	   SELECT create_distributed_table('d_v2', 'id');
+	   INSERT INTO d_v1 SELECT id, ('[' || x || ',' || y || ',1]')::vector FROM d_st WHERE $fin;
+	   INSERT INTO d_v2 SELECT id, ('[' || x || ',' || (x + y) / 2 || ',1.1]')::vector FROM d_q2 WHERE $fin;
+	   CREATE TABLE l_v1 AS SELECT * FROM d_v1;
+	   CREATE TABLE l_v2 AS SELECT * FROM d_v2;" >/dev/null || check "vector rows" "not made"
+	for op in "<-> 0.3" "<=> 0.0001"; do
+		set -- $op
+		psql -X -q -At -c "$load" -c "CREATE TABLE vec_gpu AS SELECT a.id AS a, b.id AS b FROM d_v2 a JOIN d_v1 b ON a.v $1 b.v <= $2" >/dev/null 2>&1
+		out=$(psql -X -q -At -c "CREATE TABLE vec_pg AS SELECT a.id AS a, b.id AS b FROM l_v2 a JOIN l_v1 b ON a.v $1 b.v <= $2" \
+			-c "SELECT (SELECT count(*) FROM (TABLE vec_gpu EXCEPT ALL TABLE vec_pg) x) || ' ' || (SELECT count(*) FROM (TABLE vec_pg EXCEPT ALL TABLE vec_gpu) y) || ' ' || (SELECT count(*) FROM vec_pg)" \
+			-c "SELECT count(*) FROM pg_settings WHERE name = 'gpujoin.enable_join'" 2>&1 | tail -2 | tr '\n' ' ')
+		case "$out" in
+		"0 0 0 "*) check "plain SQL: pgvector $1 join, pgvector's rows" "no rows: $out" ;;
+		"0 0 "*" 0 ") check "plain SQL: pgvector $1 join, pgvector's rows" ok ;;
+		*) check "plain SQL: pgvector $1 join, pgvector's rows" "$out" ;;
+		esac
+		q "DROP TABLE IF EXISTS vec_gpu, vec_pg" >/dev/null 2>&1
+	done
+else
+	echo "citus: measure: pgvector is not installed: the vector joins did not run"
+fi
 # calls the strips cannot answer exactly run here, with a NOTICE, same rows
 same_st "$set" "eps_selfjoin, non-unique id column (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, id_col => 'id2')"
 note=$(q "SELECT count(*) FROM eps_selfjoin('d_st', '{x,y}', 0.4, id_col => 'id2')" 2>&1 | grep -c "read on this node: its id column has no unique index")
