@@ -78,6 +78,23 @@ same_st() {
 	esac
 }
 same() { same_st "SELECT 1" "$@"; }
+
+# $1 name, $2 a plain-SQL join of distributed tables (run with gpujoin
+# loaded), $3 the same of their plain copies in a session where gpujoin is
+# not loaded (the extensions' own operators): equal as multisets, non-empty
+same_as_own() {
+	local out
+	psql -X -q -At -c "LOAD 'gpujoin'" -c "CREATE TABLE own_gpu AS $2" >/dev/null 2>&1
+	out=$(psql -X -q -At -c "CREATE TABLE own_pg AS $3" \
+		-c "SELECT (SELECT count(*) FROM (TABLE own_gpu EXCEPT ALL TABLE own_pg) x) || ' ' || (SELECT count(*) FROM (TABLE own_pg EXCEPT ALL TABLE own_gpu) y) || ' ' || (SELECT count(*) FROM own_pg)" \
+		-c "SELECT count(*) FROM pg_settings WHERE name = 'gpujoin.enable_join'" 2>&1 | tail -2 | tr '\n' ' ')
+	case "$out" in
+	"0 0 0 "*) check "$1" "no rows: $out" ;;
+	"0 0 "*" 0 ") check "$1" ok ;;
+	*) check "$1" "$out" ;;
+	esac
+	q "DROP TABLE IF EXISTS own_gpu, own_pg" >/dev/null 2>&1
+}
 same eps_selfjoin "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.75)"
 same "eps_selfjoin symmetric" "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.5, \"symmetric\" => true)"
 same eps_join "SELECT * FROM eps_join('{Q}', '{P}', '{x,y}', 0.6)"
@@ -242,16 +259,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		check "plain SQL: the LATERAL kNN is left to Citus" "$out"
 	# ... and they are PostGIS's own rows: the plain copies joined in a session
 	# where gpujoin is not loaded (a nested loop calling ST_DWithin)
-	psql -X -q -At -c "$load" -c "CREATE TABLE plain_gpu AS SELECT a.id AS a, b.id AS b FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" >/dev/null 2>&1
-	out=$(psql -X -q -At -c "CREATE TABLE plain_pg AS SELECT a.id AS a, b.id AS b FROM l_gq a JOIN l_gp b ON ST_DWithin(a.g, b.g, 0.4)" \
-		-c "SELECT (SELECT count(*) FROM (TABLE plain_gpu EXCEPT ALL TABLE plain_pg) x) || ' ' || (SELECT count(*) FROM (TABLE plain_pg EXCEPT ALL TABLE plain_gpu) y) || ' ' || (SELECT count(*) FROM plain_pg)" \
-		-c "SELECT count(*) FROM pg_settings WHERE name = 'gpujoin.enable_join'" 2>&1 | tail -2 | tr '\n' ' ')
-	case "$out" in
-	"0 0 0 "*) check "plain SQL: PostGIS's rows" "no rows: $out" ;;
-	"0 0 "*" 0 ") check "plain SQL: PostGIS's rows" ok ;;
-	*) check "plain SQL: PostGIS's rows" "$out" ;;
-	esac
-	q "DROP TABLE IF EXISTS plain_gpu, plain_pg" >/dev/null 2>&1
+	same_as_own "plain SQL: PostGIS's rows" \
+		"SELECT a.id AS a, b.id AS b FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" \
+		"SELECT a.id AS a, b.id AS b FROM l_gq a JOIN l_gp b ON ST_DWithin(a.g, b.g, 0.4)"
 	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" 2>&1)
 	grep -q "Distributed Subplan" <<<"$plan" && check "plain SQL: each table read as a subquery" ok ||
 		check "plain SQL: each table read as a subquery" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
@@ -284,16 +294,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	   CREATE TABLE l_v2 AS SELECT * FROM d_v2;" >/dev/null || check "vector rows" "not made"
 	for op in "<-> 0.3" "<=> 0.0001"; do
 		set -- $op
-		psql -X -q -At -c "$load" -c "CREATE TABLE vec_gpu AS SELECT a.id AS a, b.id AS b FROM d_v2 a JOIN d_v1 b ON a.v $1 b.v <= $2" >/dev/null 2>&1
-		out=$(psql -X -q -At -c "CREATE TABLE vec_pg AS SELECT a.id AS a, b.id AS b FROM l_v2 a JOIN l_v1 b ON a.v $1 b.v <= $2" \
-			-c "SELECT (SELECT count(*) FROM (TABLE vec_gpu EXCEPT ALL TABLE vec_pg) x) || ' ' || (SELECT count(*) FROM (TABLE vec_pg EXCEPT ALL TABLE vec_gpu) y) || ' ' || (SELECT count(*) FROM vec_pg)" \
-			-c "SELECT count(*) FROM pg_settings WHERE name = 'gpujoin.enable_join'" 2>&1 | tail -2 | tr '\n' ' ')
-		case "$out" in
-		"0 0 0 "*) check "plain SQL: pgvector $1 join, pgvector's rows" "no rows: $out" ;;
-		"0 0 "*" 0 ") check "plain SQL: pgvector $1 join, pgvector's rows" ok ;;
-		*) check "plain SQL: pgvector $1 join, pgvector's rows" "$out" ;;
-		esac
-		q "DROP TABLE IF EXISTS vec_gpu, vec_pg" >/dev/null 2>&1
+		same_as_own "plain SQL: pgvector $1 join, pgvector's rows" \
+			"SELECT a.id AS a, b.id AS b FROM d_v2 a JOIN d_v1 b ON a.v $1 b.v <= $2" \
+			"SELECT a.id AS a, b.id AS b FROM l_v2 a JOIN l_v1 b ON a.v $1 b.v <= $2"
 	done
 else
 	echo "citus: measure: pgvector is not installed: the vector joins did not run"
