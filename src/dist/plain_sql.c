@@ -121,6 +121,26 @@ AddPair(Finder *f, Index a, Index b)
 	f->pairs = lappend(f->pairs, p);
 }
 
+/*
+ * Whether the first two arguments are columns of two entries of this level:
+ * every planned query passes here, so the catalog lookups of
+ * GjDistancePredicateOf wait for a call that could be a join's distance.
+ */
+static bool
+JoinsTwoEntries(List *args)
+{
+	Node	   *a,
+			   *b;
+
+	if (list_length(args) < 2)
+		return false;
+	a = StripRelabel(linitial(args));
+	b = StripRelabel(lsecond(args));
+	return a != NULL && b != NULL && IsA(a, Var) && IsA(b, Var) &&
+		((Var *) a)->varlevelsup == 0 && ((Var *) b)->varlevelsup == 0 &&
+		((Var *) a)->varno != ((Var *) b)->varno;
+}
+
 static bool
 FindDistances(Node *n, Finder *f)
 {
@@ -131,7 +151,9 @@ FindDistances(Node *n, Finder *f)
 		return false;
 	if (IsA(n, Query))
 		return false;			/* a sublink's query: its own level */
-	if ((IsA(n, FuncExpr) || IsA(n, OpExpr)) && GjDistancePredicateOf(n, VarSide, &vs, &jc) &&
+	if (((IsA(n, FuncExpr) && JoinsTwoEntries(((FuncExpr *) n)->args)) ||
+		 (IsA(n, OpExpr) && JoinsTwoEntries(((OpExpr *) n)->args))) &&
+		GjDistancePredicateOf(n, VarSide, &vs, &jc) &&
 		vs.varno[0] != vs.varno[1] && TableEntry(f->q, vs.varno[0]) &&
 		TableEntry(f->q, vs.varno[1]))
 		AddPair(f, vs.varno[0], vs.varno[1]);
