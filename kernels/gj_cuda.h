@@ -93,6 +93,7 @@ typedef struct gj_gpu_options
 	int			ndevices;
 	int			devices[GJ_MAX_GPUS];
 	gj_gpu_share *share;		/* set by the team for its members: NULL */
+	int			member;			/* ... and which of them (0 ..) */
 } gj_gpu_options;
 
 typedef struct gj_gpu_stats
@@ -167,6 +168,8 @@ typedef struct gj_gpu_knn_stats
 	int			filter;			/* brute force with the tensor-core filter */
 	int			row_gather;		/* row_order applied on the device (else by the host) */
 	double		done_ms;		/* gj_now_ms() when the last list was handed over */
+	double		refs_up_ms;		/* row_gather: the references to the device */
+	double		gather_ms;		/* ... then their order found and applied there */
 } gj_gpu_knn_info;
 
 extern gj_status gj_gpu_knn_start(gj_points *refs, const gj_points *queries,

@@ -107,6 +107,9 @@ extern gj_status gj_gpu_share_publish(gj_gpu_share *s, uint64_t fp, int64_t nseq
 extern int	gj_gpu_share_claim(gj_gpu_share *s, int64_t seq);
 extern int64_t gj_gpu_share_next(gj_gpu_share *s, int64_t n);
 extern int	gj_gpu_share_members(const gj_gpu_share *s);
+extern cudaError_t gj_gpu_share_upload(gj_gpu_share *s, int member, void *dst, const void *src,
+									   size_t bytes, cudaStream_t stream);
+extern void gj_gpu_share_decline(gj_gpu_share *s);
 
 /*
  * An engine's device current on the calling thread for a scope (its free

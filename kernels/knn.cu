@@ -123,6 +123,7 @@ struct gj_gpu_knn
 	int			stop;
 	int			device;			/* current at the start: the driver thread's too */
 	gj_gpu_share *share;		/* a team's member: positions from the shared cursor */
+	int			member;			/* ... which one */
 	char		err[256];
 	double		t_start;		/* gj_now_ms() at gj_gpu_knn_start */
 	size_t		budget_left;	/* device bytes the index leaves to the rest */
@@ -726,11 +727,14 @@ upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, const gj_block_p
 	char	   *tmp = NULL;
 	uint32_t   *dperm;
 	cudaError_t e;
+	double		t0;
 
 	*gathered = 0;
 	if (sb == (size_t) -1 || sat + sb > room || cudaMalloc(&tmp, sat + sb) != cudaSuccess)
 	{
 		cudaGetLastError();
+		if (j->share != NULL)
+			gj_gpu_share_decline(j->share);	/* the others stage every part themselves */
 		return GJ_OK;
 	}
 	dperm = (uint32_t *) (tmp + xb + ib);
@@ -738,14 +742,24 @@ upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, const gj_block_p
 	if (j->h_sorted_ids == NULL)
 	{
 		cudaFree(tmp);
+		if (j->share != NULL)
+			gj_gpu_share_decline(j->share);
 		return GJ_ERR_NOMEM;
 	}
 	if (row_order != NULL)
 		for (int64_t i = 0; i < n; i++)
 			j->h_sorted_ids[i] = j->refs->ids[row_order[i]];
-	e = gj_upload_staged(tmp, j->refs->x, xb, j->copy_stream);
+	t0 = gj_now_ms();
+	/* a team's members stage a part each and copy the rest from each other */
+	e = j->share != NULL ?
+		gj_gpu_share_upload(j->share, j->member, tmp, j->refs->x, xb, j->copy_stream) :
+		gj_upload_staged(tmp, j->refs->x, xb, j->copy_stream);
 	if (e == cudaSuccess)
 		e = cudaMemcpyAsync(tmp + xb, j->refs->ids, ib, cudaMemcpyHostToDevice, j->copy_stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(j->copy_stream);
+	j->info.refs_up_ms = gj_now_ms() - t0;
+	t0 = gj_now_ms();
 	if (e == cudaSuccess)
 		e = row_order != NULL ?
 			cudaMemcpyAsync(dperm, row_order, pb, cudaMemcpyHostToDevice, j->copy_stream) :
@@ -761,6 +775,7 @@ upload_ordered(struct gj_gpu_knn *j, const uint32_t *row_order, const gj_block_p
 		e = cudaEventRecord(j->part_ready[0], j->copy_stream);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(j->copy_stream);
+	j->info.gather_ms = gj_now_ms() - t0;
 	cudaFree(tmp);
 	if (e != cudaSuccess)
 	{
@@ -1211,6 +1226,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	j->eng.report = gpu_knn_report;
 	j->t_start = t0;
 	j->share = gopt != NULL ? gopt->share : NULL;
+	j->member = gopt != NULL ? gopt->member : 0;
 	if (cudaGetDevice(&j->device) != cudaSuccess)
 		cudaGetLastError();
 	j->refs = refs;

@@ -144,7 +144,7 @@ gj_pinned_release(void)
 #define GJ_STAGE_BYTES ((size_t) 32 << 20)	/* a pinned chunk */
 #define GJ_STAGE_MIN ((size_t) 64 << 20)	/* smaller uploads: one plain copy */
 #define GJ_STAGE_UNIT ((size_t) 64 << 10)	/* a helper thread's share, in these */
-#define GJ_STAGE_THREADS 4
+#define GJ_STAGE_THREADS 8
 
 typedef struct stage_copy
 {

@@ -271,6 +271,22 @@ typedef struct knn_run
 	int64_t		rows;
 } knn_run;
 
+/* Where each member's start and search went (GJ_VERBOSE: the benchmark's breakdown). */
+static void
+print_knn_members(gj_engine *team)
+{
+	for (int i = 0; i < gj_team_size(team); i++)
+	{
+		gj_gpu_knn_info st;
+
+		gj_gpu_knn_stats((const gj_gpu_knn *) gj_team_member(team, i), &st);
+		printf("    member %d: start %.1f ms (index %.1f, buffers %.1f, refs up %.1f, "
+			   "order and gather %.1f), first list %.1f ms, search %.1f ms, %lld batches\n",
+			   i, st.upload_ms, st.index_ms, st.alloc_ms, st.refs_up_ms, st.gather_ms,
+			   st.first_ms, st.search_ms, (long long) st.batches);
+	}
+}
+
 static knn_run
 run_knn(gj_points *refs, const gj_points *qs, const gj_knn_options *opt, gj_gpu_options g,
 		gj_knnset *set)
@@ -310,6 +326,8 @@ run_knn(gj_points *refs, const gj_points *qs, const gj_knn_options *opt, gj_gpu_
 	r.all_worked = member_batches(GJ_ENGINE(j), r.batches, sizeof(r.batches));
 	if (r.st != GJ_DONE)
 		snprintf(r.err, sizeof(r.err), "%s", gj_gpu_knn_error(j));
+	if (getenv("GJ_VERBOSE"))
+		print_knn_members(GJ_ENGINE(j));
 	stage[0] = 'f';				/* "f..." : freeing it */
 	gj_engine_free(GJ_ENGINE(j));
 	return r;
