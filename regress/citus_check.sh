@@ -46,7 +46,8 @@ q "SET citus.shard_count = 32;
 shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'd_pts'::regclass")
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
-# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table)
+# $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
+# {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64))
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -59,6 +60,9 @@ same_st() {
 	d=${d//\{G2\}/d_gq}
 	d=${d//\{T\}/d_tx}
 	d=${d//\{R\}/d_ref}
+	d=${d//\{V\}/d_v1}
+	d=${d//\{V2\}/d_v2}
+	d=${d//\{H\}/d_h}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -68,6 +72,9 @@ same_st() {
 	l=${l//\{G2\}/l_gq}
 	l=${l//\{T\}/l_tx}
 	l=${l//\{R\}/l_ref}
+	l=${l//\{V\}/l_v1}
+	l=${l//\{V2\}/l_v2}
+	l=${l//\{H\}/l_h}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -297,6 +304,38 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		same_as_own "plain SQL: pgvector $1 join, pgvector's rows" \
 			"SELECT a.id AS a, b.id AS b FROM d_v2 a JOIN d_v1 b ON a.v $1 b.v <= $2" \
 			"SELECT a.id AS a, b.id AS b FROM l_v2 a JOIN l_v1 b ON a.v $1 b.v <= $2"
+	done
+	# the functions on vector columns run on the workers: the strips cut an
+	# element of the vectors (cast to real[]), the workers read the vectors.
+	# d_st's clumps, ties exactly eps apart and duplicates, a NULL vector;
+	# then 64-D halfvec, whose cut dimension comes from a sample
+	q "INSERT INTO d_v1 VALUES (40001, NULL);
+	   INSERT INTO l_v1 VALUES (40001, NULL);
+	   ALTER TABLE l_v1 ADD PRIMARY KEY (id);
+	   ALTER TABLE l_v2 ADD PRIMARY KEY (id);
+	   CREATE TABLE d_h (id bigint PRIMARY KEY, h halfvec(64));
+	   SELECT create_distributed_table('d_h', 'id', shard_count => 8);
+	   INSERT INTO d_h SELECT id, (SELECT ('[' || string_agg(CASE WHEN d = 1 THEN x WHEN d = 2 THEN y
+	          ELSE ((hashint8(id * 64 + d) % 8) * 0.125)::float8 END::text, ',' ORDER BY d) || ']')
+	          FROM generate_series(1, 64) d)::halfvec FROM d_st WHERE $fin AND abs(x) < 60000 AND abs(y) < 60000;
+	   INSERT INTO d_h SELECT id + 50000, h FROM d_h WHERE id % 17 = 0;
+	   CREATE TABLE l_h AS SELECT * FROM d_h;
+	   ALTER TABLE l_h ADD PRIMARY KEY (id);" >/dev/null || check "vector rows for the functions" "not made"
+	set="SET gpujoin.distributed_strips = 16"
+	same_st "$set" "vector: eps_selfjoin" "SELECT * FROM eps_selfjoin('{V}', '{v}', 0.4)"
+	same_st "$set" "vector: eps_join" "SELECT * FROM eps_join('{V2}', '{V}', '{v}', 0.4)"
+	same_st "$set" "vector: eps_join_counts" "SELECT * FROM eps_join_counts('{V2}', '{V}', '{v}', 0.4)"
+	same_st "$set" "vector: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{V}', '{v}', 0.4)"
+	same_st "$set" "vector: eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{V}', '{v}', 0.4)"
+	same_st "$set" "vector: knn_join" "SELECT * FROM knn_join('{V2}', '{V}', '{v}', 4)"
+	same_st "$set" "vector: knn_selfjoin" "SELECT * FROM knn_selfjoin('{V}', '{v}', 3)"
+	same_st "$set" "halfvec(64): eps_selfjoin" "SELECT * FROM eps_selfjoin('{H}', '{h}', 1.0)"
+	same_st "$set" "halfvec(64): knn_selfjoin" "SELECT * FROM knn_selfjoin('{H}', '{h}', 4)"
+	for t in d_v1 d_h; do
+		plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('$t', '{$( [ $t = d_h ] && echo h || echo v)}', 0.4)" 2>&1)
+		grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
+			! grep -q "Distributed: 1 strips" <<<"$plan" && check "$t: on the workers, in strips" ok ||
+			check "$t: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
 else
 	echo "citus: measure: pgvector is not installed: the vector joins did not run"

@@ -63,8 +63,19 @@ typedef struct GjStrips
 	int64		nnonfinite[2];	/* a NaN or infinite coordinate */
 } GjStrips;
 
-extern void GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords,
-						 int dims, double eps, int want, GjStrips *strips);
+/* The coordinates of an input as SQL over the columns (id, c1, ..) of its FROM items. */
+typedef struct GjStripCoords
+{
+	const char *const *x;		/* dims float8 expressions */
+	int			dims;
+	const char *null_row;		/* a row the engine skips for a NULL id or coordinate */
+	const char *finite_row;		/* ... and, of the others, one it keeps */
+	bool		sample_dim;		/* too many dimensions to bound each on every row: the
+								 * cut one is chosen from a sample (pgvector) */
+} GjStripCoords;
+
+extern void GjPlanStrips(const char *const *queries, int nqueries, const GjStripCoords *coords,
+						 double eps, int want, GjStrips *strips);
 extern char *GjFloat8Literal(double v);
 extern char *GjStripNullRow(const char *const *coords, int dims);
 extern char *GjStripFiniteRow(const char *const *coords, int dims);

@@ -33,9 +33,10 @@ typedef struct DistCall
 	const GjInputSpec *r;		/* the rows whose strip owns their pairs */
 	const GjInputSpec *s;		/* the rows copied into halos (self: r) */
 	int			dims;			/* coordinates */
-	int			ncols;			/* their columns: dims, or 1 geometry column */
-	const char *const *coords;	/* the coordinates as float8 SQL over columns c1 .. */
+	int			ncols;			/* their columns: dims, or 1 geometry or vector column */
+	GjStripCoords coords;		/* the coordinates as float8 SQL over columns c1 .. */
 	Oid			postgis_nsp;	/* a geometry column: PostGIS's schema, else InvalidOid */
+	int			vector;			/* a pgvector column: GJ_VEC_VECTOR or GJ_VEC_HALFVEC, else 0 */
 	char	   *s_ref;			/* s a reference table: its rows as each node's copy has them
 								 * (a FROM item), not repartitioned; else NULL */
 	char	   *r_from;			/* "(SELECT id, c.. FROM t) q(id, c1, ..)" */
@@ -55,11 +56,12 @@ typedef struct DistCall
 extern uint64 GjDistExec(const char *sql, int expect);
 extern int	GjDistNumericColumns(const GjInputSpec *in);
 extern bool GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp);
-extern const char *const *GjDistCoords(int dims, Oid postgis_nsp);
+extern int	GjDistVectorColumn(const GjInputSpec *in, int *dims);
+extern void GjDistCoords(DistCall *dc);
 extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);
 extern char *GjDistColumnList(int ncols);
-extern char *GjDistSource(const GjInputSpec *in, int ncols, bool geometry, const char *from);
+extern char *GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from);
 extern char *GjDistWritableSchema(void);
 extern char *GjDistValuesLiteral(const DistCall *dc);
 extern char *GjDistStripAt(const DistCall *dc, const char *x);

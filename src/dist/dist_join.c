@@ -107,7 +107,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the eps and kNN joins, counts and lists of tables with numeric coordinate columns or 2-D geometry points run on the Citus workers.")));
+			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry points or pgvector columns of declared dimensions run on the Citus workers.")));
 	SPI_finish();
 	return NULL;
 }
@@ -209,7 +209,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	DistCall	dc;
 	GjDist	   *dist;
 	bool		s_dist,
-				r_dist;
+				r_dist,
+				as_is;
 	double		t0 = gj_now_ms();
 	int			want;
 	MemoryContext old;
@@ -242,13 +243,21 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		dc.dims = 2;
 		dc.ncols = 1;
 	}
+	else if ((dc.vector = GjDistVectorColumn(dc.s, &dc.dims)) != 0)
+	{
+		int			r_dims = 0;
+
+		if (!dc.self && (GjDistVectorColumn(dc.r, &r_dims) == 0 || r_dims != dc.dims))
+			return OnCoordinator(spec, "one side is a vector column, the other not one of the same dimensions");
+		dc.ncols = 1;
+	}
 	else
 	{
 		dc.dims = dc.ncols = GjDistNumericColumns(dc.s);
 		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
-			return OnCoordinator(spec, "its coordinates are neither numeric columns nor 2-D geometry points");
+			return OnCoordinator(spec, "its coordinates are neither numeric columns, 2-D geometry points nor vectors of declared dimensions");
 	}
-	dc.coords = GjDistCoords(dc.dims, dc.postgis_nsp);
+	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
 		return OnCoordinator(spec, "its key is a row");
 	if (dc.self && spec->shape != GJ_SHAPE_COUNTS && !GjDistIdsUnique(dc.s))
@@ -260,8 +269,9 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return OnCoordinator(spec, "no schema in search_path lets you create the intermediate tables");
 
 	/* the inputs' queries: their columns checked as the coordinator's read checks them */
-	dc.s_from = GjDistSource(dc.s, dc.ncols, OidIsValid(dc.postgis_nsp), NULL);
-	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, OidIsValid(dc.postgis_nsp), NULL);
+	as_is = OidIsValid(dc.postgis_nsp) || dc.vector != 0;
+	dc.s_from = GjDistSource(dc.s, dc.ncols, as_is, NULL);
+	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, as_is, NULL);
 
 	/* a reference table joined with a distributed one stays where it is: every node has it */
 	if (r_dist && !s_dist && GjCitusReference(dc.s->relid))
@@ -269,7 +279,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		char	   *shard = GjCitusReferenceShard(dc.s->relid);
 
 		if (shard != NULL)
-			dc.s_ref = GjDistSource(dc.s, dc.ncols, OidIsValid(dc.postgis_nsp), shard);
+			dc.s_ref = GjDistSource(dc.s, dc.ncols, as_is, shard);
 	}
 
 	/* 1. the strips */
@@ -278,7 +288,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		const char *from[2] = {dc.r_from, dc.s_from};
 
-		GjPlanStrips(from, dc.self ? 1 : 2, dc.coords, dc.dims, spec->is_knn ? 0.0 : spec->eps,
+		GjPlanStrips(from, dc.self ? 1 : 2, &dc.coords, spec->is_knn ? 0.0 : spec->eps,
 					 Min(want, GJ_MAX_STRIPS), &dc.strips);
 	}
 	stats->plan_ms = gj_now_ms() - t0;

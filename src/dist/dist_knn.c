@@ -116,7 +116,7 @@ Halos(const DistCall *dc, const double *bound)
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
 	StringInfoData lows,
 				highs;
-	const char *x = dc->coords[dc->strips.dim];
+	const char *x = dc->coords.x[dc->strips.dim];
 
 	initStringInfo(&lows);
 	initStringInfo(&highs);

@@ -119,16 +119,16 @@ GjDistColumnList(int ncols)
 
 /*
  * "(SELECT id, c.. FROM t) q(id, c1, .., cn)": the input, columns renamed;
- * a geometry column as it is (the workers' _sql functions read it).  A
+ * a geometry or vector column as it is (the workers' _sql functions read it).  A
  * side whose keys are not returned (eps_join_counts' s) gets 0 for an
  * id: any row works there, and NULL would skip the row.
  */
 char *
-GjDistSource(const GjInputSpec *in, int ncols, bool geometry, const char *from)
+GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 {
 	char	   *base;
 
-	if (geometry || from != NULL)
+	if (as_is || from != NULL)
 	{
 		/* the columns by name (GjBuildRelationQuery checked them), from the table or from */
 		Datum	   *elems;
@@ -180,17 +180,65 @@ GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp)
 	return typmod < 0 || (typmod & 0x00000002) == 0;	/* PostGIS's typmod: no Z flag */
 }
 
-/* The coordinates as float8 SQL: c1::float8 ..., or a geometry's x and y. */
-const char *const *
-GjDistCoords(int dims, Oid postgis_nsp)
+/*
+ * A pgvector column (vector or halfvec) of declared dimensions, the one
+ * coordinate column of in: its kind (GJ_VEC_*), and *dims.  Undeclared
+ * dimensions (a bare vector) are not distributed: the strips must know
+ * them before any row is read.
+ */
+int
+GjDistVectorColumn(const GjInputSpec *in, int *dims)
 {
-	char	  **c = palloc(sizeof(char *) * dims);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				kind;
+	Oid			t,
+				coll;
+	int32		typmod;
 
-	for (int i = 0; i < dims; i++)
-		c[i] = OidIsValid(postgis_nsp) ?
-			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(postgis_nsp), i == 0 ? "st_x" : "st_y")) :
+	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != 1 || nulls[0])
+		return 0;
+	get_atttypetypmodcoll(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])),
+						  &t, &typmod, &coll);
+	kind = GjPgvectorKind(getBaseType(t));
+	if (kind == 0 || typmod < 1)
+		return 0;
+	*dims = typmod;
+	return kind;
+}
+
+/*
+ * The coordinates as float8 SQL: c1::float8 ..., a geometry's x and y, or
+ * a vector's elements (pgvector's own cast to real[]: its float4 values,
+ * as the engine reads them).  pgvector refuses NaN and infinite elements,
+ * so a vector row is skipped only for a NULL, and none of its elements
+ * need a test on every row.
+ */
+void
+GjDistCoords(DistCall *dc)
+{
+	char	  **c = palloc(sizeof(char *) * dc->dims);
+
+	for (int i = 0; i < dc->dims; i++)
+		c[i] = OidIsValid(dc->postgis_nsp) ?
+			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), i == 0 ? "st_x" : "st_y")) :
+			dc->vector ? psprintf("(c1::pg_catalog.float4[])[%d]::float8", i + 1) :
 			psprintf("c%d::float8", i + 1);
-	return (const char *const *) c;
+	dc->coords.x = (const char *const *) c;
+	dc->coords.dims = dc->dims;
+	dc->coords.sample_dim = dc->vector != 0;
+	if (dc->vector)
+	{
+		dc->coords.null_row = "(id IS NULL OR c1 IS NULL)";
+		dc->coords.finite_row = "true";
+	}
+	else
+	{
+		dc->coords.null_row = GjStripNullRow(dc->coords.x, dc->dims);
+		dc->coords.finite_row = GjStripFiniteRow(dc->coords.x, dc->dims);
+	}
 }
 
 /* The first schema of search_path where the caller may create tables, or NULL. */
@@ -269,8 +317,7 @@ CutsLiteral(const DistCall *dc)
 static char *
 KeptRow(const DistCall *dc)
 {
-	return psprintf("NOT %s AND %s", GjStripNullRow(dc->coords, dc->dims),
-					GjStripFiniteRow(dc->coords, dc->dims));
+	return psprintf("NOT %s AND %s", dc->coords.null_row, dc->coords.finite_row);
 }
 
 /*
@@ -341,7 +388,7 @@ GjDistDropTables(const DistCall *dc)
 int64
 GjDistMoveRows(DistCall *dc, bool halo)
 {
-	const char *x = dc->coords[dc->strips.dim];
+	const char *x = dc->coords.x[dc->strips.dim];
 	char	   *eps = GjFloat8Literal(dc->spec->eps);
 	char	   *own = GjDistStripAt(dc, x);
 	char	   *finite = psprintf("(%s > '-Infinity'::float8 AND %s < 'Infinity'::float8)", x, x);
@@ -384,7 +431,7 @@ ReferenceQueries(const DistCall *dc)
 {
 	StringInfoData a;
 	int			n = dc->strips.n;
-	const char *x = dc->coords[dc->strips.dim];
+	const char *x = dc->coords.x[dc->strips.dim];
 	char	   *kept = KeptRow(dc);
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
 	double		m = dc->spec->eps * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);

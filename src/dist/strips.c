@@ -18,10 +18,12 @@
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 
 #include "dist/dist.h"
 
 #define GJ_STRIP_BUCKETS 1024
+#define GJ_STRIP_SAMPLE 1024		/* rows a shard gives for choosing a vector's dimension */
 
 /* A float8 as SQL, exactly (17 significant digits round-trip). */
 char *
@@ -88,20 +90,76 @@ GjStripFiniteRow(const char *const *coords, int dims)
 }
 
 /*
+ * The dimension of widest spread among the first GJ_STRIP_SAMPLE rows
+ * each query's shards return (coordinate column c1 cast to real[]: a
+ * pgvector column), or 0.  Bounding hundreds of dimensions on every row
+ * would cost more than the join; any dimension gives exact strips, the
+ * widest only fewer rows in the halos.
+ */
+static int
+SampleDim(const char *const *queries, int nqueries, int dims)
+{
+	double	   *lo = palloc(sizeof(double) * dims);
+	double	   *hi = palloc(sizeof(double) * dims);
+	int			best = 0;
+
+	for (int d = 0; d < dims; d++)
+	{
+		lo[d] = INFINITY;
+		hi[d] = -INFINITY;
+	}
+	for (int q = 0; q < nqueries; q++)
+	{
+		char	   *sql = psprintf("SELECT c1::pg_catalog.float4[] FROM %s WHERE c1 IS NOT NULL LIMIT %d",
+								   queries[q], GJ_STRIP_SAMPLE);
+
+		if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "gpujoin: a sample of a distributed input could not be read");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+			Datum	   *el;
+			bool	   *nulls;
+			int			n;
+
+			if (isnull)
+				continue;
+			deconstruct_array(DatumGetArrayTypeP(d), FLOAT4OID, 4, true, TYPALIGN_INT, &el, &nulls, &n);
+			for (int k = 0; k < n && k < dims; k++)
+				if (!nulls[k])
+				{
+					double		v = DatumGetFloat4(el[k]);
+
+					lo[k] = v < lo[k] ? v : lo[k];
+					hi[k] = v > hi[k] ? v : hi[k];
+				}
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	for (int d = 1; d < dims; d++)
+		if (hi[d] - lo[d] > hi[best] - lo[best])
+			best = d;
+	return best;
+}
+
+/*
  * Plan the strips of the rows of queries (FROM items with columns id, c1
- * ..), whose coordinates are coords (dims float8 expressions over those
- * columns): at most want strips, at least eps wide; one strip when the
- * rows have no spread.
+ * ..), whose coordinates are coords: at most want strips, at least eps
+ * wide; one strip when the rows have no spread.
  */
 void
-GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords, int dims,
+GjPlanStrips(const char *const *queries, int nqueries, const GjStripCoords *coords,
 			 double eps, int want, GjStrips *strips)
 {
+	int			dims = coords->dims;
 	double	   *lo = palloc(sizeof(double) * dims);
 	double	   *hi = palloc(sizeof(double) * dims);
 	double		spread = 0.0;
 	int64		counts[GJ_STRIP_BUCKETS + 2] = {0};
 	int64		total = 0;
+	int			first = 0,		/* the dimensions bounded: all, or the sample's */
+				last = dims - 1;
 	StringInfoData sql;
 
 	for (int d = 0; d < dims; d++)
@@ -109,39 +167,42 @@ GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords
 		lo[d] = INFINITY;
 		hi[d] = -INFINITY;
 	}
-	strips->dim = 0;
+	if (coords->sample_dim)
+		first = last = SampleDim(queries, nqueries, dims);
+	strips->dim = first;
 	strips->n = 1;
 	strips->cuts = NULL;
 
-	/* the bounds of every dimension, from both sides */
+	/* the bounds of the dimensions, from both sides */
 	for (int q = 0; q < nqueries; q++)
 	{
+		int			nb = last - first + 1;
+
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, "SELECT ");
-		for (int d = 0; d < dims; d++)
-			appendStringInfo(&sql, "%smin(%s), max(%s)", d > 0 ? ", " : "",
-							 FiniteValue(coords[d]), FiniteValue(coords[d]));
+		for (int d = first; d <= last; d++)
+			appendStringInfo(&sql, "%smin(%s), max(%s)", d > first ? ", " : "",
+							 FiniteValue(coords->x[d]), FiniteValue(coords->x[d]));
 		/* and the rows the engine will skip, as its read counts them */
 		appendStringInfo(&sql, ", count(*), sum(CASE WHEN %s THEN 1 ELSE 0 END), "
 						 "sum(CASE WHEN NOT %s AND NOT %s THEN 1 ELSE 0 END) FROM %s",
-						 GjStripNullRow(coords, dims), GjStripNullRow(coords, dims),
-						 GjStripFiniteRow(coords, dims), queries[q]);
+						 coords->null_row, coords->null_row, coords->finite_row, queries[q]);
 		if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "gpujoin: the bounds of a distributed input could not be read");
 		{
 			bool		isnull;
 
 			strips->rows[q] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-														  2 * dims + 1, &isnull));
-			strips->nnull[q] = (int64) Float8Of(0, 2 * dims + 2, &isnull);
-			strips->nnonfinite[q] = (int64) Float8Of(0, 2 * dims + 3, &isnull);
+														  2 * nb + 1, &isnull));
+			strips->nnull[q] = (int64) Float8Of(0, 2 * nb + 2, &isnull);
+			strips->nnonfinite[q] = (int64) Float8Of(0, 2 * nb + 3, &isnull);
 		}
-		for (int d = 0; d < dims; d++)
+		for (int d = first; d <= last; d++)
 		{
 			bool		n1,
 						n2;
-			double		a = Float8Of(0, 2 * d + 1, &n1);
-			double		b = Float8Of(0, 2 * d + 2, &n2);
+			double		a = Float8Of(0, 2 * (d - first) + 1, &n1);
+			double		b = Float8Of(0, 2 * (d - first) + 2, &n2);
 
 			if (!n1 && a < lo[d])
 				lo[d] = a;
@@ -150,7 +211,7 @@ GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
-	for (int d = 0; d < dims; d++)
+	for (int d = first; d <= last; d++)
 		if (hi[d] > lo[d] && hi[d] - lo[d] > spread)
 		{
 			spread = hi[d] - lo[d];
@@ -169,7 +230,7 @@ GjPlanStrips(const char *const *queries, int nqueries, const char *const *coords
 		appendStringInfo(&sql, "SELECT width_bucket(v, %s, %s, %d), count(*) FROM "
 						 "(SELECT %s AS v FROM %s) h WHERE v IS NOT NULL GROUP BY 1",
 						 GjFloat8Literal(lo[strips->dim]), GjFloat8Literal(hi[strips->dim]),
-						 GJ_STRIP_BUCKETS, FiniteValue(coords[strips->dim]), queries[q]);
+						 GJ_STRIP_BUCKETS, FiniteValue(coords->x[strips->dim]), queries[q]);
 		if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "gpujoin: the histogram of a distributed input could not be read");
 		for (uint64 i = 0; i < SPI_processed; i++)

@@ -178,6 +178,13 @@ extern GjKeyResult GjKeyCoords(GjKeyKind kind, Datum d, double *out, int *dims, 
 /* keys.c: a geometry point value of x, y and srid, in GJ_POSTGIS_POINT_SIZE bytes */
 #define GJ_POSTGIS_POINT_SIZE 32
 extern void GjPostgisPointFromXY(double x, double y, int32 srid, struct varlena *buf);
+/*
+ * pgvector.c: which of pgvector's types base type t is (GJ_VEC_*, or 0),
+ * told without a build dependency on pgvector
+ */
+#define GJ_VEC_VECTOR 1
+#define GJ_VEC_HALFVEC 2
+extern int	GjPgvectorKind(Oid t);
 /* pgvector.c: a vector value from coordinates read from one (exact) */
 extern void GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf);
 /* keys.c: whether base type t is PostGIS's geometry or geography, and its schema */

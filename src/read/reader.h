@@ -17,10 +17,6 @@
 #include "lib/stringinfo.h"
 #include "catalog/pg_type_d.h"
 
-/* pgvector's types (pgvector.c), read without a build dependency */
-#define GJ_VEC_VECTOR 1
-#define GJ_VEC_HALFVEC 2
-
 /* How the coordinates of a result row are laid out. */
 typedef struct RowShape
 {
@@ -144,11 +140,9 @@ extern char *GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc
 extern int32 GjTakeSridColumn(const char *fname, gj_points *pts, int coords, bool geography);
 
 /*
- * pgvector.c: which of pgvector's types t is (GJ_VEC_*, or 0), the
- * dimensions of a detoasted value after checking it against the layout,
- * and its elements as float64.
+ * pgvector.c: the dimensions of a detoasted value after checking it
+ * against the layout, and its elements as float64.
  */
-extern int	GjPgvectorKind(Oid t);
 extern int	GjPgvectorDims(const struct varlena *v, int kind, const char *fname);
 extern void GjPgvectorToFloat8(const struct varlena *v, int kind, double *out);
 
