@@ -47,7 +47,7 @@ shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name =
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
 # $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
-# {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64))
+# {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20])
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -63,6 +63,9 @@ same_st() {
 	d=${d//\{V\}/d_v1}
 	d=${d//\{V2\}/d_v2}
 	d=${d//\{H\}/d_h}
+	d=${d//\{A\}/d_a}
+	d=${d//\{A2\}/d_a2}
+	d=${d//\{A20\}/d_a20}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -75,6 +78,9 @@ same_st() {
 	l=${l//\{V\}/l_v1}
 	l=${l//\{V2\}/l_v2}
 	l=${l//\{H\}/l_h}
+	l=${l//\{A\}/l_a}
+	l=${l//\{A2\}/l_a2}
+	l=${l//\{A20\}/l_a20}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -340,6 +346,53 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 else
 	echo "citus: measure: pgvector is not installed: the vector joins did not run"
 fi
+# float8[] and float4[] coordinates on the workers: d_st's rows as arrays,
+# with its NULL, NaN and infinite coordinates (a NULL element or a NaN skips
+# the row, as on one node); 20-D arrays, whose cut dimension comes from a
+# sample; arrays of two lengths stay on the coordinator (one node's error)
+q "SET citus.shard_count = 8;
+   CREATE TABLE d_a (id bigint PRIMARY KEY, a float8[]);
+   CREATE TABLE d_a2 (id bigint PRIMARY KEY, a float4[]);
+   CREATE TABLE d_a20 (id bigint PRIMARY KEY, a float8[]);
+   SELECT create_distributed_table('d_a', 'id');
+   SELECT create_distributed_table('d_a2', 'id');
+   SELECT create_distributed_table('d_a20', 'id');
+   INSERT INTO d_a SELECT id, ARRAY[x, y] FROM d_st;
+   INSERT INTO d_a VALUES (60001, NULL);
+   INSERT INTO d_a2 SELECT id, ARRAY[x, y]::float4[] FROM d_q2 WHERE abs(x) < 1e30 AND abs(y) < 1e30;
+   INSERT INTO d_a20 SELECT id, ARRAY[x, y] || (SELECT array_agg((hashtext(x::text || ',' || d) % 4) * 0.25 ORDER BY d)
+          FROM generate_series(3, 20) d)::float8[] FROM d_st;
+   CREATE TABLE l_a AS SELECT * FROM d_a;
+   CREATE TABLE l_a2 AS SELECT * FROM d_a2;
+   CREATE TABLE l_a20 AS SELECT * FROM d_a20;
+   ALTER TABLE l_a ADD PRIMARY KEY (id);
+   ALTER TABLE l_a2 ADD PRIMARY KEY (id);
+   ALTER TABLE l_a20 ADD PRIMARY KEY (id);" >/dev/null || check "array rows" "not made"
+set="SET gpujoin.distributed_strips = 16"
+same_st "$set" "float8[]: eps_selfjoin" "SELECT * FROM eps_selfjoin('{A}', '{a}', 0.4)"
+same_st "$set" "float4[] with float8[]: eps_join" "SELECT * FROM eps_join('{A2}', '{A}', '{a}', 0.4)"
+same_st "$set" "float8[]: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{A}', '{a}', 0.4)"
+same_st "$set" "float4[] with float8[]: knn_join" "SELECT * FROM knn_join('{A2}', '{A}', '{a}', 4)"
+same_st "$set" "float8[]: knn_selfjoin" "SELECT * FROM knn_selfjoin('{A}', '{a}', 3)"
+same_st "$set" "float8[20]: eps_selfjoin" "SELECT * FROM eps_selfjoin('{A20}', '{a}', 0.6)"
+same_st "$set" "float8[20]: knn_selfjoin" "SELECT * FROM knn_selfjoin('{A20}', '{a}', 4)"
+nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('d_a', '{a}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
+nl=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('l_a', '{a}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
+[ -n "$nl" ] && [ "$nd" = "$nl" ] && check "float8[]: the single node's skipped-rows NOTICE" ok ||
+	check "float8[]: the single node's skipped-rows NOTICE" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
+for t in d_a d_a20; do
+	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('$t', '{a}', 0.4)" 2>&1)
+	grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
+		! grep -q "Distributed: 1 strips" <<<"$plan" && check "$t: on the workers, in strips" ok ||
+		check "$t: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+done
+q "INSERT INTO d_a VALUES (60002, '{1,2,3}')" >/dev/null
+out=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('d_a', '{a}', 0.4)" 2>&1 | tr '\n' ' ')
+grep -q "read on this node: its coordinate arrays are not all" <<<"$out" && grep -q "coordinate arrays have different lengths" <<<"$out" &&
+	check "arrays of two lengths: on the coordinator, one node's error" ok ||
+	check "arrays of two lengths: on the coordinator, one node's error" "$out"
+q "DELETE FROM d_a WHERE id = 60002" >/dev/null
+
 # calls the strips cannot answer exactly run here, with a NOTICE, same rows
 same_st "$set" "eps_selfjoin, non-unique id column (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, id_col => 'id2')"
 note=$(q "SELECT count(*) FROM eps_selfjoin('d_st', '{x,y}', 0.4, id_col => 'id2')" 2>&1 | grep -c "read on this node: its id column has no unique index")

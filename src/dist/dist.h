@@ -71,7 +71,8 @@ typedef struct GjStripCoords
 	const char *null_row;		/* a row the engine skips for a NULL id or coordinate */
 	const char *finite_row;		/* ... and, of the others, one it keeps */
 	bool		sample_dim;		/* too many dimensions to bound each on every row: the
-								 * cut one is chosen from a sample (pgvector) */
+								 * cut one is chosen from a sample of ... */
+	const char *sample_array;	/* ... this float8[] expression of the rows */
 } GjStripCoords;
 
 extern void GjPlanStrips(const char *const *queries, int nqueries, const GjStripCoords *coords,

@@ -37,6 +37,7 @@ typedef struct DistCall
 	GjStripCoords coords;		/* the coordinates as float8 SQL over columns c1 .. */
 	Oid			postgis_nsp;	/* a geometry column: PostGIS's schema, else InvalidOid */
 	int			vector;			/* a pgvector column: GJ_VEC_VECTOR or GJ_VEC_HALFVEC, else 0 */
+	bool		array;			/* a float4[] or float8[] column */
 	char	   *s_ref;			/* s a reference table: its rows as each node's copy has them
 								 * (a FROM item), not repartitioned; else NULL */
 	char	   *r_from;			/* "(SELECT id, c.. FROM t) q(id, c1, ..)" */
@@ -57,6 +58,8 @@ extern uint64 GjDistExec(const char *sql, int expect);
 extern int	GjDistNumericColumns(const GjInputSpec *in);
 extern bool GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp);
 extern int	GjDistVectorColumn(const GjInputSpec *in, int *dims);
+extern bool GjDistArrayColumn(const GjInputSpec *in);
+extern int	GjDistArrayDims(const char *const *from, int nfrom);
 extern void GjDistCoords(DistCall *dc);
 extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);

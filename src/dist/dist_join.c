@@ -107,7 +107,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry points or pgvector columns of declared dimensions run on the Citus workers.")));
+			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry points, float4[] or float8[] arrays or pgvector columns of declared dimensions run on the Citus workers.")));
 	SPI_finish();
 	return NULL;
 }
@@ -251,11 +251,24 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 			return OnCoordinator(spec, "one side is a vector column, the other not one of the same dimensions");
 		dc.ncols = 1;
 	}
+	else if ((dc.array = GjDistArrayColumn(dc.s)))
+	{
+		const char *from[2];
+
+		if (!dc.self && !GjDistArrayColumn(dc.r))
+			return OnCoordinator(spec, "one side is an array column, the other not");
+		from[0] = GjDistSource(dc.s, 1, true, NULL);
+		from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
+		dc.dims = GjDistArrayDims(from, dc.self ? 1 : 2);
+		if (dc.dims == 0)
+			return OnCoordinator(spec, "its coordinate arrays are not all one-dimensional of one length");
+		dc.ncols = 1;
+	}
 	else
 	{
 		dc.dims = dc.ncols = GjDistNumericColumns(dc.s);
 		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
-			return OnCoordinator(spec, "its coordinates are neither numeric columns, 2-D geometry points nor vectors of declared dimensions");
+			return OnCoordinator(spec, "its coordinates are neither numeric columns, 2-D geometry points, arrays nor vectors of declared dimensions");
 	}
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
@@ -269,7 +282,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return OnCoordinator(spec, "no schema in search_path lets you create the intermediate tables");
 
 	/* the inputs' queries: their columns checked as the coordinator's read checks them */
-	as_is = OidIsValid(dc.postgis_nsp) || dc.vector != 0;
+	as_is = OidIsValid(dc.postgis_nsp) || dc.vector != 0 || dc.array;
 	dc.s_from = GjDistSource(dc.s, dc.ncols, as_is, NULL);
 	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, as_is, NULL);
 

@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include "access/htup_details.h"
@@ -27,6 +28,8 @@
 #include "utils/syscache.h"
 
 #include "dist/dist_internal.h"
+
+#define GJ_DIST_BOUND_DIMS 16	/* arrays of more: the cut dimension from a sample */
 
 /* Run a statement that writes, or reads a one-off answer. */
 uint64
@@ -209,6 +212,62 @@ GjDistVectorColumn(const GjInputSpec *in, int *dims)
 	return kind;
 }
 
+/* A float4[] or float8[] column, the one coordinate column of in. */
+bool
+GjDistArrayColumn(const GjInputSpec *in)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	Oid			t;
+
+	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != 1 || nulls[0])
+		return false;
+	t = getBaseType(get_atttype(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0]))));
+	return t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID;
+}
+
+/*
+ * The elements of the arrays of the rows the engine reads (an id, an
+ * array), the same in every such row of both inputs, or 0: then the
+ * coordinator reads them, and gives the single node's error for arrays of
+ * different lengths, empty or of several dimensions.
+ */
+int
+GjDistArrayDims(const char *const *from, int nfrom)
+{
+	int			lo = INT_MAX,
+				hi = 0;
+
+	for (int i = 0; i < nfrom; i++)
+	{
+		bool		n1,
+					n2,
+					n3;
+
+		GjDistExec(psprintf("SELECT min(pg_catalog.cardinality(c1)), max(pg_catalog.cardinality(c1)), "
+							"max(pg_catalog.array_ndims(c1)) FROM %s WHERE id IS NOT NULL AND c1 IS NOT NULL",
+							from[i]), SPI_OK_SELECT);
+		if (SPI_processed != 1)
+			return 0;
+		{
+			int32		a = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &n1));
+			int32		b = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &n2));
+			int32		nd = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n3));
+
+			SPI_freetuptable(SPI_tuptable);
+			if (n1 || n2)
+				continue;		/* no array: nothing to agree with */
+			if (n3 || nd > 1)
+				return 0;
+			lo = Min(lo, a);
+			hi = Max(hi, b);
+		}
+	}
+	return lo == hi && lo > 0 ? lo : 0;
+}
+
 /*
  * The coordinates as float8 SQL: c1::float8 ..., a geometry's x and y, or
  * a vector's elements (pgvector's own cast to real[]: its float4 values,
@@ -225,14 +284,25 @@ GjDistCoords(DistCall *dc)
 		c[i] = OidIsValid(dc->postgis_nsp) ?
 			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), i == 0 ? "st_x" : "st_y")) :
 			dc->vector ? psprintf("(c1::pg_catalog.float4[])[%d]::float8", i + 1) :
+			dc->array ? psprintf("c1[%d]::float8", i + 1) :
 			psprintf("c%d::float8", i + 1);
 	dc->coords.x = (const char *const *) c;
 	dc->coords.dims = dc->dims;
-	dc->coords.sample_dim = dc->vector != 0;
 	if (dc->vector)
 	{
 		dc->coords.null_row = "(id IS NULL OR c1 IS NULL)";
 		dc->coords.finite_row = "true";
+		dc->coords.sample_dim = true;
+		dc->coords.sample_array = "c1::pg_catalog.float4[]::pg_catalog.float8[]";
+	}
+	else if (dc->array)
+	{
+		/* as the engine's read: a NULL element skips the row, as a NaN or infinite one does */
+		dc->coords.null_row = "(id IS NULL OR c1 IS NULL OR pg_catalog.array_position(c1, NULL) IS NOT NULL)";
+		dc->coords.finite_row = "NOT (c1::pg_catalog.float8[] OPERATOR(pg_catalog.&&) "
+			"'{NaN,Infinity,-Infinity}'::pg_catalog.float8[])";
+		dc->coords.sample_dim = dc->dims > GJ_DIST_BOUND_DIMS;
+		dc->coords.sample_array = "c1::pg_catalog.float8[]";
 	}
 	else
 	{

@@ -23,7 +23,7 @@
 #include "dist/dist.h"
 
 #define GJ_STRIP_BUCKETS 1024
-#define GJ_STRIP_SAMPLE 1024		/* rows a shard gives for choosing a vector's dimension */
+#define GJ_STRIP_SAMPLE 1024		/* rows a shard gives for choosing a vector's or array's dimension */
 
 /* A float8 as SQL, exactly (17 significant digits round-trip). */
 char *
@@ -91,14 +91,15 @@ GjStripFiniteRow(const char *const *coords, int dims)
 
 /*
  * The dimension of widest spread among the first GJ_STRIP_SAMPLE rows
- * each query's shards return (coordinate column c1 cast to real[]: a
- * pgvector column), or 0.  Bounding hundreds of dimensions on every row
+ * each query's shards return (coordinate column c1 as float8[]: a
+ * pgvector or array column), or 0.  Bounding hundreds of dimensions on every row
  * would cost more than the join; any dimension gives exact strips, the
  * widest only fewer rows in the halos.
  */
 static int
-SampleDim(const char *const *queries, int nqueries, int dims)
+SampleDim(const char *const *queries, int nqueries, const GjStripCoords *coords)
 {
+	int			dims = coords->dims;
 	double	   *lo = palloc(sizeof(double) * dims);
 	double	   *hi = palloc(sizeof(double) * dims);
 	int			best = 0;
@@ -110,8 +111,8 @@ SampleDim(const char *const *queries, int nqueries, int dims)
 	}
 	for (int q = 0; q < nqueries; q++)
 	{
-		char	   *sql = psprintf("SELECT c1::pg_catalog.float4[] FROM %s WHERE c1 IS NOT NULL LIMIT %d",
-								   queries[q], GJ_STRIP_SAMPLE);
+		char	   *sql = psprintf("SELECT %s FROM %s WHERE c1 IS NOT NULL LIMIT %d",
+								   coords->sample_array, queries[q], GJ_STRIP_SAMPLE);
 
 		if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "gpujoin: a sample of a distributed input could not be read");
@@ -125,11 +126,12 @@ SampleDim(const char *const *queries, int nqueries, int dims)
 
 			if (isnull)
 				continue;
-			deconstruct_array(DatumGetArrayTypeP(d), FLOAT4OID, 4, true, TYPALIGN_INT, &el, &nulls, &n);
+			deconstruct_array(DatumGetArrayTypeP(d), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+							  &el, &nulls, &n);
 			for (int k = 0; k < n && k < dims; k++)
-				if (!nulls[k])
+				if (!nulls[k] && isfinite(DatumGetFloat8(el[k])))
 				{
-					double		v = DatumGetFloat4(el[k]);
+					double		v = DatumGetFloat8(el[k]);
 
 					lo[k] = v < lo[k] ? v : lo[k];
 					hi[k] = v > hi[k] ? v : hi[k];
@@ -168,7 +170,7 @@ GjPlanStrips(const char *const *queries, int nqueries, const GjStripCoords *coor
 		hi[d] = -INFINITY;
 	}
 	if (coords->sample_dim)
-		first = last = SampleDim(queries, nqueries, dims);
+		first = last = SampleDim(queries, nqueries, coords);
 	strips->dim = first;
 	strips->n = 1;
 	strips->cuts = NULL;
