@@ -92,6 +92,25 @@ same_st() {
 }
 same() { same_st "SELECT 1" "$@"; }
 
+# $1 name, $2 a call on distributed tables, $3 the same on their plain
+# copies: the same NOTICE and DETAIL of the rows skipped (non-empty)
+same_notice() {
+	local nd nl
+	nd=$(psql -X -q -At -c "$2" 2>&1 | grep -E '^(NOTICE|DETAIL):')
+	nl=$(psql -X -q -At -c "$3" 2>&1 | grep -E '^(NOTICE|DETAIL):')
+	[ -n "$nl" ] && [ "$nd" = "$nl" ] && check "$1" ok || check "$1" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
+}
+
+# $1 a distributed table, $2 its coordinate column: eps_selfjoin runs on the
+# workers, in more than one strip (16 asked for)
+in_strips() {
+	local plan
+	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('$1', '{$2}', 0.4)" 2>&1)
+	grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
+		! grep -q "Distributed: 1 strips" <<<"$plan" && check "$1: on the workers, in strips" ok ||
+		check "$1: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+}
+
 # $1 name, $2 a plain-SQL join of distributed tables (run with gpujoin
 # loaded), $3 the same of their plain copies in a session where gpujoin is
 # not loaded (the extensions' own operators): equal as multisets, non-empty
@@ -193,10 +212,8 @@ same_st "$set" "eps_selfjoin, tiny eps (duplicates only)" "SELECT * FROM eps_sel
 same_st "$set" "eps_join, huge eps (every pair)" "SELECT * FROM eps_join('{Q2}', '{Q2}', '{x,y}', 1e6)"
 same_st "$set" "eps_neighbor_counts, 1-D" "SELECT * FROM eps_neighbor_counts('{S}', '{x}', 0.05)"
 # the rows skipped for a NULL, NaN or infinite coordinate: the single node's NOTICEs, not one a strip
-nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
-nl=$(psql -X -q -At -c "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
-[ -n "$nl" ] && [ "$nd" = "$nl" ] && check "skipped rows: the single node's NOTICE" ok ||
-	check "skipped rows: the single node's NOTICE" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
+same_notice "skipped rows: the single node's NOTICE" \
+	"SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)"
 # A reference table beside a distributed one stays where it is: each strip
 # reads its rows from its node's copy (only the distributed rows move)
 q "CREATE TABLE d_ref (id bigint PRIMARY KEY, x float8, y float8);
@@ -337,12 +354,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	same_st "$set" "vector: knn_selfjoin" "SELECT * FROM knn_selfjoin('{V}', '{v}', 3)"
 	same_st "$set" "halfvec(64): eps_selfjoin" "SELECT * FROM eps_selfjoin('{H}', '{h}', 1.0)"
 	same_st "$set" "halfvec(64): knn_selfjoin" "SELECT * FROM knn_selfjoin('{H}', '{h}', 4)"
-	for t in d_v1 d_h; do
-		plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('$t', '{$( [ $t = d_h ] && echo h || echo v)}', 0.4)" 2>&1)
-		grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
-			! grep -q "Distributed: 1 strips" <<<"$plan" && check "$t: on the workers, in strips" ok ||
-			check "$t: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
-	done
+	in_strips d_v1 v
+	in_strips d_h h
 else
 	echo "citus: measure: pgvector is not installed: the vector joins did not run"
 fi
@@ -376,16 +389,10 @@ same_st "$set" "float4[] with float8[]: knn_join" "SELECT * FROM knn_join('{A2}'
 same_st "$set" "float8[]: knn_selfjoin" "SELECT * FROM knn_selfjoin('{A}', '{a}', 3)"
 same_st "$set" "float8[20]: eps_selfjoin" "SELECT * FROM eps_selfjoin('{A20}', '{a}', 0.6)"
 same_st "$set" "float8[20]: knn_selfjoin" "SELECT * FROM knn_selfjoin('{A20}', '{a}', 4)"
-nd=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('d_a', '{a}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
-nl=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('l_a', '{a}', 0.4)" 2>&1 | grep -E '^(NOTICE|DETAIL):')
-[ -n "$nl" ] && [ "$nd" = "$nl" ] && check "float8[]: the single node's skipped-rows NOTICE" ok ||
-	check "float8[]: the single node's skipped-rows NOTICE" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
-for t in d_a d_a20; do
-	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('$t', '{a}', 0.4)" 2>&1)
-	grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
-		! grep -q "Distributed: 1 strips" <<<"$plan" && check "$t: on the workers, in strips" ok ||
-		check "$t: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
-done
+same_notice "float8[]: the single node's skipped-rows NOTICE" \
+	"SELECT count(*) FROM eps_selfjoin('d_a', '{a}', 0.4)" "SELECT count(*) FROM eps_selfjoin('l_a', '{a}', 0.4)"
+in_strips d_a a
+in_strips d_a20 a
 q "INSERT INTO d_a VALUES (60002, '{1,2,3}')" >/dev/null
 out=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('d_a', '{a}', 0.4)" 2>&1 | tr '\n' ' ')
 grep -q "read on this node: its coordinate arrays are not all" <<<"$out" && grep -q "coordinate arrays have different lengths" <<<"$out" &&
