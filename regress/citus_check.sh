@@ -47,7 +47,8 @@ shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name =
 [ "$shards" = 2 ] && check "d_pts on two workers" ok || check "d_pts on two workers" "on $shards nodes"
 
 # $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
-# {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20])
+# {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20]),
+# {E} {E2} (d_geo, d_geq: geography)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -66,6 +67,8 @@ same_st() {
 	d=${d//\{A\}/d_a}
 	d=${d//\{A2\}/d_a2}
 	d=${d//\{A20\}/d_a20}
+	d=${d//\{E\}/d_geo}
+	d=${d//\{E2\}/d_geq}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -81,6 +84,8 @@ same_st() {
 	l=${l//\{A\}/l_a}
 	l=${l//\{A2\}/l_a2}
 	l=${l//\{A20\}/l_a20}
+	l=${l//\{E\}/l_geo}
+	l=${l//\{E2\}/l_geq}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -273,6 +278,36 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	plan=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('d_gp', '{g}', 0.4)" 2>&1)
 	grep -q "Engine: citus workers" <<<"$plan" && check "geometry: on the workers" ok ||
 		check "geometry: on the workers" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
+
+	# geography on the workers: strips of latitude, halos of eps metres in
+	# degrees (at most eps / (b^2 / a) radians), the workers' engines and
+	# PostGIS for the band; points over the whole globe, a cluster at the
+	# antimeridian near the pole, duplicates, a NULL and an empty point
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_geo (id bigint PRIMARY KEY, g geography(Point, 4326));
+	   CREATE TABLE d_geq (id bigint PRIMARY KEY, g geography);
+	   SELECT create_distributed_table('d_geo', 'id');
+	   SELECT create_distributed_table('d_geq', 'id');
+	   INSERT INTO d_geo SELECT i, ST_SetSRID(ST_MakePoint((hashint4(i) % 18000) / 100.0, (hashint4(i * 7) % 9000) / 100.0), 4326)::geography
+	          FROM generate_series(1, 6000) i;
+	   INSERT INTO d_geo SELECT 10000 + i, ST_SetSRID(ST_MakePoint(179.999 - (i % 3) * 0.0005 - (i % 2) * 359.998, 89.99 - i * 0.0001), 4326)::geography
+	          FROM generate_series(1, 50) i;
+	   INSERT INTO d_geo SELECT 20000 + id, g FROM d_geo WHERE id % 50 = 0;
+	   INSERT INTO d_geo VALUES (30001, NULL), (30002, 'SRID=4326;POINT EMPTY');
+	   INSERT INTO d_geq SELECT id, g FROM d_geo WHERE id % 7 = 0 AND g IS NOT NULL;
+	   CREATE TABLE l_geo AS SELECT * FROM d_geo;
+	   CREATE TABLE l_geq AS SELECT * FROM d_geq;
+	   ALTER TABLE l_geo ADD PRIMARY KEY (id);
+	   ALTER TABLE l_geq ADD PRIMARY KEY (id);" >/dev/null || check "geography rows" "not made"
+	same_st "$set" "geography: eps_selfjoin (spheroid)" "SELECT * FROM eps_selfjoin('{E}', '{g}', 100000)"
+	same_st "$set" "geography: eps_join (sphere)" "SELECT * FROM eps_join('{E2}', '{E}', '{g}', 200000, use_spheroid => false)"
+	same_st "$set" "geography: eps_join_counts" "SELECT * FROM eps_join_counts('{E2}', '{E}', '{g}', 150000)"
+	same_st "$set" "geography: eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{E}', '{g}', 100000)"
+	same_st "$set" "geography: knn_join" "SELECT * FROM knn_join('{E2}', '{E}', '{g}', 4)"
+	same_st "$set" "geography: knn_selfjoin" "SELECT * FROM knn_selfjoin('{E}', '{g}', 3)"
+	same_notice "geography: the single node's skipped-rows NOTICE" \
+		"SELECT count(*) FROM eps_selfjoin('d_geo', '{g}', 100000)" "SELECT count(*) FROM eps_selfjoin('l_geo', '{g}', 100000)"
+	in_strips d_geo g
 
 	# plain SQL distance joins of two distributed tables, which Citus refuses
 	# alone ("complex joins"): gpujoin loaded after citus reads each table as a

@@ -38,6 +38,11 @@ typedef struct DistCall
 	Oid			postgis_nsp;	/* a geometry column: PostGIS's schema, else InvalidOid */
 	int			vector;			/* a pgvector column: GJ_VEC_VECTOR or GJ_VEC_HALFVEC, else 0 */
 	bool		array;			/* a float4[] or float8[] column */
+	bool		geography;		/* a PostGIS geography column: the strips cut latitude */
+	double		per_unit;		/* the cut coordinate's units a unit of distance moves it
+								 * at most: 1, or geography's degrees of latitude a metre */
+	const char *call_args;		/* more arguments of the workers' _sql calls ("" or
+								 * geography's use_spheroid) */
 	char	   *s_ref;			/* s a reference table: its rows as each node's copy has them
 								 * (a FROM item), not repartitioned; else NULL */
 	char	   *r_from;			/* "(SELECT id, c.. FROM t) q(id, c1, ..)" */
@@ -59,6 +64,8 @@ extern int	GjDistNumericColumns(const GjInputSpec *in);
 extern bool GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp);
 extern int	GjDistVectorColumn(const GjInputSpec *in, int *dims);
 extern bool GjDistArrayColumn(const GjInputSpec *in);
+extern bool GjDistGeographyColumn(const GjInputSpec *in, Oid *postgis_nsp);
+extern double GjDistGeographyPerMetre(const DistCall *dc, const char *const *from, int nfrom);
 extern int	GjDistArrayDims(const char *const *from, int nfrom);
 extern void GjDistCoords(DistCall *dc);
 extern bool GjDistIdsUnique(const GjInputSpec *in);

@@ -107,7 +107,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry points, float4[] or float8[] arrays or pgvector columns of declared dimensions run on the Citus workers.")));
+			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns of declared dimensions run on the Citus workers.")));
 	SPI_finish();
 	return NULL;
 }
@@ -166,12 +166,13 @@ JoinQuery(const DistCall *dc, int pass)
 	char	   *lt;
 
 	if (dc->self && spec->shape == GJ_SHAPE_PAIRS && pass == 0)
-		return psprintf("SELECT j.* FROM %s c, LATERAL %s.eps_selfjoin_sql(c.rq, %s%s%s) j",
+		return psprintf("SELECT j.* FROM %s c, LATERAL %s.eps_selfjoin_sql(c.rq, %s%s%s%s) j",
 						dc->cells, nsp, eps, GjDistKeyWitness("key", dc->s),
-						spec->symmetric ? ", \"symmetric\" => true" : "");
-	call = psprintf("%s c, LATERAL %s.%s(c.rq, c.sq, %s%s%s) j", dc->cells, nsp,
+						spec->symmetric ? ", \"symmetric\" => true" : "", dc->call_args);
+	call = psprintf("%s c, LATERAL %s.%s(c.rq, c.sq, %s%s%s%s) j", dc->cells, nsp,
 					counts ? "eps_join_counts_sql" : "eps_join_sql", eps,
-					GjDistKeyWitness("r_key", dc->r), counts ? "" : GjDistKeyWitness("s_key", dc->s));
+					GjDistKeyWitness("r_key", dc->r), counts ? "" : GjDistKeyWitness("s_key", dc->s),
+					dc->call_args);
 	if (!dc->self)
 		return psprintf("SELECT j.* FROM %s", call);
 	if (counts)
@@ -234,7 +235,27 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	dc.r = dc.self ? &spec->input : &spec->query;
 	if (spec->metric != GJ_METRIC_L2)
 		return OnCoordinator(spec, "only the Euclidean metric is distributed");
-	if (GjDistGeometryColumn(dc.s, &dc.postgis_nsp))
+	dc.per_unit = 1.0;
+	dc.call_args = "";
+	if (GjDistGeographyColumn(dc.s, &dc.postgis_nsp))
+	{
+		Oid			r_nsp;
+		const char *from[2];
+
+		if (!dc.self && !GjDistGeographyColumn(dc.r, &r_nsp))
+			return OnCoordinator(spec, "one side is a geography column, the other not");
+		if (spec->is_knn && spec->use_spheroid)
+			return OnCoordinator(spec, "the kNN join of geography runs on the sphere only");
+		dc.geography = true;
+		dc.dims = dc.ncols = 1;
+		from[0] = GjDistSource(dc.s, 1, true, NULL);
+		from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
+		dc.per_unit = GjDistGeographyPerMetre(&dc, from, dc.self ? 1 : 2);
+		if (dc.per_unit == 0.0)
+			return OnCoordinator(spec, "its geography rows have no SRID or several");
+		dc.call_args = psprintf(", use_spheroid => %s", spec->use_spheroid ? "true" : "false");
+	}
+	else if (GjDistGeometryColumn(dc.s, &dc.postgis_nsp))
 	{
 		Oid			r_nsp;
 
@@ -282,7 +303,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return OnCoordinator(spec, "no schema in search_path lets you create the intermediate tables");
 
 	/* the inputs' queries: their columns checked as the coordinator's read checks them */
-	as_is = OidIsValid(dc.postgis_nsp) || dc.vector != 0 || dc.array;
+	as_is = OidIsValid(dc.postgis_nsp) || dc.vector != 0 || dc.array;	/* geography too */
 	dc.s_from = GjDistSource(dc.s, dc.ncols, as_is, NULL);
 	dc.r_from = dc.self ? dc.s_from : GjDistSource(dc.r, dc.ncols, as_is, NULL);
 
@@ -301,7 +322,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		const char *from[2] = {dc.r_from, dc.s_from};
 
-		GjPlanStrips(from, dc.self ? 1 : 2, &dc.coords, spec->is_knn ? 0.0 : spec->eps,
+		GjPlanStrips(from, dc.self ? 1 : 2, &dc.coords, spec->is_knn ? 0.0 : spec->eps * dc.per_unit,
 					 Min(want, GJ_MAX_STRIPS), &dc.strips);
 	}
 	stats->plan_ms = gj_now_ms() - t0;

@@ -44,9 +44,10 @@
 static char *
 KnnCall(const DistCall *dc, int k)
 {
-	return psprintf("%s.knn_join_sql(c.rq, c.sq, %d%s%s)",
+	return psprintf("%s.knn_join_sql(c.rq, c.sq, %d%s%s%s)",
 					quote_identifier(get_namespace_name(dc->spec->input.nsp)), k,
-					GjDistKeyWitness("query_key", dc->r), GjDistKeyWitness("ref_key", dc->s));
+					GjDistKeyWitness("query_key", dc->r), GjDistKeyWitness("ref_key", dc->s),
+					dc->call_args);
 }
 
 /*
@@ -124,7 +125,7 @@ Halos(const DistCall *dc, const double *bound)
 	{
 		double		lo = i == 0 ? -INFINITY : dc->strips.cuts[i - 1];
 		double		hi = i == n - 1 ? INFINITY : dc->strips.cuts[i];
-		double		m = bound[i] * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
+		double		m = bound[i] * dc->per_unit * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
 		appendStringInfo(&lows, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? -INFINITY : lo - m));
 		appendStringInfo(&highs, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? INFINITY : hi + m));

@@ -212,6 +212,76 @@ GjDistVectorColumn(const GjInputSpec *in, int *dims)
 	return kind;
 }
 
+/* A PostGIS geography column of 2-D points, the one coordinate column of in. */
+bool
+GjDistGeographyColumn(const GjInputSpec *in, Oid *postgis_nsp)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	Oid			t,
+				coll;
+	int32		typmod;
+	GjKeyKind	kind;
+
+	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != 1 || nulls[0])
+		return false;
+	get_atttypetypmodcoll(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])),
+						  &t, &typmod, &coll);
+	if (!GjPostgisType(getBaseType(t), postgis_nsp, &kind) || kind != GJ_KEY_GEOGRAPHY)
+		return false;
+	return typmod < 0 || (typmod & 0x00000002) == 0;	/* PostGIS's typmod: no Z flag */
+}
+
+/*
+ * Geography: how many degrees of latitude a metre of distance can cross
+ * at most, with a margin, for the one SRID of the rows of from (0: none,
+ * or several: the coordinator gives the single node's answer).  Any path
+ * from latitude p1 to p2 is at least as long as the meridian's arc
+ * between them, and the meridian's radius of curvature is nowhere below
+ * b^2 / a (at the equator); PostGIS's sphere has radius (2a + b) / 3.
+ * So a pair within d metres is at most d / min(b^2 / a, (2a + b) / 3)
+ * radians of latitude apart, on the spheroid or the sphere: strips of
+ * latitude with halos that wide lose no pair, and latitude, unlike
+ * longitude, does not wrap.
+ */
+double
+GjDistGeographyPerMetre(const DistCall *dc, const char *const *from, int nfrom)
+{
+	const char *nsp = quote_identifier(get_namespace_name(dc->postgis_nsp));
+	int32		srid = 0;
+	bool		any = false;
+	double		a,
+				b,
+				r;
+
+	for (int i = 0; i < nfrom; i++)
+	{
+		bool		n1,
+					n2;
+		int32		lo,
+					hi;
+
+		GjDistExec(psprintf("SELECT min(%s.st_srid(c1)), max(%s.st_srid(c1)) FROM %s WHERE c1 IS NOT NULL",
+							nsp, nsp, from[i]), SPI_OK_SELECT);
+		lo = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &n1));
+		hi = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &n2));
+		SPI_freetuptable(SPI_tuptable);
+		if (n1 || n2)
+			continue;
+		if (lo != hi || (any && lo != srid))
+			return 0.0;
+		srid = lo;
+		any = true;
+	}
+	if (!any)
+		return 0.0;
+	GjGeographySpheroid(dc->spec->fname, dc->postgis_nsp, srid, &a, &b);
+	r = Min(b * b / a, (2 * a + b) / 3);
+	return 180.0 / M_PI / r * (1 + 1e-6);
+}
+
 /* A float4[] or float8[] column, the one coordinate column of in. */
 bool
 GjDistArrayColumn(const GjInputSpec *in)
@@ -281,7 +351,10 @@ GjDistCoords(DistCall *dc)
 	char	  **c = palloc(sizeof(char *) * dc->dims);
 
 	for (int i = 0; i < dc->dims; i++)
-		c[i] = OidIsValid(dc->postgis_nsp) ?
+		c[i] = dc->geography ?
+			psprintf("%s(c1::%s)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), "st_y"),
+					 quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), "geometry")) :
+			OidIsValid(dc->postgis_nsp) ?
 			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), i == 0 ? "st_x" : "st_y")) :
 			dc->vector ? psprintf("(c1::pg_catalog.float4[])[%d]::float8", i + 1) :
 			dc->array ? psprintf("c1[%d]::float8", i + 1) :
@@ -459,7 +532,7 @@ int64
 GjDistMoveRows(DistCall *dc, bool halo)
 {
 	const char *x = dc->coords.x[dc->strips.dim];
-	char	   *eps = GjFloat8Literal(dc->spec->eps);
+	char	   *eps = GjFloat8Literal(dc->spec->eps * dc->per_unit);
 	char	   *own = GjDistStripAt(dc, x);
 	char	   *finite = psprintf("(%s > '-Infinity'::float8 AND %s < 'Infinity'::float8)", x, x);
 	char	   *margin = psprintf("(%s * (1 + 1e-9) + abs(%s) * 1e-15)", eps, x);
@@ -504,7 +577,7 @@ ReferenceQueries(const DistCall *dc)
 	const char *x = dc->coords.x[dc->strips.dim];
 	char	   *kept = KeptRow(dc);
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
-	double		m = dc->spec->eps * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
+	double		m = dc->spec->eps * dc->per_unit * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
 	initStringInfo(&a);
 	appendStringInfoString(&a, "ARRAY[");
