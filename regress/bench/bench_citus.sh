@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The distributed joins (dist/) against the same calls with every row read
 # on the coordinator (gpujoin.distributed = off) and against one node's
-# plain tables, side by side in one run, with where the distributed time
+# plain tables, side by side in one run (numeric columns, and where
+# pgvector and PostGIS are installed, vector(2) and geography columns), with where the distributed time
 # goes (EXPLAIN ANALYZE: plan, repartition, workers' join and rows back)
 # and how much the coordinator's backend grows.  Not a test.
 #   regress/citus_cluster.sh regress/bench/bench_citus.sh [rows]
@@ -23,6 +24,36 @@ q "SET citus.shard_count = 32;
    ALTER TABLE ls ADD PRIMARY KEY (id);
    ANALYZE lr; ANALYZE ls;" >/dev/null
 eps=$(awk -v n="$n" 'BEGIN { printf "%.6g", sqrt(2 / (3.14159 * n)) }')   # about 2 neighbours a row
+# the same points as vector(2) and, over a 10 x 10 degree box, as geography
+# (eps in metres for about 2 neighbours a row too), where the extensions are
+kinds="numeric"
+if q "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; then
+	q "SET citus.shard_count = 32;
+	   CREATE TABLE vr (id bigint PRIMARY KEY, v vector(2));
+	   CREATE TABLE vs (id bigint PRIMARY KEY, v vector(2));
+	   SELECT create_distributed_table('vr', 'id');
+	   SELECT create_distributed_table('vs', 'id');
+	   INSERT INTO vr SELECT id, ARRAY[x, y]::vector FROM r;
+	   INSERT INTO vs SELECT id, ARRAY[x, y]::vector FROM s;
+	   CREATE TABLE lvr AS SELECT * FROM vr;
+	   CREATE TABLE lvs AS SELECT * FROM vs;
+	   ALTER TABLE lvr ADD PRIMARY KEY (id);
+	   ALTER TABLE lvs ADD PRIMARY KEY (id);" >/dev/null && kinds="$kinds vector"
+fi
+if q "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
+	q "SET citus.shard_count = 32;
+	   CREATE TABLE gr (id bigint PRIMARY KEY, g geography(Point, 4326));
+	   CREATE TABLE gs (id bigint PRIMARY KEY, g geography(Point, 4326));
+	   SELECT create_distributed_table('gr', 'id');
+	   SELECT create_distributed_table('gs', 'id');
+	   INSERT INTO gr SELECT id, ST_MakePoint(x * 10, y * 10)::geography FROM r;
+	   INSERT INTO gs SELECT id, ST_MakePoint(x * 10, y * 10)::geography FROM s;
+	   CREATE TABLE lgr AS SELECT * FROM gr;
+	   CREATE TABLE lgs AS SELECT * FROM gs;
+	   ALTER TABLE lgr ADD PRIMARY KEY (id);
+	   ALTER TABLE lgs ADD PRIMARY KEY (id);" >/dev/null && kinds="$kinds geography"
+fi
+geps=$(awk -v n="$n" 'BEGIN { a = 1.11e6 * 1.11e6 * 0.992; printf "%.6g", sqrt(2 * a / (3.14159 * n)) }')
 hwm="SELECT (regexp_match(pg_read_file('/proc/' || pg_backend_pid() || '/status'), 'VmHWM:\s+(\d+)'))[1]"
 # $1 setting, $2 call: "seconds rows peak-kB", the call run twice (the second timed)
 timed() {
@@ -31,17 +62,27 @@ timed() {
 		awk '/^Time:/ { t = $2 / 1000 } /^[0-9]+$/ { v[++k] = $1 } END { printf "%.2f %d %d", t, v[3], v[4] - v[2] }'
 }
 printf "%-14s %10s %9s %9s %9s %11s %11s\n" function rows workers coord one-node "grow-wk kB" "grow-co kB"
-for f in "eps_join:SELECT * FROM eps_join('{R}', '{S}', '{x,y}', $eps)" \
-	"eps_selfjoin:SELECT * FROM eps_selfjoin('{R}', '{x,y}', $eps)" \
-	"neighbor_cnt:SELECT * FROM eps_neighbor_counts('{R}', '{x,y}', $eps)" \
-	"knn_join_k5:SELECT * FROM knn_join('{R}', '{S}', '{x,y}', 5)" \
-	"knn_self_k5:SELECT * FROM knn_selfjoin('{R}', '{x,y}', 5)"; do
+calls=("eps_join:SELECT * FROM eps_join('{R}', '{S}', '{x,y}', $eps)"
+	"eps_selfjoin:SELECT * FROM eps_selfjoin('{R}', '{x,y}', $eps)"
+	"neighbor_cnt:SELECT * FROM eps_neighbor_counts('{R}', '{x,y}', $eps)"
+	"knn_join_k5:SELECT * FROM knn_join('{R}', '{S}', '{x,y}', 5)"
+	"knn_self_k5:SELECT * FROM knn_selfjoin('{R}', '{x,y}', 5)")
+case " $kinds " in *" vector "*) calls+=(
+	"vec_eps_join:SELECT * FROM eps_join('{VR}', '{VS}', '{v}', $eps)"
+	"vec_knn_self5:SELECT * FROM knn_selfjoin('{VR}', '{v}', 5)") ;; esac
+case " $kinds " in *" geography "*) calls+=(
+	"geo_eps_join:SELECT * FROM eps_join('{GR}', '{GS}', '{g}', $geps)"
+	"geo_knn_self5:SELECT * FROM knn_selfjoin('{GR}', '{g}', 5)") ;; esac
+for f in "${calls[@]}"; do
 	name=${f%%:*}
 	call=${f#*:}
-	d=${call//\{R\}/r}
-	d=${d//\{S\}/s}
-	l=${call//\{R\}/lr}
-	l=${l//\{S\}/ls}
+	d=$call
+	l=$call
+	for t in R S VR VS GR GS; do
+		lt=$(tr 'A-Z' 'a-z' <<<"$t")
+		d=${d//\{$t\}/$lt}
+		l=${l//\{$t\}/l$lt}
+	done
 	read -r tw rows gw <<<"$(timed "SET gpujoin.distributed = on" "$d")"
 	read -r tc _ gc <<<"$(timed "SET gpujoin.distributed = off" "$d")"
 	read -r tl _ _ <<<"$(timed "SELECT 1" "$l")"
