@@ -308,6 +308,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	same_notice "geography: the single node's skipped-rows NOTICE" \
 		"SELECT count(*) FROM eps_selfjoin('d_geo', '{g}', 100000)" "SELECT count(*) FROM eps_selfjoin('l_geo', '{g}', 100000)"
 	in_strips d_geo g
+	plan=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('d_geo', '{g}', 100000)" 2>&1)
+	grep -Eq "Distributed: [0-9]+ strips of latitude" <<<"$plan" && check "geography: EXPLAIN says the strips cut latitude" ok ||
+		check "geography: EXPLAIN says the strips cut latitude" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 
 	# plain SQL distance joins of two distributed tables, which Citus refuses
 	# alone ("complex joins"): gpujoin loaded after citus reads each table as a

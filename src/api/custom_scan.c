@@ -649,8 +649,9 @@ ExplainDistributed(const GjJobStats *js, ExplainState *es)
 {
 	ExplainPropertyText("Engine", js->engine, es);
 	ExplainPropertyText("Distributed",
-						psprintf("%d strips of dimension %d, tasks on %d nodes: %s",
-								 js->dist.strips, js->dist.dim + 1, js->dist.workers,
+						psprintf("%d strips of %s, tasks on %d nodes: %s", js->dist.strips,
+								 js->dist.latitude ? "latitude" : psprintf("dimension %d", js->dist.dim + 1),
+								 js->dist.workers,
 								 js->dist.placement != NULL ? js->dist.placement : "?"), es);
 	ExplainPropertyInteger("Rows Moved", NULL, js->dist.rows_moved, es);
 	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);

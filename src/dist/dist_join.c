@@ -356,6 +356,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	stats->join_ms = gj_now_ms() - t0;
 	stats->strips = dc.strips.n;
 	stats->dim = dc.strips.dim;
+	stats->latitude = dc.geography;
 	SPI_finish();
 	GjProgressPhase(GJ_PHASE_EMIT);
 	return dist;

@@ -67,6 +67,7 @@ typedef struct GjDistStats
 	int			workers;		/* nodes they ran on */
 	const char *placement;		/* "host:port n, ..." tasks per node */
 	int			dim;			/* the dimension cut (0-based) */
+	bool		latitude;		/* ... which is geography's latitude */
 	int64		rows_moved;		/* rows written to the strips, halos included */
 	double		plan_ms;		/* bounds and histogram */
 	double		move_ms;		/* intermediate tables made and filled */
