@@ -48,7 +48,7 @@ shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name =
 
 # $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
 # {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20]),
-# {E} {E2} (d_geo, d_geq: geography)
+# {E} {E2} (d_geo, d_geq: geography), {VB} (d_vb: a bare vector)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -69,6 +69,7 @@ same_st() {
 	d=${d//\{A20\}/d_a20}
 	d=${d//\{E\}/d_geo}
 	d=${d//\{E2\}/d_geq}
+	d=${d//\{VB\}/d_vb}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -86,6 +87,7 @@ same_st() {
 	l=${l//\{A20\}/l_a20}
 	l=${l//\{E\}/l_geo}
 	l=${l//\{E2\}/l_geq}
+	l=${l//\{VB\}/l_vb}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -394,6 +396,21 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	same_st "$set" "halfvec(64): knn_selfjoin" "SELECT * FROM knn_selfjoin('{H}', '{h}', 4)"
 	in_strips d_v1 v
 	in_strips d_h h
+	# a bare vector (no declared dimensions): its rows' dimensions, read first;
+	# vectors of two dimensions stay on the coordinator with one node's error
+	q "CREATE TABLE d_vb (id bigint PRIMARY KEY, v vector);
+	   SELECT create_distributed_table('d_vb', 'id', shard_count => 8);
+	   INSERT INTO d_vb SELECT * FROM d_v1;
+	   CREATE TABLE l_vb AS SELECT * FROM d_vb;
+	   ALTER TABLE l_vb ADD PRIMARY KEY (id);" >/dev/null || check "bare vector rows" "not made"
+	same_st "$set" "bare vector: eps_selfjoin" "SELECT * FROM eps_selfjoin('{VB}', '{v}', 0.4)"
+	same_st "$set" "bare vector with vector(3): knn_join" "SELECT * FROM knn_join('{V2}', '{VB}', '{v}', 4)"
+	in_strips d_vb v
+	q "INSERT INTO d_vb VALUES (40002, '[1,2]')" >/dev/null
+	out=$(psql -X -q -At -c "SELECT count(*) FROM eps_selfjoin('d_vb', '{v}', 0.4)" 2>&1 | tr '\n' ' ')
+	grep -q "read on this node: its vectors are not all of one dimension" <<<"$out" && grep -q "different lengths" <<<"$out" &&
+		check "vectors of two dimensions: on the coordinator, one node's error" ok ||
+		check "vectors of two dimensions: on the coordinator, one node's error" "$out"
 else
 	echo "citus: measure: pgvector is not installed: the vector joins did not run"
 fi

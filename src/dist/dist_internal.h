@@ -66,7 +66,7 @@ extern int	GjDistVectorColumn(const GjInputSpec *in, int *dims);
 extern bool GjDistArrayColumn(const GjInputSpec *in);
 extern bool GjDistGeographyColumn(const GjInputSpec *in, Oid *postgis_nsp);
 extern double GjDistGeographyPerMetre(const DistCall *dc, const char *const *from, int nfrom);
-extern int	GjDistArrayDims(const char *const *from, int nfrom);
+extern int	GjDistArrayDims(const char *const *from, int nfrom, const char *as_array);
 extern void GjDistCoords(DistCall *dc);
 extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);

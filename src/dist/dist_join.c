@@ -107,7 +107,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns of declared dimensions run on the Citus workers.")));
+			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers.")));
 	SPI_finish();
 	return NULL;
 }
@@ -268,8 +268,19 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		int			r_dims = 0;
 
-		if (!dc.self && (GjDistVectorColumn(dc.r, &r_dims) == 0 || r_dims != dc.dims))
-			return OnCoordinator(spec, "one side is a vector column, the other not one of the same dimensions");
+		if (!dc.self && GjDistVectorColumn(dc.r, &r_dims) == 0)
+			return OnCoordinator(spec, "one side is a vector column, the other not");
+		if (dc.dims == 0 || (!dc.self && r_dims != dc.dims))
+		{
+			/* undeclared dimensions: the rows', which must agree (else one node's error) */
+			const char *from[2];
+
+			from[0] = GjDistSource(dc.s, 1, true, NULL);
+			from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
+			dc.dims = GjDistArrayDims(from, dc.self ? 1 : 2, "c1::pg_catalog.float4[]");
+			if (dc.dims == 0)
+				return OnCoordinator(spec, "its vectors are not all of one dimension");
+		}
 		dc.ncols = 1;
 	}
 	else if ((dc.array = GjDistArrayColumn(dc.s)))
@@ -280,7 +291,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 			return OnCoordinator(spec, "one side is an array column, the other not");
 		from[0] = GjDistSource(dc.s, 1, true, NULL);
 		from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
-		dc.dims = GjDistArrayDims(from, dc.self ? 1 : 2);
+		dc.dims = GjDistArrayDims(from, dc.self ? 1 : 2, "c1");
 		if (dc.dims == 0)
 			return OnCoordinator(spec, "its coordinate arrays are not all one-dimensional of one length");
 		dc.ncols = 1;
@@ -289,7 +300,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		dc.dims = dc.ncols = GjDistNumericColumns(dc.s);
 		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
-			return OnCoordinator(spec, "its coordinates are neither numeric columns, 2-D geometry points, arrays nor vectors of declared dimensions");
+			return OnCoordinator(spec, "its coordinates are neither numeric columns, 2-D geometry or geography points, arrays nor vectors");
 	}
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))

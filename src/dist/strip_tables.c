@@ -184,10 +184,9 @@ GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp)
 }
 
 /*
- * A pgvector column (vector or halfvec) of declared dimensions, the one
- * coordinate column of in: its kind (GJ_VEC_*), and *dims.  Undeclared
- * dimensions (a bare vector) are not distributed: the strips must know
- * them before any row is read.
+ * A pgvector column (vector or halfvec), the one coordinate column of in:
+ * its kind (GJ_VEC_*), and *dims, its declared dimensions or 0 (a bare
+ * vector: GjDistArrayDims reads them from the rows).
  */
 int
 GjDistVectorColumn(const GjInputSpec *in, int *dims)
@@ -206,9 +205,7 @@ GjDistVectorColumn(const GjInputSpec *in, int *dims)
 	get_atttypetypmodcoll(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])),
 						  &t, &typmod, &coll);
 	kind = GjPgvectorKind(getBaseType(t));
-	if (kind == 0 || typmod < 1)
-		return 0;
-	*dims = typmod;
+	*dims = typmod > 0 ? typmod : 0;
 	return kind;
 }
 
@@ -300,12 +297,13 @@ GjDistArrayColumn(const GjInputSpec *in)
 
 /*
  * The elements of the arrays of the rows the engine reads (an id, an
- * array), the same in every such row of both inputs, or 0: then the
- * coordinator reads them, and gives the single node's error for arrays of
- * different lengths, empty or of several dimensions.
+ * array; a bare vector as_array through its cast to real[]), the same in
+ * every such row of both inputs, or 0: then the coordinator reads them,
+ * and gives the single node's error for arrays of different lengths,
+ * empty or of several dimensions.
  */
 int
-GjDistArrayDims(const char *const *from, int nfrom)
+GjDistArrayDims(const char *const *from, int nfrom, const char *as_array)
 {
 	int			lo = INT_MAX,
 				hi = 0;
@@ -316,9 +314,9 @@ GjDistArrayDims(const char *const *from, int nfrom)
 					n2,
 					n3;
 
-		GjDistExec(psprintf("SELECT min(pg_catalog.cardinality(c1)), max(pg_catalog.cardinality(c1)), "
-							"max(pg_catalog.array_ndims(c1)) FROM %s WHERE id IS NOT NULL AND c1 IS NOT NULL",
-							from[i]), SPI_OK_SELECT);
+		GjDistExec(psprintf("SELECT min(pg_catalog.cardinality(%s)), max(pg_catalog.cardinality(%s)), "
+							"max(pg_catalog.array_ndims(%s)) FROM %s WHERE id IS NOT NULL AND c1 IS NOT NULL",
+							as_array, as_array, as_array, from[i]), SPI_OK_SELECT);
 		if (SPI_processed != 1)
 			return 0;
 		{
