@@ -61,10 +61,9 @@ typedef struct DistCall
 /* strip_tables.c */
 extern uint64 GjDistExec(const char *sql, int expect);
 extern int	GjDistNumericColumns(const GjInputSpec *in);
-extern bool GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp);
+extern bool GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp);
 extern int	GjDistVectorColumn(const GjInputSpec *in, int *dims);
 extern bool GjDistArrayColumn(const GjInputSpec *in);
-extern bool GjDistGeographyColumn(const GjInputSpec *in, Oid *postgis_nsp);
 extern double GjDistGeographyPerMetre(const DistCall *dc, const char *const *from, int nfrom);
 extern int	GjDistArrayDims(const char *const *from, int nfrom, const char *as_array);
 extern void GjDistCoords(DistCall *dc);

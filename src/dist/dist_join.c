@@ -203,6 +203,19 @@ JoinQuery(const DistCall *dc, int pass)
 	}
 }
 
+/*
+ * The FROM items of dc's inputs of one coordinate column (a geography,
+ * vector or array column, as it is), s first: how many (self: one).  Read
+ * before the strips, for what the column's type leaves to its rows.
+ */
+static int
+OneColumnSources(const DistCall *dc, const char **from)
+{
+	from[0] = GjDistSource(dc->s, 1, true, NULL);
+	from[1] = dc->self ? NULL : GjDistSource(dc->r, 1, true, NULL);
+	return dc->self ? 1 : 2;
+}
+
 GjDist *
 GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 {
@@ -212,6 +225,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	bool		s_dist,
 				r_dist,
 				as_is;
+	const char *col_from[2];	/* the inputs of one coordinate column, before the strips */
 	double		t0 = gj_now_ms();
 	int			want;
 	MemoryContext old;
@@ -237,29 +251,26 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		return OnCoordinator(spec, "only the Euclidean metric is distributed");
 	dc.per_unit = 1.0;
 	dc.call_args = "";
-	if (GjDistGeographyColumn(dc.s, &dc.postgis_nsp))
+	if (GjDistPostgisColumn(dc.s, GJ_KEY_GEOGRAPHY, &dc.postgis_nsp))
 	{
 		Oid			r_nsp;
-		const char *from[2];
 
-		if (!dc.self && !GjDistGeographyColumn(dc.r, &r_nsp))
+		if (!dc.self && !GjDistPostgisColumn(dc.r, GJ_KEY_GEOGRAPHY, &r_nsp))
 			return OnCoordinator(spec, "one side is a geography column, the other not");
 		if (spec->is_knn && spec->use_spheroid)
 			return OnCoordinator(spec, "the kNN join of geography runs on the sphere only");
 		dc.geography = true;
 		dc.dims = dc.ncols = 1;
-		from[0] = GjDistSource(dc.s, 1, true, NULL);
-		from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
-		dc.per_unit = GjDistGeographyPerMetre(&dc, from, dc.self ? 1 : 2);
+		dc.per_unit = GjDistGeographyPerMetre(&dc, col_from, OneColumnSources(&dc, col_from));
 		if (dc.per_unit == 0.0)
 			return OnCoordinator(spec, "its geography rows have no SRID or several");
 		dc.call_args = psprintf(", use_spheroid => %s", spec->use_spheroid ? "true" : "false");
 	}
-	else if (GjDistGeometryColumn(dc.s, &dc.postgis_nsp))
+	else if (GjDistPostgisColumn(dc.s, GJ_KEY_GEOMETRY, &dc.postgis_nsp))
 	{
 		Oid			r_nsp;
 
-		if (!dc.self && !GjDistGeometryColumn(dc.r, &r_nsp))
+		if (!dc.self && !GjDistPostgisColumn(dc.r, GJ_KEY_GEOMETRY, &r_nsp))
 			return OnCoordinator(spec, "one side is a geometry column, the other not");
 		dc.dims = 2;
 		dc.ncols = 1;
@@ -273,11 +284,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		if (dc.dims == 0 || (!dc.self && r_dims != dc.dims))
 		{
 			/* undeclared dimensions: the rows', which must agree (else one node's error) */
-			const char *from[2];
-
-			from[0] = GjDistSource(dc.s, 1, true, NULL);
-			from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
-			dc.dims = GjDistArrayDims(from, dc.self ? 1 : 2, "c1::pg_catalog.float4[]");
+			dc.dims = GjDistArrayDims(col_from, OneColumnSources(&dc, col_from), "c1::pg_catalog.float4[]");
 			if (dc.dims == 0)
 				return OnCoordinator(spec, "its vectors are not all of one dimension");
 		}
@@ -285,13 +292,9 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	}
 	else if ((dc.array = GjDistArrayColumn(dc.s)))
 	{
-		const char *from[2];
-
 		if (!dc.self && !GjDistArrayColumn(dc.r))
 			return OnCoordinator(spec, "one side is an array column, the other not");
-		from[0] = GjDistSource(dc.s, 1, true, NULL);
-		from[1] = dc.self ? NULL : GjDistSource(dc.r, 1, true, NULL);
-		dc.dims = GjDistArrayDims(from, dc.self ? 1 : 2, "c1");
+		dc.dims = GjDistArrayDims(col_from, OneColumnSources(&dc, col_from), "c1");
 		if (dc.dims == 0)
 			return OnCoordinator(spec, "its coordinate arrays are not all one-dimensional of one length");
 		dc.ncols = 1;

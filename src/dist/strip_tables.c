@@ -157,28 +157,37 @@ GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 	return psprintf("(%s) q(%s)", base, GjDistColumnList(ncols));
 }
 
-/*
- * A PostGIS geometry column of 2-D points (no Z in its type): the one
- * coordinate column of in.  Its points' x and y are the coordinates.
- */
-bool
-GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp)
+/* The base type and typmod of in's one coordinate column; false when it has several. */
+static bool
+OneColumnType(const GjInputSpec *in, Oid *type, int32 *typmod)
 {
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	AttrNumber	att;
 	Oid			t,
 				coll;
-	int32		typmod;
-	GjKeyKind	kind;
 
 	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	if (n != 1 || nulls[0])
 		return false;
-	att = GjLookupColumn(in->relid, TextDatumGetCString(elems[0]));
-	get_atttypetypmodcoll(in->relid, att, &t, &typmod, &coll);
-	if (!GjPostgisType(getBaseType(t), postgis_nsp, &kind) || kind != GJ_KEY_GEOMETRY)
+	get_atttypetypmodcoll(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])),
+						  &t, typmod, &coll);
+	*type = getBaseType(t);
+	return true;
+}
+
+/*
+ * A PostGIS column of 2-D points (no Z in its type) of kind
+ * GJ_KEY_GEOMETRY or GJ_KEY_GEOGRAPHY: the one coordinate column of in.
+ */
+bool
+GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp)
+{
+	Oid			t;
+	int32		typmod;
+	GjKeyKind	kind;
+
+	if (!OneColumnType(in, &t, &typmod) || !GjPostgisType(t, postgis_nsp, &kind) || kind != want)
 		return false;
 	return typmod < 0 || (typmod & 0x00000002) == 0;	/* PostGIS's typmod: no Z flag */
 }
@@ -191,44 +200,23 @@ GjDistGeometryColumn(const GjInputSpec *in, Oid *postgis_nsp)
 int
 GjDistVectorColumn(const GjInputSpec *in, int *dims)
 {
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n,
-				kind;
-	Oid			t,
-				coll;
+	Oid			t;
 	int32		typmod;
 
-	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	if (n != 1 || nulls[0])
+	if (!OneColumnType(in, &t, &typmod))
 		return 0;
-	get_atttypetypmodcoll(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])),
-						  &t, &typmod, &coll);
-	kind = GjPgvectorKind(getBaseType(t));
 	*dims = typmod > 0 ? typmod : 0;
-	return kind;
+	return GjPgvectorKind(t);
 }
 
-/* A PostGIS geography column of 2-D points, the one coordinate column of in. */
+/* A float4[] or float8[] column, the one coordinate column of in. */
 bool
-GjDistGeographyColumn(const GjInputSpec *in, Oid *postgis_nsp)
+GjDistArrayColumn(const GjInputSpec *in)
 {
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-	Oid			t,
-				coll;
+	Oid			t;
 	int32		typmod;
-	GjKeyKind	kind;
 
-	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	if (n != 1 || nulls[0])
-		return false;
-	get_atttypetypmodcoll(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0])),
-						  &t, &typmod, &coll);
-	if (!GjPostgisType(getBaseType(t), postgis_nsp, &kind) || kind != GJ_KEY_GEOGRAPHY)
-		return false;
-	return typmod < 0 || (typmod & 0x00000002) == 0;	/* PostGIS's typmod: no Z flag */
+	return OneColumnType(in, &t, &typmod) && (t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID);
 }
 
 /*
@@ -277,22 +265,6 @@ GjDistGeographyPerMetre(const DistCall *dc, const char *const *from, int nfrom)
 	GjGeographySpheroid(dc->spec->fname, dc->postgis_nsp, srid, &a, &b);
 	r = Min(b * b / a, (2 * a + b) / 3);
 	return 180.0 / M_PI / r * (1 + 1e-6);
-}
-
-/* A float4[] or float8[] column, the one coordinate column of in. */
-bool
-GjDistArrayColumn(const GjInputSpec *in)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-	Oid			t;
-
-	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	if (n != 1 || nulls[0])
-		return false;
-	t = getBaseType(get_atttype(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[0]))));
-	return t == FLOAT4ARRAYOID || t == FLOAT8ARRAYOID;
 }
 
 /*
