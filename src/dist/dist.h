@@ -15,6 +15,7 @@
  *	dist_join.c	the run: which calls, the eps joins' pushed-down queries,
  *				the rows back, the tables dropped
  *	dist_knn.c	the kNN joins: the strips' bounds, halos within them
+ *	dist_dbscan.c	dbscan: local clusters on the workers, joined here
  *	strip_tables.c	the intermediate tables, rows moved, SQL over them
  */
 #ifndef GJ_DIST_H

@@ -6,6 +6,7 @@
  * The files call downwards only:
  *	dist_join.c		the eps calls: which run here, GjDistStart, rows out
  *	dist_knn.c		the kNN calls: bounds, halos, the join
+ *	dist_dbscan.c	dbscan: local clusters on the workers, joined here
  *	strip_tables.c	the tables, the rows moved into them, the SQL over them
  *	strips.c, citus.c	leaves
  */
@@ -53,6 +54,7 @@ typedef struct DistCall
 	char	   *s_tab;
 	char	   *r_base;			/* ... and unqualified, for the shards' names */
 	char	   *s_base;
+	char	   *l_tab;			/* dbscan's labels (qualified, quoted), else NULL */
 	GjStrips	strips;
 	int32	   *values;			/* strip i's distribution value */
 	int			k;				/* kNN: k, and k + 1 for a self join (the row itself) */
@@ -76,14 +78,20 @@ extern char *GjDistValuesLiteral(const DistCall *dc);
 extern char *GjDistStripAt(const DistCall *dc, const char *x);
 extern void GjDistMakeTables(DistCall *dc, uint32 seq);
 extern void GjDistDropTables(const DistCall *dc);
-extern int64 GjDistMoveRows(DistCall *dc, bool halo);
+extern int64 GjDistMoveRows(DistCall *dc, int halo);
 extern void GjDistFillCells(DistCall *dc);
 extern char *GjDistKeyWitness(const char *name, const GjInputSpec *in);
 extern char *GjDistOperator(Oid opno);
+typedef void (*GjDistRowFn) (TupleTableSlot *slot, void *arg);
+extern int64 GjDistEach(const char *sql, GjDistRowFn fn, void *arg);
+extern void GjDistStoreSlot(GjDist *dist, TupleDesc td, MemoryContext cxt);
 extern int64 GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt);
 extern const char *GjDistPlacement(const DistCall *dc, MemoryContext cxt, int *workers);
 
 /* dist_knn.c: the kNN join's bounds, halos and query; rows moved */
 extern int64 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt);
+
+/* dist_dbscan.c: dbscan's labels on the workers, their clusters joined here */
+extern void GjDistDbscan(DistCall *dc, GjDist *dist, MemoryContext cxt);
 
 #endif							/* GJ_DIST_INTERNAL_H */

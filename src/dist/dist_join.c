@@ -40,7 +40,8 @@
  *	   which takes the tables (made in it) with it on every node.
  *
  * What runs here: eps_join, eps_selfjoin, eps_join_counts,
- * eps_neighbor_counts, eps_neighbors, knn_join and knn_selfjoin of tables,
+ * eps_neighbor_counts, eps_neighbors, knn_join, knn_selfjoin (dist_knn.c)
+ * and dbscan (dist_dbscan.c) of tables,
  * Euclidean, on numeric coordinate columns or a column of 2-D PostGIS
  * geometry points, integer ids or keys of a named type.  Anything else, or a
  * read-only transaction, or no schema in search_path where the caller
@@ -82,7 +83,7 @@ GjDistInit(void)
 {
 	DefineCustomBoolVariable("gpujoin.distributed",
 							 "Run joins of Citus-distributed tables on the workers.",
-							 "On: eps_join, eps_selfjoin, eps_join_counts, eps_neighbor_counts, eps_neighbors and the kNN joins of "
+							 "On: eps_join, eps_selfjoin, eps_join_counts, eps_neighbor_counts, eps_neighbors, the kNN joins and dbscan of "
 							 "distributed tables repartition the rows into strips of space on the "
 							 "workers and join them there; only result rows travel to this node. "
 							 "Off: every row is read on this node, as for any table.",
@@ -107,7 +108,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the Euclidean eps and kNN joins, counts and lists of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers.")));
+			 errhint("Only the Euclidean eps and kNN joins, counts, lists and DBSCAN of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers.")));
 	SPI_finish();
 	return NULL;
 }
@@ -136,7 +137,8 @@ ShapeFits(const GjJobSpec *spec)
 	const GjInputSpec *ins[2] = {&spec->input, &spec->query};
 
 	if (spec->shape != GJ_SHAPE_PAIRS && spec->shape != GJ_SHAPE_COUNTS &&
-		spec->shape != GJ_SHAPE_KNN && (spec->shape != GJ_SHAPE_LISTS || spec->has_query))
+		spec->shape != GJ_SHAPE_KNN && spec->shape != GJ_SHAPE_DBSCAN &&
+		(spec->shape != GJ_SHAPE_LISTS || spec->has_query))
 		return false;
 	if (spec->filter_column != GJ_FILTER_NONE)
 		return false;
@@ -228,6 +230,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	const char *col_from[2];	/* the inputs of one coordinate column, before the strips */
 	double		t0 = gj_now_ms();
 	int			want;
+	bool		dbscan = spec->shape == GJ_SHAPE_DBSCAN;
 	MemoryContext old;
 
 	if (!distributed_guc || !ShapeFits(spec) || !GjCitusInstalled())
@@ -336,7 +339,9 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		const char *from[2] = {dc.r_from, dc.s_from};
 
-		GjPlanStrips(from, dc.self ? 1 : 2, &dc.coords, spec->is_knn ? 0.0 : spec->eps * dc.per_unit,
+		/* dbscan's halos are two eps wide: strips as wide keep them to a strip a side */
+		GjPlanStrips(from, dc.self ? 1 : 2, &dc.coords,
+					 spec->is_knn ? 0.0 : spec->eps * dc.per_unit * (dbscan ? 2 : 1),
 					 Min(want, GJ_MAX_STRIPS), &dc.strips);
 	}
 	stats->plan_ms = gj_now_ms() - t0;
@@ -347,7 +352,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	/* 2. the intermediate tables, filled */
 	t0 = gj_now_ms();
 	GjDistMakeTables(&dc, ++seq);
-	stats->rows_moved = GjDistMoveRows(&dc, !spec->is_knn);	/* kNN: halos after its bounds */
+	/* kNN: halos after its bounds */
+	stats->rows_moved = GjDistMoveRows(&dc, spec->is_knn ? 0 : dbscan ? 2 : 1);
 	GjDistFillCells(&dc);
 	stats->move_ms = gj_now_ms() - t0;
 
@@ -360,6 +366,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	MemoryContextSwitchTo(old);
 	if (spec->is_knn)
 		stats->rows_moved += GjDistKnn(&dc, dist, cxt);
+	else if (dbscan)
+		GjDistDbscan(&dc, dist, cxt);
 	else
 		GjDistFetch(dist, JoinQuery(&dc, 0), false, cxt);
 	if (dc.self && spec->shape == GJ_SHAPE_PAIRS)

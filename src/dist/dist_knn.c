@@ -132,7 +132,7 @@ Halos(const DistCall *dc, const double *bound)
 	}
 	if (n == 1)
 		return 0;
-	return (int64) GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st], false, false, %s FROM %s t, "
+	return (int64) GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st], false, false, false, %s FROM %s t, "
 									   "LATERAL pg_catalog.generate_series(1, %d) st "
 									   "WHERE t.own AND (%s)[st] <> t.strip AND %s >= (ARRAY[%s])[st] AND %s <= (ARRAY[%s])[st]",
 									   dc->s_tab, GjDistValuesLiteral(dc), GjDistColumnList(dc->ncols), dc->s_tab, n,

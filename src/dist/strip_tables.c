@@ -464,10 +464,15 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 	GjDistExec(psprintf("CREATE UNLOGGED TABLE %s (strip int4, rq text, sq text)", dc->cells), SPI_OK_UTILITY);
 	GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', shard_count => %d, colocate_with => 'none')",
 				  dc->cells, dc->strips.n), SPI_OK_SELECT);
-	/* s: a row in its own strip (own) or a halo's, from a later strip (later) or not */
+	/*
+	 * s: a row in its own strip (own) or a halo's, from a later strip
+	 * (later) or not; near (dbscan's halos, two eps wide): a halo row within
+	 * eps of the strip, or an own row within eps of another strip
+	 */
 	if (dc->s_ref == NULL)
 	{
-		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, true AS own, true AS later, q.* "
+		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, true AS own, true AS later, "
+							"true AS near, q.* "
 							"FROM %s WITH NO DATA", dc->s_tab, dc->s_from), SPI_OK_UTILITY);
 		GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
 							dc->s_tab, dc->cells), SPI_OK_SELECT);
@@ -486,20 +491,21 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 void
 GjDistDropTables(const DistCall *dc)
 {
-	GjDistExec(psprintf("DROP TABLE %s%s%s%s%s", dc->cells,
+	GjDistExec(psprintf("DROP TABLE %s%s%s%s%s%s%s", dc->cells,
 						dc->s_ref == NULL ? ", " : "", dc->s_ref == NULL ? dc->s_tab : "",
-						dc->self ? "" : ", ", dc->self ? "" : dc->r_tab), SPI_OK_UTILITY);
+						dc->self ? "" : ", ", dc->self ? "" : dc->r_tab,
+						dc->l_tab != NULL ? ", " : "", dc->l_tab != NULL ? dc->l_tab : ""), SPI_OK_UTILITY);
 }
 
 /*
  * Repartition the rows the engine reads (no NULL, NaN or infinite
- * coordinate, no NULL id): r rows into their strip, s rows into their own and, with
- * a halo, every strip within eps of them (a margin of 1e-9 eps and a few
- * units of rounding of x over: never a strip short).  Returns the rows
- * written.
+ * coordinate, no NULL id): r rows into their strip, s rows into their own
+ * and every strip within halo eps of them (0, 1, or 2 for dbscan; a
+ * margin of 1e-9 eps and a few units of rounding of x over: never a strip
+ * short), flagged near (above) for dbscan.  Returns the rows written.
  */
 int64
-GjDistMoveRows(DistCall *dc, bool halo)
+GjDistMoveRows(DistCall *dc, int halo)
 {
 	const char *x = dc->coords.x[dc->strips.dim];
 	char	   *eps = GjFloat8Literal(dc->spec->eps * dc->per_unit);
@@ -508,17 +514,30 @@ GjDistMoveRows(DistCall *dc, bool halo)
 	char	   *margin = psprintf("(%s * (1 + 1e-9) + abs(%s) * 1e-15)", eps, x);
 	char	   *lo = own;
 	char	   *hi = own;
+	char	   *near = "false";
 	char	   *vals = GjDistValuesLiteral(dc);
 	/* the rows the engine would skip stay out (GjDistStart says how many) */
 	char	   *kept = KeptRow(dc);
 	int64		moved = 0;
 
-	if (halo)
+	if (halo > 0)
 	{
+		char	   *width = psprintf("%d * %s", halo, margin);
+
 		lo = psprintf("CASE WHEN %s THEN %s ELSE %s END", finite,
-					  GjDistStripAt(dc, psprintf("(%s - %s)", x, margin)), own);
+					  GjDistStripAt(dc, psprintf("(%s - %s)", x, width)), own);
 		hi = psprintf("CASE WHEN %s THEN %s ELSE %s END", finite,
-					  GjDistStripAt(dc, psprintf("(%s + %s)", x, margin)), own);
+					  GjDistStripAt(dc, psprintf("(%s + %s)", x, width)), own);
+	}
+	if (halo == 2)
+	{
+		char	   *lo1 = psprintf("CASE WHEN %s THEN %s ELSE %s END", finite,
+								   GjDistStripAt(dc, psprintf("(%s - %s)", x, margin)), own);
+		char	   *hi1 = psprintf("CASE WHEN %s THEN %s ELSE %s END", finite,
+								   GjDistStripAt(dc, psprintf("(%s + %s)", x, margin)), own);
+
+		near = psprintf("CASE WHEN st = %s THEN %s <> %s ELSE st BETWEEN %s AND %s END",
+						own, lo1, hi1, lo1, hi1);
 	}
 	if (!dc->self)
 	{
@@ -528,9 +547,9 @@ GjDistMoveRows(DistCall *dc, bool halo)
 	}
 	if (dc->s_ref != NULL)
 		return moved;			/* a reference table: each node reads its own copy */
-	moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st + 1], st = %s, st < %s, q.* FROM %s, "
+	moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[st + 1], st = %s, st < %s, %s, q.* FROM %s, "
 								 "LATERAL pg_catalog.generate_series(%s, %s) st WHERE %s",
-								 dc->s_tab, vals, own, own, dc->s_from, lo, hi, kept), SPI_OK_INSERT);
+								 dc->s_tab, vals, own, own, near, dc->s_from, lo, hi, kept), SPI_OK_INSERT);
 	return moved;
 }
 
@@ -629,93 +648,60 @@ GjDistOperator(Oid opno)
 }
 
 /*
- * The rows of the pushed-down join go straight from the executor into the
- * job's tuplestore: no batch of copies in SPI's memory on the way (the
- * rows' transfer is most of a distributed join's time here).
+ * The rows of a pushed-down query go straight from the executor to a
+ * callback (a job's tuplestore, dbscan's labels): no batch of copies in
+ * SPI's memory on the way (the rows' transfer is most of a distributed
+ * join's time here).
  */
-typedef struct StoreReceiver
+typedef struct EachReceiver
 {
 	DestReceiver pub;
-	GjDist	   *dist;
-	MemoryContext cxt;
-	bool		both_orders;	/* each pair also as (b, a, dist) */
+	GjDistRowFn fn;
+	void	   *arg;
 	int64		rows;
-} StoreReceiver;
+} EachReceiver;
 
 static void
-StoreStartup(DestReceiver *self, int operation, TupleDesc td)
+EachStartup(DestReceiver *self, int operation, TupleDesc td)
 {
-	StoreReceiver *r = (StoreReceiver *) self;
-	MemoryContext old;
-
-	if (r->dist->slot != NULL)
-		return;					/* a second pass: the same columns */
-	old = MemoryContextSwitchTo(r->cxt);
-	r->dist->natts = td->natts;
-	r->dist->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(td), &TTSOpsMinimalTuple);
-	MemoryContextSwitchTo(old);
 }
 
 static bool
-StoreSlot(TupleTableSlot *slot, DestReceiver *self)
+EachSlot(TupleTableSlot *slot, DestReceiver *self)
 {
-	StoreReceiver *r = (StoreReceiver *) self;
-	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+	EachReceiver *r = (EachReceiver *) self;
 
-	tuplestore_puttupleslot(r->dist->store, slot);
-	if (r->both_orders)
-	{
-		Datum		v[3];
-		bool		n[3];
-
-		slot_getallattrs(slot);
-		v[0] = slot->tts_values[1];
-		n[0] = slot->tts_isnull[1];
-		v[1] = slot->tts_values[0];
-		n[1] = slot->tts_isnull[0];
-		v[2] = slot->tts_values[2];
-		n[2] = slot->tts_isnull[2];
-		tuplestore_putvalues(r->dist->store, slot->tts_tupleDescriptor, v, n);
-	}
-	MemoryContextSwitchTo(old);
+	slot_getallattrs(slot);
+	r->fn(slot, r->arg);
 	r->rows++;
 	return true;
 }
 
 static void
-StoreShutdown(DestReceiver *self)
+EachShutdown(DestReceiver *self)
 {
 }
 
-static void
-StoreDestroy(DestReceiver *self)
-{
-}
-
-/*
- * Every row of the pushed-down join, into dist's tuplestore (in cxt);
- * both_orders: each pair also as (b, a, dist).
- */
+/* Every row of sql, to fn; returns how many. */
 int64
-GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt)
+GjDistEach(const char *sql, GjDistRowFn fn, void *arg)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
 	SPIExecuteOptions opt;
-	StoreReceiver r;
+	EachReceiver r;
 	int			rc;
 
 	if (plan == NULL)
 		elog(ERROR, "gpujoin: the distributed join could not be planned (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
 	memset(&r, 0, sizeof(r));
-	r.pub.receiveSlot = StoreSlot;
-	r.pub.rStartup = StoreStartup;
-	r.pub.rShutdown = StoreShutdown;
-	r.pub.rDestroy = StoreDestroy;
+	r.pub.receiveSlot = EachSlot;
+	r.pub.rStartup = EachStartup;
+	r.pub.rShutdown = EachShutdown;
+	r.pub.rDestroy = EachShutdown;
 	r.pub.mydest = DestNone;
-	r.dist = dist;
-	r.cxt = cxt;
-	r.both_orders = both_orders;
+	r.fn = fn;
+	r.arg = arg;
 	memset(&opt, 0, sizeof(opt));
 	opt.read_only = false;
 	opt.dest = &r.pub;
@@ -725,6 +711,65 @@ GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt)
 		elog(ERROR, "gpujoin: the distributed join failed (%s): %s", SPI_result_code_string(rc), sql);
 	SPI_freeplan(plan);
 	return r.rows;
+}
+
+/* GjDistFetch's rows into the job's tuplestore */
+typedef struct StoreArg
+{
+	GjDist	   *dist;
+	MemoryContext cxt;
+	bool		both_orders;	/* each pair also as (b, a, dist) */
+} StoreArg;
+
+/* The store's slot for rows of td, made once (a second pass has the same columns). */
+void
+GjDistStoreSlot(GjDist *dist, TupleDesc td, MemoryContext cxt)
+{
+	MemoryContext old;
+
+	if (dist->slot != NULL)
+		return;
+	old = MemoryContextSwitchTo(cxt);
+	dist->natts = td->natts;
+	dist->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(td), &TTSOpsMinimalTuple);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+StoreRow(TupleTableSlot *slot, void *arg)
+{
+	StoreArg   *a = (StoreArg *) arg;
+	MemoryContext old;
+
+	GjDistStoreSlot(a->dist, slot->tts_tupleDescriptor, a->cxt);
+	old = MemoryContextSwitchTo(a->cxt);
+	tuplestore_puttupleslot(a->dist->store, slot);
+	if (a->both_orders)
+	{
+		Datum		v[3];
+		bool		n[3];
+
+		v[0] = slot->tts_values[1];
+		n[0] = slot->tts_isnull[1];
+		v[1] = slot->tts_values[0];
+		n[1] = slot->tts_isnull[0];
+		v[2] = slot->tts_values[2];
+		n[2] = slot->tts_isnull[2];
+		tuplestore_putvalues(a->dist->store, slot->tts_tupleDescriptor, v, n);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Every row of the pushed-down join, into dist's tuplestore (in cxt);
+ * both_orders: each pair also as (b, a, dist).
+ */
+int64
+GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt)
+{
+	StoreArg	a = {dist, cxt, both_orders};
+
+	return GjDistEach(sql, StoreRow, &a);
 }
 
 /* Which nodes ran the tasks: "host:port n, ..." */
