@@ -2,7 +2,7 @@
 # gpujoin on Citus-distributed tables (issue 45): every function's rows on
 # tables distributed over two workers equal its rows on plain copies of
 # the same tables (EXCEPT ALL both ways), keyed and _sql forms included.
-# The eps and kNN joins, counts and lists run on the workers (dist/): checked on a
+# The eps and kNN joins, counts, lists and DBSCAN run on the workers (dist/): checked on a
 # lattice with pairs exactly eps apart, on skewed rows with a dense clump
 # where the strips are cut, duplicates and NULL/NaN/infinite coordinates,
 # with few and many strips, tiny and huge eps; EXPLAIN names the nodes;
@@ -48,7 +48,7 @@ shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name =
 
 # $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
 # {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20]),
-# {E} {E2} (d_geo, d_geq: geography), {VB} (d_vb: a bare vector)
+# {E} {E2} (d_geo, d_geq: geography), {VB} (d_vb: a bare vector), {B} (d_bd: dbscan's border rows)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -70,6 +70,7 @@ same_st() {
 	d=${d//\{E\}/d_geo}
 	d=${d//\{E2\}/d_geq}
 	d=${d//\{VB\}/d_vb}
+	d=${d//\{B\}/d_bd}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -88,6 +89,7 @@ same_st() {
 	l=${l//\{E\}/l_geo}
 	l=${l//\{E2\}/l_geq}
 	l=${l//\{VB\}/l_vb}
+	l=${l//\{B\}/l_bd}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -191,6 +193,8 @@ for strips in 0 3 16 64; do
 	same_st "$set" "strips $strips: eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{S}', '{x,y}', 0.4)"
 	same_st "$set" "strips $strips: knn_join" "SELECT * FROM knn_join('{Q2}', '{S}', '{x,y}', 5)"
 	same_st "$set" "strips $strips: knn_selfjoin" "SELECT * FROM knn_selfjoin('{S}', '{x,y}', 4)"
+	same_st "$set" "strips $strips: dbscan" "SELECT * FROM dbscan('{S}', '{x,y}', 0.4, 4)"
+	same_st "$set" "strips $strips: dbscan, minpts 1" "SELECT * FROM dbscan('{S}', '{x,y}', 0.3, 1)"
 done
 # 30 rows at one point (more duplicates with smaller ids than k) among spread ones
 q "CREATE TABLE d_dup (id bigint PRIMARY KEY, x float8, y float8);
@@ -211,6 +215,10 @@ same_st "$set" "eps_neighbor_counts, uuid keys" "SELECT * FROM eps_neighbor_coun
 same_st "$set" "knn_selfjoin, uuid keys" "SELECT * FROM knn_selfjoin('{K}', '{x,y}', 3, key => NULL::uuid)"
 same_st "$set" "knn_join, uuid and bigint keys" "SELECT * FROM knn_join('{K}', '{Q2}', '{x,y}', 3, query_key => NULL::uuid, ref_key => NULL::bigint)"
 same_st "$set" "eps_neighbors, uuid keys" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{K}', '{x,y}', 0.4, key => NULL::uuid)"
+same_st "$set" "dbscan, uuid keys" "SELECT * FROM dbscan('{K}', '{x,y}', 0.4, 4, key => NULL::uuid)"
+same_st "$set" "dbscan, non-unique id column (on the coordinator)" "SELECT * FROM dbscan('{S}', '{x,y}', 0.4, 4, id_col => 'id2')"
+same_st "$set" "dbscan, huge eps (one cluster)" "SELECT * FROM dbscan('{S}', '{x,y}', 1e6, 10)"
+same_st "$set" "dbscan, tiny eps (duplicates only)" "SELECT * FROM dbscan('{S}', '{x,y}', 1e-12, 2)"
 same_st "$set" "eps_neighbor_counts, non-unique id column" "SELECT * FROM eps_neighbor_counts('{S}', '{x,y}', 0.4, id_col => 'id2')"
 same_st "$set" "eps_selfjoin, uuid keys of a non-unique column (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, key => NULL::uuid, id_col => 'k')"
 same_st "$set" "eps_join, uuid and bigint keys" "SELECT * FROM eps_join('{S}', '{Q2}', '{x,y}', 0.4, r_key => NULL::uuid, s_key => NULL::bigint, r_id_col => 'k')"
@@ -221,6 +229,40 @@ same_st "$set" "eps_neighbor_counts, 1-D" "SELECT * FROM eps_neighbor_counts('{S
 # the rows skipped for a NULL, NaN or infinite coordinate: the single node's NOTICEs, not one a strip
 same_notice "skipped rows: the single node's NOTICE" \
 	"SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)"
+same_notice "dbscan: the single node's skipped-rows NOTICE" \
+	"SELECT count(*) FROM dbscan('d_st', '{x,y}', 0.4, 4)" "SELECT count(*) FROM dbscan('l_st', '{x,y}', 0.4, 4)"
+plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM dbscan('d_st', '{x,y}', 0.4, 4)" 2>&1)
+grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
+	! grep -q "Distributed: 1 strips" <<<"$plan" && check "dbscan: on the workers, in strips" ok ||
+	check "dbscan: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+
+# dbscan's clusters cross the strips, and a border row takes the lowest
+# cluster of the whole table, not of its strip: two chains of core rows
+# 0.7 apart (eps 0.4, minpts 20), each one cluster from end to end, and
+# rows halfway between them, within eps of both and no core row.  Chain A
+# has the smallest id of all at its right end and large ids at its left,
+# chain B small ids at its left: in a strip at the left, B's piece has the
+# smaller id, but A is cluster 0, and every border row joins A.
+q "CREATE TABLE d_bd (id bigint PRIMARY KEY, x float8, y float8);
+   SELECT create_distributed_table('d_bd', 'id', shard_count => 4);
+   INSERT INTO d_bd SELECT 2 * (1000 - i), i * 0.04, 0 FROM generate_series(0, 999) i;
+   INSERT INTO d_bd SELECT 2 * i + 101, i * 0.04, 0.7 FROM generate_series(0, 999) i;
+   INSERT INTO d_bd SELECT 5000 + i, i * 1.0, 0.35 FROM generate_series(0, 39) i;
+   CREATE TABLE l_bd AS SELECT * FROM d_bd;
+   ALTER TABLE l_bd ADD PRIMARY KEY (id);" >/dev/null || check "the border rows' chains" "not made"
+# the single node: two clusters, and border rows within eps of core rows of both (else the case is not made)
+both=$(q "CREATE TEMP TABLE c AS SELECT * FROM dbscan('l_bd', '{x,y}', 0.4, 20);
+	SELECT (SELECT count(DISTINCT cluster) FROM c) || ' ' || count(*) FROM c b WHERE b.id >= 5000 AND NOT b.is_core AND b.cluster = 0 AND
+	(SELECT count(DISTINCT k.cluster) FROM c k JOIN l_bd p ON p.id = k.id JOIN l_bd bp ON bp.id = b.id
+	 WHERE k.is_core AND (p.x - bp.x) ^ 2 + (p.y - bp.y) ^ 2 <= 0.16) = 2" 2>&1 | tail -1)
+case "$both" in
+"2 "[1-9]*) check "dbscan: border rows within reach of two clusters (the case is made)" ok ;;
+*) check "dbscan: border rows within reach of two clusters (the case is made)" "$both" ;;
+esac
+for strips in 0 16 64; do
+	same_st "SET gpujoin.distributed_strips = $strips" "strips $strips: dbscan, border rows of two clusters" "SELECT * FROM dbscan('{B}', '{x,y}', 0.4, 20)"
+done
+
 # A reference table beside a distributed one stays where it is: each strip
 # reads its rows from its node's copy (only the distributed rows move)
 q "CREATE TABLE d_ref (id bigint PRIMARY KEY, x float8, y float8);
@@ -277,6 +319,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	same_st "$set" "geometry: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{G}', '{g}', 0.4)"
 	same_st "$set" "geometry: knn_join" "SELECT * FROM knn_join('{G2}', '{G}', '{g}', 4)"
 	same_st "$set" "geometry: knn_selfjoin" "SELECT * FROM knn_selfjoin('{G}', '{g}', 4)"
+	same_st "$set" "geometry: dbscan" "SELECT * FROM dbscan('{G}', '{g}', 0.4, 4)"
 	plan=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('d_gp', '{g}', 0.4)" 2>&1)
 	grep -q "Engine: citus workers" <<<"$plan" && check "geometry: on the workers" ok ||
 		check "geometry: on the workers" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
@@ -307,6 +350,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	same_st "$set" "geography: eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{E}', '{g}', 100000)"
 	same_st "$set" "geography: knn_join" "SELECT * FROM knn_join('{E2}', '{E}', '{g}', 4)"
 	same_st "$set" "geography: knn_selfjoin" "SELECT * FROM knn_selfjoin('{E}', '{g}', 3)"
+	same_st "$set" "geography: dbscan (spheroid)" "SELECT * FROM dbscan('{E}', '{g}', 150000, 3)"
 	same_notice "geography: the single node's skipped-rows NOTICE" \
 		"SELECT count(*) FROM eps_selfjoin('d_geo', '{g}', 100000)" "SELECT count(*) FROM eps_selfjoin('l_geo', '{g}', 100000)"
 	in_strips d_geo g
@@ -392,6 +436,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	same_st "$set" "vector: eps_neighbors" "SELECT id, neighbors::text, dists::text FROM eps_neighbors('{V}', '{v}', 0.4)"
 	same_st "$set" "vector: knn_join" "SELECT * FROM knn_join('{V2}', '{V}', '{v}', 4)"
 	same_st "$set" "vector: knn_selfjoin" "SELECT * FROM knn_selfjoin('{V}', '{v}', 3)"
+	same_st "$set" "vector: dbscan" "SELECT * FROM dbscan('{V}', '{v}', 0.4, 4)"
 	same_st "$set" "halfvec(64): eps_selfjoin" "SELECT * FROM eps_selfjoin('{H}', '{h}', 1.0)"
 	same_st "$set" "halfvec(64): knn_selfjoin" "SELECT * FROM knn_selfjoin('{H}', '{h}', 4)"
 	in_strips d_v1 v
@@ -442,6 +487,7 @@ same_st "$set" "float4[] with float8[]: eps_join" "SELECT * FROM eps_join('{A2}'
 same_st "$set" "float8[]: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{A}', '{a}', 0.4)"
 same_st "$set" "float4[] with float8[]: knn_join" "SELECT * FROM knn_join('{A2}', '{A}', '{a}', 4)"
 same_st "$set" "float8[]: knn_selfjoin" "SELECT * FROM knn_selfjoin('{A}', '{a}', 3)"
+same_st "$set" "float8[]: dbscan" "SELECT * FROM dbscan('{A}', '{a}', 0.4, 4)"
 same_st "$set" "float8[20]: eps_selfjoin" "SELECT * FROM eps_selfjoin('{A20}', '{a}', 0.6)"
 same_st "$set" "float8[20]: knn_selfjoin" "SELECT * FROM knn_selfjoin('{A20}', '{a}', 4)"
 same_notice "float8[]: the single node's skipped-rows NOTICE" \
@@ -488,6 +534,18 @@ if [ -n "${hwm1:-}" ] && [ -n "${hwm0:-}" ] && [ $((hwm1 - hwm0)) -lt 15625 ]; t
 else
 	check "the coordinator's backend grew less than the input's 16 MB" "${hwm0:-?} -> ${hwm1:-?} kB"
 fi
+# the same for dbscan of one of them (eps 0.002: about 6 neighbours a row,
+# 435K core rows), after a warm-up call whose 500,000 rows are all noise:
+# less than its 12 MB of ids and coordinates, what one node's read holds
+mem=$(psql -X -q -At -c "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 1e-9, 5)" -c "$hwm" \
+	-c "SELECT count(*) FILTER (WHERE is_core) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)" -c "$hwm" 2>&1 | tr '\n' ' ')
+read -r _ hwm0 core hwm1 <<<"$mem"
+echo "citus: measure: dbscan of a distributed table of 500,000 rows (12 MB of ids and coordinates): $core core rows; the coordinator's backend peaked at ${hwm1:-?} kB, ${hwm0:-?} kB after a warm-up call"
+if [ -n "${hwm1:-}" ] && [ -n "${hwm0:-}" ] && [ "${core:-0}" -gt 0 ] 2>/dev/null && [ $((hwm1 - hwm0)) -lt 11718 ]; then
+	check "dbscan: the coordinator's backend grew less than the input's 12 MB" ok
+else
+	check "dbscan: the coordinator's backend grew less than the input's 12 MB" "${hwm0:-?} -> ${hwm1:-?} kB, ${core:-?} core rows"
+fi
 mem=$(psql -X -q -At -c "SET gpujoin.distributed = off" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 1e-9)" \
 	-c "$hwm" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.0005)" -c "$hwm" 2>&1 | tr '\n' ' ')
 read -r _ hwm0 pairs hwm1 <<<"$mem"
@@ -514,6 +572,14 @@ case "$err" in
 *) check "statement_timeout stops a distributed join" "$err" ;;
 esac
 echo "citus: measure: statement_timeout = 700 ms: the distributed join ended after $ms ms"
+t0=$(date +%s%N)
+err=$(psql -X -q -At -c "SET statement_timeout = 700" -c "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)" 2>&1)
+ms=$((($(date +%s%N) - t0) / 1000000))
+case "$err" in
+*"statement timeout"*) [ "$ms" -lt 1700 ] && check "statement_timeout stops a distributed dbscan within 1 s" ok ||
+	check "statement_timeout stops a distributed dbscan within 1 s" "$ms ms" ;;
+*) check "statement_timeout stops a distributed dbscan" "$err" ;;
+esac
 
 # A worker lost mid-join (its backends terminated): a clear error, no row
 out=$(mktemp)
