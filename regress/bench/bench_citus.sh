@@ -66,7 +66,8 @@ calls=("eps_join:SELECT * FROM eps_join('{R}', '{S}', '{x,y}', $eps)"
 	"eps_selfjoin:SELECT * FROM eps_selfjoin('{R}', '{x,y}', $eps)"
 	"neighbor_cnt:SELECT * FROM eps_neighbor_counts('{R}', '{x,y}', $eps)"
 	"knn_join_k5:SELECT * FROM knn_join('{R}', '{S}', '{x,y}', 5)"
-	"knn_self_k5:SELECT * FROM knn_selfjoin('{R}', '{x,y}', 5)")
+	"knn_self_k5:SELECT * FROM knn_selfjoin('{R}', '{x,y}', 5)"
+	"dbscan_m3:SELECT * FROM dbscan('{R}', '{x,y}', $eps, 3)")
 case " $kinds " in *" vector "*) calls+=(
 	"vec_eps_join:SELECT * FROM eps_join('{VR}', '{VS}', '{v}', $eps)"
 	"vec_knn_self5:SELECT * FROM knn_selfjoin('{VR}', '{v}', 5)") ;; esac
