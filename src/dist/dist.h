@@ -62,6 +62,7 @@ typedef struct GjStrips
 	int64		rows[2];
 	int64		nnull[2];		/* a NULL id or coordinate */
 	int64		nnonfinite[2];	/* a NaN or infinite coordinate */
+	int64		nzero[2];		/* cosine: of the others, only zero coordinates */
 } GjStrips;
 
 /* The coordinates of an input as SQL over the columns (id, c1, ..) of its FROM items. */
@@ -70,7 +71,9 @@ typedef struct GjStripCoords
 	const char *const *x;		/* dims float8 expressions */
 	int			dims;
 	const char *null_row;		/* a row the engine skips for a NULL id or coordinate */
-	const char *finite_row;		/* ... and, of the others, one it keeps */
+	const char *finite_row;		/* ... and, of the others, one it keeps ... */
+	const char *zero_row;		/* ... unless this (the cosine metric's rows without a
+								 * direction; NULL: none) */
 	bool		sample_dim;		/* too many dimensions to bound each on every row: the
 								 * cut one is chosen from a sample of ... */
 	const char *sample_array;	/* ... this float8[] expression of the rows */

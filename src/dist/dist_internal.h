@@ -40,6 +40,8 @@ typedef struct DistCall
 	int			vector;			/* a pgvector column: GJ_VEC_VECTOR or GJ_VEC_HALFVEC, else 0 */
 	bool		array;			/* a float4[] or float8[] column */
 	bool		geography;		/* a PostGIS geography column: the strips cut latitude */
+	bool		cosine;			/* the cosine metric (pgvector columns): the strips cut a
+								 * normalised element */
 	double		per_unit;		/* the cut coordinate's units a unit of distance moves it
 								 * at most: 1, or geography's degrees of latitude a metre */
 	const char *call_args;		/* more arguments of the workers' _sql calls ("" or
@@ -63,12 +65,13 @@ typedef struct DistCall
 /* strip_tables.c */
 extern uint64 GjDistExec(const char *sql, int expect);
 extern int	GjDistNumericColumns(const GjInputSpec *in);
-extern bool GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp);
+extern bool GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp, bool *z);
 extern int	GjDistVectorColumn(const GjInputSpec *in, int *dims);
 extern bool GjDistArrayColumn(const GjInputSpec *in);
 extern double GjDistGeographyPerMetre(const DistCall *dc, const char *const *from, int nfrom);
 extern int	GjDistArrayDims(const char *const *from, int nfrom, const char *as_array);
 extern void GjDistCoords(DistCall *dc);
+extern double GjDistReach(const DistCall *dc, double d);
 extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);
 extern char *GjDistColumnList(int ncols);

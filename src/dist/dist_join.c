@@ -41,9 +41,11 @@
  *
  * What runs here: eps_join, eps_selfjoin, eps_join_counts,
  * eps_neighbor_counts, eps_neighbors, knn_join, knn_selfjoin (dist_knn.c)
- * and dbscan (dist_dbscan.c) of tables,
- * Euclidean, on numeric coordinate columns or a column of 2-D PostGIS
- * geometry points, integer ids or keys of a named type.  Anything else, or a
+ * and dbscan (dist_dbscan.c) of tables, Euclidean, on numeric coordinate
+ * columns, a column of 2-D PostGIS geometry or geography points, a
+ * float4[] or float8[] column or a pgvector column (that one by the cosine
+ * metric too: its strips cut a normalised element), integer ids or keys of
+ * a named type.  Anything else, or a
  * read-only transaction, or no schema in search_path where the caller
  * may create tables, runs on the coordinator as before, with a NOTICE.
  */
@@ -108,7 +110,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the Euclidean eps and kNN joins, counts, lists and DBSCAN of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers.")));
+			 errhint("Only the eps and kNN joins, counts, lists and DBSCAN of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers, by the Euclidean metric (pgvector columns: the cosine metric too).")));
 	SPI_finish();
 	return NULL;
 }
@@ -121,13 +123,20 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 static void
 NoticeSkipped(const GjJobSpec *spec, const GjStrips *st, int q)
 {
-	if (st->nnull[q] + st->nnonfinite[q] == 0)
+	if (st->nnull[q] + st->nnonfinite[q] + st->nzero[q] == 0)
 		return;
-	ereport(NOTICE,
-			(errmsg("%s: skipped %lld of %lld input rows", spec->fname,
-					(long long) (st->nnull[q] + st->nnonfinite[q]), (long long) st->rows[q]),
-			 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
-					   (long long) st->nnull[q], (long long) st->nnonfinite[q])));
+	if (st->nzero[q] > 0)
+		ereport(NOTICE,
+				(errmsg("%s: skipped %lld of %lld input rows", spec->fname,
+						(long long) (st->nnull[q] + st->nnonfinite[q] + st->nzero[q]), (long long) st->rows[q]),
+				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate, %lld only zero coordinates (no direction for the cosine metric).",
+						   (long long) st->nnull[q], (long long) st->nnonfinite[q], (long long) st->nzero[q])));
+	else
+		ereport(NOTICE,
+				(errmsg("%s: skipped %lld of %lld input rows", spec->fname,
+						(long long) (st->nnull[q] + st->nnonfinite[q]), (long long) st->rows[q]),
+				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
+						   (long long) st->nnull[q], (long long) st->nnonfinite[q])));
 }
 
 /* Can the call's shape and inputs run on the workers at all? */
@@ -231,6 +240,9 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	double		t0 = gj_now_ms();
 	int			want;
 	bool		dbscan = spec->shape == GJ_SHAPE_DBSCAN;
+	bool		z,
+				r_z;
+	Oid			r_nsp;
 	MemoryContext old;
 
 	if (!distributed_guc || !ShapeFits(spec) || !GjCitusInstalled())
@@ -250,15 +262,23 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	dc.self = !spec->has_query;
 	dc.s = &spec->input;
 	dc.r = dc.self ? &spec->input : &spec->query;
-	if (spec->metric != GJ_METRIC_L2)
-		return OnCoordinator(spec, "only the Euclidean metric is distributed");
 	dc.per_unit = 1.0;
 	dc.call_args = "";
-	if (GjDistPostgisColumn(dc.s, GJ_KEY_GEOGRAPHY, &dc.postgis_nsp))
+	if (spec->metric == GJ_METRIC_COSINE)
 	{
-		Oid			r_nsp;
+		int			dims;
 
-		if (!dc.self && !GjDistPostgisColumn(dc.r, GJ_KEY_GEOGRAPHY, &r_nsp))
+		if (GjDistVectorColumn(dc.s, &dims) == 0 || (!dc.self && GjDistVectorColumn(dc.r, &dims) == 0))
+			return OnCoordinator(spec, "the cosine metric is distributed for pgvector columns only");
+		dc.cosine = true;
+		dc.call_args = ", metric => 'cosine'";
+	}
+	else if (spec->metric != GJ_METRIC_L2)
+		return OnCoordinator(spec, "only the Euclidean and cosine metrics are distributed");
+	if (GjDistPostgisColumn(dc.s, GJ_KEY_GEOGRAPHY, &dc.postgis_nsp, &z))
+	{
+		/* a Z is no part of a geography's distance */
+		if (!dc.self && !GjDistPostgisColumn(dc.r, GJ_KEY_GEOGRAPHY, &r_nsp, &r_z))
 			return OnCoordinator(spec, "one side is a geography column, the other not");
 		if (spec->is_knn && spec->use_spheroid)
 			return OnCoordinator(spec, "the kNN join of geography runs on the sphere only");
@@ -269,13 +289,13 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 			return OnCoordinator(spec, "its geography rows have no SRID or several");
 		dc.call_args = psprintf(", use_spheroid => %s", spec->use_spheroid ? "true" : "false");
 	}
-	else if (GjDistPostgisColumn(dc.s, GJ_KEY_GEOMETRY, &dc.postgis_nsp))
+	else if (GjDistPostgisColumn(dc.s, GJ_KEY_GEOMETRY, &dc.postgis_nsp, &z))
 	{
-		Oid			r_nsp;
-
-		if (!dc.self && !GjDistPostgisColumn(dc.r, GJ_KEY_GEOMETRY, &r_nsp))
+		if (!dc.self && !GjDistPostgisColumn(dc.r, GJ_KEY_GEOMETRY, &r_nsp, &r_z))
 			return OnCoordinator(spec, "one side is a geometry column, the other not");
-		dc.dims = 2;
+		if (!dc.self && r_z != z)
+			return OnCoordinator(spec, "one side's geometry has a Z, the other's not");
+		dc.dims = z ? 3 : 2;	/* PointZ: x, y, z */
 		dc.ncols = 1;
 	}
 	else if ((dc.vector = GjDistVectorColumn(dc.s, &dc.dims)) != 0)
@@ -341,7 +361,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 
 		/* dbscan's halos are two eps wide: strips as wide keep them to a strip a side */
 		GjPlanStrips(from, dc.self ? 1 : 2, &dc.coords,
-					 spec->is_knn ? 0.0 : spec->eps * dc.per_unit * (dbscan ? 2 : 1),
+					 spec->is_knn ? 0.0 : GjDistReach(&dc, spec->eps) * (dbscan ? 2 : 1),
 					 Min(want, GJ_MAX_STRIPS), &dc.strips);
 	}
 	stats->plan_ms = gj_now_ms() - t0;

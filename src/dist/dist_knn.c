@@ -125,7 +125,7 @@ Halos(const DistCall *dc, const double *bound)
 	{
 		double		lo = i == 0 ? -INFINITY : dc->strips.cuts[i - 1];
 		double		hi = i == n - 1 ? INFINITY : dc->strips.cuts[i];
-		double		m = bound[i] * dc->per_unit * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
+		double		m = GjDistReach(dc, bound[i]) * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
 		appendStringInfo(&lows, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? -INFINITY : lo - m));
 		appendStringInfo(&highs, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? INFINITY : hi + m));

@@ -177,11 +177,12 @@ OneColumnType(const GjInputSpec *in, Oid *type, int32 *typmod)
 }
 
 /*
- * A PostGIS column of 2-D points (no Z in its type) of kind
- * GJ_KEY_GEOMETRY or GJ_KEY_GEOGRAPHY: the one coordinate column of in.
+ * A PostGIS column of kind GJ_KEY_GEOMETRY or GJ_KEY_GEOGRAPHY, the one
+ * coordinate column of in; *z: its type declares a Z (PostGIS's typmod),
+ * which the engine reads for geometry, as a third coordinate.
  */
 bool
-GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp)
+GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp, bool *z)
 {
 	Oid			t;
 	int32		typmod;
@@ -189,7 +190,8 @@ GjDistPostgisColumn(const GjInputSpec *in, GjKeyKind want, Oid *postgis_nsp)
 
 	if (!OneColumnType(in, &t, &typmod) || !GjPostgisType(t, postgis_nsp, &kind) || kind != want)
 		return false;
-	return typmod < 0 || (typmod & 0x00000002) == 0;	/* PostGIS's typmod: no Z flag */
+	*z = typmod >= 0 && (typmod & 0x00000002) != 0;
+	return true;
 }
 
 /*
@@ -308,6 +310,37 @@ GjDistArrayDims(const char *const *from, int nfrom, const char *as_array)
 	return lo == hi && lo > 0 ? lo : 0;
 }
 
+/* The schema of in's pgvector column's type: pgvector's. */
+static char *
+VectorSchema(const GjInputSpec *in)
+{
+	Oid			t;
+	int32		typmod;
+	HeapTuple	tup;
+	char	   *nsp;
+
+	if (!OneColumnType(in, &t, &typmod) || !HeapTupleIsValid(tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(t))))
+		elog(ERROR, "gpujoin: a vector column's type was not found");
+	nsp = get_namespace_name(((Form_pg_type) GETSTRUCT(tup))->typnamespace);
+	ReleaseSysCache(tup);
+	return nsp;
+}
+
+/*
+ * How far apart in the cut coordinate two rows at distance d can be: d
+ * in the coordinate's units (geography: its degrees of latitude a metre);
+ * for the cosine metric, whose strips cut a normalised element, the
+ * distance of two unit vectors whose cosine distance is d, sqrt(2 d), and
+ * 1e-12 over for the normalisations' rounding (elements are at most 1).
+ */
+double
+GjDistReach(const DistCall *dc, double d)
+{
+	if (dc->cosine)
+		return sqrt(2.0 * d) + 1e-12;
+	return d * dc->per_unit;
+}
+
 /*
  * The coordinates as float8 SQL: c1::float8 ..., a geometry's x and y, or
  * a vector's elements (pgvector's own cast to real[]: its float4 values,
@@ -325,10 +358,28 @@ GjDistCoords(DistCall *dc)
 			psprintf("%s(c1::%s)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), "st_y"),
 					 quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), "geometry")) :
 			OidIsValid(dc->postgis_nsp) ?
-			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp), i == 0 ? "st_x" : "st_y")) :
+			psprintf("%s(c1)", quote_qualified_identifier(get_namespace_name(dc->postgis_nsp),
+														   i == 0 ? "st_x" : i == 1 ? "st_y" : "st_z")) :
 			dc->vector ? psprintf("(c1::pg_catalog.float4[])[%d]::float8", i + 1) :
 			dc->array ? psprintf("c1[%d]::float8", i + 1) :
 			psprintf("c%d::float8", i + 1);
+	if (dc->cosine)
+	{
+		/*
+		 * The cosine metric joins the rows normalised (normalize.c): the
+		 * strips cut a normalised element.  pgvector's vector_norm sums in
+		 * float64, as the engine does after scaling by the largest element
+		 * (no float4 element's square overflows): the two differ by
+		 * rounding, which GjDistReach's margin covers.
+		 */
+		char	   *nsp = VectorSchema(dc->s);
+		char	   *norm = psprintf("%s(c1::%s)", quote_qualified_identifier(nsp, "vector_norm"),
+									quote_qualified_identifier(nsp, "vector"));
+
+		for (int i = 0; i < dc->dims; i++)
+			c[i] = psprintf("(%s / NULLIF(%s, 0))", c[i], norm);
+		dc->coords.zero_row = psprintf("(%s = 0)", norm);
+	}
 	dc->coords.x = (const char *const *) c;
 	dc->coords.dims = dc->dims;
 	if (dc->vector)
@@ -426,11 +477,13 @@ CutsLiteral(const DistCall *dc)
 	return s.data;
 }
 
-/* The rows the engine reads: no NULL id, no NULL, NaN or infinite coordinate. */
+/* The rows the engine reads: no NULL id, no NULL, NaN or infinite coordinate (cosine: not all zero). */
 static char *
 KeptRow(const DistCall *dc)
 {
-	return psprintf("NOT %s AND %s", dc->coords.null_row, dc->coords.finite_row);
+	return psprintf("NOT %s AND %s%s%s", dc->coords.null_row, dc->coords.finite_row,
+					dc->coords.zero_row != NULL ? " AND NOT " : "",
+					dc->coords.zero_row != NULL ? dc->coords.zero_row : "");
 }
 
 /*
@@ -508,7 +561,7 @@ int64
 GjDistMoveRows(DistCall *dc, int halo)
 {
 	const char *x = dc->coords.x[dc->strips.dim];
-	char	   *eps = GjFloat8Literal(dc->spec->eps * dc->per_unit);
+	char	   *eps = GjFloat8Literal(GjDistReach(dc, dc->spec->eps));
 	char	   *own = GjDistStripAt(dc, x);
 	char	   *finite = psprintf("(%s > '-Infinity'::float8 AND %s < 'Infinity'::float8)", x, x);
 	char	   *margin = psprintf("(%s * (1 + 1e-9) + abs(%s) * 1e-15)", eps, x);
@@ -566,7 +619,7 @@ ReferenceQueries(const DistCall *dc)
 	const char *x = dc->coords.x[dc->strips.dim];
 	char	   *kept = KeptRow(dc);
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
-	double		m = dc->spec->eps * dc->per_unit * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
+	double		m = GjDistReach(dc, dc->spec->eps) * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
 	initStringInfo(&a);
 	appendStringInfoString(&a, "ARRAY[");

@@ -187,8 +187,11 @@ GjPlanStrips(const char *const *queries, int nqueries, const GjStripCoords *coor
 							 FiniteValue(coords->x[d]), FiniteValue(coords->x[d]));
 		/* and the rows the engine will skip, as its read counts them */
 		appendStringInfo(&sql, ", count(*), sum(CASE WHEN %s THEN 1 ELSE 0 END), "
-						 "sum(CASE WHEN NOT %s AND NOT %s THEN 1 ELSE 0 END) FROM %s",
-						 coords->null_row, coords->null_row, coords->finite_row, queries[q]);
+						 "sum(CASE WHEN NOT %s AND NOT %s THEN 1 ELSE 0 END), "
+						 "sum(CASE WHEN NOT %s AND %s AND %s THEN 1 ELSE 0 END) FROM %s",
+						 coords->null_row, coords->null_row, coords->finite_row,
+						 coords->null_row, coords->finite_row,
+						 coords->zero_row != NULL ? coords->zero_row : "false", queries[q]);
 		if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "gpujoin: the bounds of a distributed input could not be read");
 		{
@@ -198,6 +201,7 @@ GjPlanStrips(const char *const *queries, int nqueries, const GjStripCoords *coor
 														  2 * nb + 1, &isnull));
 			strips->nnull[q] = (int64) Float8Of(0, 2 * nb + 2, &isnull);
 			strips->nnonfinite[q] = (int64) Float8Of(0, 2 * nb + 3, &isnull);
+			strips->nzero[q] = (int64) Float8Of(0, 2 * nb + 4, &isnull);
 		}
 		for (int d = first; d <= last; d++)
 		{
