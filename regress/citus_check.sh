@@ -48,7 +48,8 @@ shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name =
 
 # $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
 # {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20]),
-# {E} {E2} (d_geo, d_geq: geography), {VB} (d_vb: a bare vector), {B} (d_bd: dbscan's border rows)
+# {E} {E2} (d_geo, d_geq: geography), {VB} (d_vb: a bare vector), {B} (d_bd: dbscan's border rows),
+# {CV} {CQ} (d_cv: vector(8), d_cq: halfvec(8), for the cosine metric), {GZ} (d_gz: PointZ)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -71,6 +72,9 @@ same_st() {
 	d=${d//\{E2\}/d_geq}
 	d=${d//\{VB\}/d_vb}
 	d=${d//\{B\}/d_bd}
+	d=${d//\{CV\}/d_cv}
+	d=${d//\{CQ\}/d_cq}
+	d=${d//\{GZ\}/d_gz}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -90,6 +94,9 @@ same_st() {
 	l=${l//\{E2\}/l_geq}
 	l=${l//\{VB\}/l_vb}
 	l=${l//\{B\}/l_bd}
+	l=${l//\{CV\}/l_cv}
+	l=${l//\{CQ\}/l_cq}
+	l=${l//\{GZ\}/l_gz}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -323,6 +330,22 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	plan=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('d_gp', '{g}', 0.4)" 2>&1)
 	grep -q "Engine: citus workers" <<<"$plan" && check "geometry: on the workers" ok ||
 		check "geometry: on the workers" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
+	# PointZ: x, y and z, as one node reads a type that declares a Z; the
+	# strips cut whichever spreads widest (z, of these rows); a NULL and an empty point
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_gz (id bigint PRIMARY KEY, g geometry(PointZ));
+	   SELECT create_distributed_table('d_gz', 'id');
+	   INSERT INTO d_gz SELECT id, ST_MakePoint(x / 100, y / 100, (id % 97) * 0.5) FROM d_st WHERE x IS NOT NULL AND x < 'Infinity' AND y > '-Infinity';
+	   INSERT INTO d_gz VALUES (30001, NULL), (30002, 'POINT Z EMPTY');
+	   CREATE TABLE l_gz AS SELECT * FROM d_gz;
+	   ALTER TABLE l_gz ADD PRIMARY KEY (id);" >/dev/null || check "PointZ rows" "not made"
+	same_st "$set" "PointZ: eps_selfjoin" "SELECT * FROM eps_selfjoin('{GZ}', '{g}', 0.6)"
+	same_st "$set" "PointZ: knn_selfjoin" "SELECT * FROM knn_selfjoin('{GZ}', '{g}', 4)"
+	same_st "$set" "PointZ: dbscan" "SELECT * FROM dbscan('{GZ}', '{g}', 0.6, 3)"
+	plan=$(q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('d_gz', '{g}', 0.6)" 2>&1)
+	grep -q "Engine: citus workers" <<<"$plan" && grep -q "strips of dimension 3" <<<"$plan" &&
+		check "PointZ: on the workers, z cut" ok ||
+		check "PointZ: on the workers, z cut" "$(tr '\n' ' ' <<<"$plan" | cut -c1-200)"
 
 	# geography on the workers: strips of latitude, halos of eps metres in
 	# degrees (at most eps / (b^2 / a) radians), the workers' engines and
@@ -441,6 +464,42 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	same_st "$set" "halfvec(64): knn_selfjoin" "SELECT * FROM knn_selfjoin('{H}', '{h}', 4)"
 	in_strips d_v1 v
 	in_strips d_h h
+	# the cosine metric: the strips cut a normalised element (x / |x|), and the
+	# halos are the distance of unit vectors at cosine distance eps, sqrt(2 eps).
+	# Directions in 40 clumps at magnitudes 1 to 7, negative elements, zero
+	# vectors (skipped, as one node says), a NULL, duplicates; halfvec queries
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_cv (id bigint PRIMARY KEY, v vector(8));
+	   SELECT create_distributed_table('d_cv', 'id');
+	   INSERT INTO d_cv SELECT i, (SELECT array_agg(((hashint8(i % 40 * 8 + d) % 100) / 50.0 - 1.0 +
+	          ((hashint8(i * 8 + d) % 100) / 2000.0)) * (1 + i % 7) ORDER BY d) FROM generate_series(1, 8) d)::vector
+	          FROM generate_series(1, 4000) i;
+	   INSERT INTO d_cv SELECT 10000 + i, '[0,0,0,0,0,0,0,0]' FROM generate_series(1, 3) i;
+	   INSERT INTO d_cv VALUES (20000, NULL);
+	   INSERT INTO d_cv SELECT id + 30000, v FROM d_cv WHERE id % 50 = 0 AND v IS NOT NULL;
+	   CREATE TABLE l_cv AS SELECT * FROM d_cv;
+	   ALTER TABLE l_cv ADD PRIMARY KEY (id);
+	   CREATE TABLE d_cq (id bigint PRIMARY KEY, v halfvec(8));
+	   SELECT create_distributed_table('d_cq', 'id');
+	   INSERT INTO d_cq SELECT id, v::halfvec FROM d_cv WHERE id % 9 = 0 AND v IS NOT NULL;
+	   CREATE TABLE l_cq AS SELECT * FROM d_cq;
+	   ALTER TABLE l_cq ADD PRIMARY KEY (id);" >/dev/null || check "cosine rows" "not made"
+	for strips in 0 16; do
+		set="SET gpujoin.distributed_strips = $strips"
+		same_st "$set" "cosine, strips $strips: eps_selfjoin" "SELECT * FROM eps_selfjoin('{CV}', '{v}', 0.02, metric => 'cosine')"
+		same_st "$set" "cosine, strips $strips: eps_join, halfvec with vector" "SELECT * FROM eps_join('{CQ}', '{CV}', '{v}', 0.05, metric => 'cosine')"
+		same_st "$set" "cosine, strips $strips: eps_neighbor_counts" "SELECT * FROM eps_neighbor_counts('{CV}', '{v}', 0.02, metric => 'cosine')"
+		same_st "$set" "cosine, strips $strips: knn_selfjoin" "SELECT * FROM knn_selfjoin('{CV}', '{v}', 5, metric => 'cosine')"
+		same_st "$set" "cosine, strips $strips: knn_join" "SELECT * FROM knn_join('{CQ}', '{CV}', '{v}', 3, metric => 'cosine')"
+		same_st "$set" "cosine, strips $strips: dbscan" "SELECT * FROM dbscan('{CV}', '{v}', 0.02, 4, metric => 'cosine')"
+	done
+	same_notice "cosine: the single node's NOTICE of the zero vectors" \
+		"SELECT count(*) FROM eps_selfjoin('d_cv', '{v}', 0.02, metric => 'cosine')" \
+		"SELECT count(*) FROM eps_selfjoin('l_cv', '{v}', 0.02, metric => 'cosine')"
+	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM knn_selfjoin('d_cv', '{v}', 5, metric => 'cosine')" 2>&1)
+	grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
+		! grep -q "Distributed: 1 strips" <<<"$plan" && check "cosine: on the workers, in strips" ok ||
+		check "cosine: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	# a bare vector (no declared dimensions): its rows' dimensions, read first;
 	# vectors of two dimensions stay on the coordinator with one node's error
 	q "CREATE TABLE d_vb (id bigint PRIMARY KEY, v vector);
@@ -503,6 +562,9 @@ q "DELETE FROM d_a WHERE id = 60002" >/dev/null
 
 # calls the strips cannot answer exactly run here, with a NOTICE, same rows
 same_st "$set" "eps_selfjoin, non-unique id column (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.4, id_col => 'id2')"
+same_st "$set" "cosine of numeric columns (on the coordinator)" "SELECT * FROM eps_selfjoin('{S}', '{x,y}', 0.001, metric => 'cosine')"
+note=$(q "SELECT count(*) FROM eps_selfjoin('d_st', '{x,y}', 0.001, metric => 'cosine')" 2>&1 | grep -c "read on this node: the cosine metric is distributed for pgvector columns only")
+[ "$note" = 1 ] && check "NOTICE: cosine of numeric columns" ok || check "NOTICE: cosine of numeric columns" "no NOTICE"
 note=$(q "SELECT count(*) FROM eps_selfjoin('d_st', '{x,y}', 0.4, id_col => 'id2')" 2>&1 | grep -c "read on this node: its id column has no unique index")
 [ "$note" = 1 ] && check "NOTICE: a non-unique id column" ok || check "NOTICE: a non-unique id column" "no NOTICE"
 note=$(psql -X -q -At -c "SET default_transaction_read_only = on" -c "SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" 2>&1 | tr '\n' ' ')
