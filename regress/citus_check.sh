@@ -624,24 +624,22 @@ else
 	echo "citus: measure: PostGIS is not installed on the coordinator: the plain-SQL case did not run"
 fi
 
-# A cancel (statement_timeout) stops a distributed join within a second
-t0=$(date +%s%N)
-err=$(psql -X -q -At -c "SET statement_timeout = 700" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)" 2>&1)
-ms=$((($(date +%s%N) - t0) / 1000000))
-case "$err" in
-*"statement timeout"*) [ "$ms" -lt 1700 ] && check "statement_timeout stops a distributed join within 1 s" ok ||
-	check "statement_timeout stops a distributed join within 1 s" "$ms ms" ;;
-*) check "statement_timeout stops a distributed join" "$err" ;;
-esac
-echo "citus: measure: statement_timeout = 700 ms: the distributed join ended after $ms ms"
-t0=$(date +%s%N)
-err=$(psql -X -q -At -c "SET statement_timeout = 700" -c "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)" 2>&1)
-ms=$((($(date +%s%N) - t0) / 1000000))
-case "$err" in
-*"statement timeout"*) [ "$ms" -lt 1700 ] && check "statement_timeout stops a distributed dbscan within 1 s" ok ||
-	check "statement_timeout stops a distributed dbscan within 1 s" "$ms ms" ;;
-*) check "statement_timeout stops a distributed dbscan" "$err" ;;
-esac
+# A cancel (statement_timeout) stops a distributed join within a second:
+# $1 what, $2 a call of several seconds
+times_out() {
+	local t0 err ms
+	t0=$(date +%s%N)
+	err=$(psql -X -q -At -c "SET statement_timeout = 700" -c "$2" 2>&1)
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	case "$err" in
+	*"statement timeout"*) [ "$ms" -lt 1700 ] && check "statement_timeout stops a distributed $1 within 1 s" ok ||
+		check "statement_timeout stops a distributed $1 within 1 s" "$ms ms" ;;
+	*) check "statement_timeout stops a distributed $1" "$err" ;;
+	esac
+	echo "citus: measure: statement_timeout = 700 ms: the distributed $1 ended after $ms ms"
+}
+times_out join "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)"
+times_out dbscan "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)"
 
 # A worker lost mid-join (its backends terminated): a clear error, no row
 out=$(mktemp)
