@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a command against a throwaway Citus cluster on this machine: a
-# coordinator and two workers, three PostgreSQL instances of the server
+# coordinator and two workers (GJ_CITUS_WORKERS, 1 to 8), PostgreSQL instances of the server
 # whose pg_config is $PG_CONFIG (default: Debian's 15), each on its own
 # port with shared_preload_libraries = 'citus' (jit off: the GPU host has
 # no LLVM), sockets in a temporary
@@ -27,7 +27,10 @@ as_owner() {
 		su "$owner" -s /bin/sh -c "$(printf '%q ' env LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$@")"
 	fi
 }
-nodes=(coord w1 w2)
+nworkers=${GJ_CITUS_WORKERS:-2}
+[[ "$nworkers" =~ ^[1-8]$ ]] || { echo "citus_cluster: GJ_CITUS_WORKERS must be 1 to 8"; exit 2; }
+nodes=(coord)
+for ((w = 1; w <= nworkers; w++)); do nodes+=("w$w"); done
 cleanup() {
 	for n in "${nodes[@]}"; do
 		as_owner "$bindir/pg_ctl" -D "$dir/$n" -m immediate stop >/dev/null 2>&1 || true
@@ -52,9 +55,11 @@ for n in "${nodes[@]}"; do
 	port=$((port + 1))
 done
 as_owner "$bindir/psql" -X -q -h "$dir" -p "${ports[0]}" -U postgres -d citus_check \
-	-c "SELECT citus_set_coordinator_host('localhost', ${ports[0]})" \
-	-c "SELECT citus_add_node('localhost', ${ports[1]})" \
-	-c "SELECT citus_add_node('localhost', ${ports[2]})" >/dev/null
+	-c "SELECT citus_set_coordinator_host('localhost', ${ports[0]})" >/dev/null
+for p in "${ports[@]:1}"; do
+	as_owner "$bindir/psql" -X -q -h "$dir" -p "${ports[0]}" -U postgres -d citus_check \
+		-c "SELECT citus_add_node('localhost', $p)" >/dev/null
+done
 export PGHOST=$dir PGPORT=${ports[0]} PGUSER=postgres PGDATABASE=citus_check PATH=$bindir:$PATH
-export GJ_WORKER_PORTS="${ports[1]} ${ports[2]}"
+export GJ_WORKER_PORTS="${ports[*]:1}"
 "$@"
