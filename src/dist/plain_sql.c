@@ -29,7 +29,8 @@
  * whole-row or system column, FOR UPDATE, TABLESAMPLE), and the LATERAL
  * kNN (ORDER BY <-> LIMIT k): wrapped so, its subquery re-read the whole
  * intermediate result for every outer row (20K x 50K rows: 9.6 minutes),
- * where knn_join runs on the workers.
+ * where knn_join runs on the workers.  Citus's error for that one gets a
+ * hint naming knn_join.
  */
 #include "postgres.h"
 
@@ -300,6 +301,94 @@ FindInQuery(Query *q, Finder *f, int depth)
 	}
 }
 
+/* A Var of a LATERAL subquery's ORDER BY key: its own table's side 0, the query's side 1. */
+static int
+LateralSide(Node *n, void *arg)
+{
+	n = StripRelabel(n);
+	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup > 1)
+		return -1;
+	return (int) ((Var *) n)->varlevelsup;
+}
+
+static bool
+HasDistributedTable(Query *q)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && GjCitusDistributed(rte->relid))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A LATERAL kNN of two distributed tables in q's FROM: q JOIN LATERAL
+ * (SELECT .. FROM r ORDER BY <distance of r and q> LIMIT k), which Citus
+ * refuses.
+ */
+static bool
+DistributedLateralKnn(Query *q)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		Query	   *sq = rte->subquery;
+		TargetEntry *tle;
+		GjJoinClause jc;
+
+		if (rte->rtekind != RTE_SUBQUERY || !rte->lateral || sq == NULL ||
+			sq->limitCount == NULL || sq->sortClause == NIL)
+			continue;
+		tle = get_sortgroupclause_tle(linitial_node(SortGroupClause, sq->sortClause), sq->targetList);
+		if (GjDistanceOf((Node *) tle->expr, LateralSide, NULL, &jc) &&
+			HasDistributedTable(sq) && HasDistributedTable(q))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Citus plans q; its error for a LATERAL kNN of distributed tables (a
+ * feature it does not support) gets a hint: knn_join answers it on the
+ * workers.
+ */
+static PlannedStmt *
+CitusPlanner(Query *parse, const char *query_string, int cursor_options,
+			 ParamListInfo bound_params, bool lateral_knn)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	PlannedStmt *stmt = NULL;
+
+	if (!lateral_knn)
+		return prev_planner(parse, query_string, cursor_options, bound_params);
+	PG_TRY();
+	{
+		stmt = prev_planner(parse, query_string, cursor_options, bound_params);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_FEATURE_NOT_SUPPORTED || edata->hint != NULL)
+			PG_RE_THROW();
+		FlushErrorState();
+		edata->hint = pstrdup("gpujoin's knn_join(query_tbl, ref_tbl, cols, k) finds each row's k nearest "
+							  "neighbours of distributed tables on the Citus workers.");
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return stmt;
+}
+
 /* The planner hook: wrap, then whoever planned before us (Citus). */
 static PlannedStmt *
 GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
@@ -307,6 +396,7 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 {
 	const char *join = GetConfigOption("gpujoin.enable_join", true, false);
 	const char *dist = GetConfigOption("gpujoin.distributed", true, false);
+	bool		lateral_knn = false;
 
 	if (parse->commandType == CMD_SELECT && parse->rtable != NIL &&
 		join != NULL && strcmp(join, "on") == 0 && dist != NULL && strcmp(dist, "on") == 0)
@@ -333,9 +423,10 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 		}
 		if (n > 0)
 			elog(DEBUG1, "gpujoin: %d distributed tables of distance joins read as subqueries", n);
+		lateral_knn = GjCitusInstalled() && DistributedLateralKnn(parse);
 	}
 	if (prev_planner)
-		return prev_planner(parse, query_string, cursor_options, bound_params);
+		return CitusPlanner(parse, query_string, cursor_options, bound_params, lateral_knn);
 	return standard_planner(parse, query_string, cursor_options, bound_params);
 }
 
