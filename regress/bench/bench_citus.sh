@@ -70,7 +70,8 @@ calls=("eps_join:SELECT * FROM eps_join('{R}', '{S}', '{x,y}', $eps)"
 	"dbscan_m3:SELECT * FROM dbscan('{R}', '{x,y}', $eps, 3)")
 case " $kinds " in *" vector "*) calls+=(
 	"vec_eps_join:SELECT * FROM eps_join('{VR}', '{VS}', '{v}', $eps)"
-	"vec_knn_self5:SELECT * FROM knn_selfjoin('{VR}', '{v}', 5)") ;; esac
+	"vec_knn_self5:SELECT * FROM knn_selfjoin('{VR}', '{v}', 5)"
+	"vec_cos_knn5:SELECT * FROM knn_selfjoin('{VR}', '{v}', 5, metric => 'cosine')") ;; esac
 case " $kinds " in *" geography "*) calls+=(
 	"geo_eps_join:SELECT * FROM eps_join('{GR}', '{GS}', '{g}', $geps)"
 	"geo_knn_self5:SELECT * FROM knn_selfjoin('{GR}', '{g}', 5)") ;; esac

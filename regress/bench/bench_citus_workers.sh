@@ -8,11 +8,11 @@
 #   regress/bench/bench_citus_workers.sh [rows] [worker counts...]
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-n=${1:-200000}
+rows=${1:-200000}
 shift || true
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(1 2 4)
-eps=$(awk -v n="$n" 'BEGIN { printf "%.6g", sqrt(2 / (3.14159 * n)) }')
+eps=$(awk -v n="$rows" 'BEGIN { printf "%.6g", sqrt(2 / (3.14159 * n)) }')
 one() {
 	local q="psql -X -q -At -v ON_ERROR_STOP=1"
 	$q -c "SET citus.shard_count = 32;
@@ -20,8 +20,8 @@ one() {
 	   CREATE TABLE s (id bigint PRIMARY KEY, x float8, y float8);
 	   SELECT create_distributed_table('r', 'id');
 	   SELECT create_distributed_table('s', 'id');
-	   INSERT INTO r SELECT i, random(), random() FROM generate_series(1, $n) i;
-	   INSERT INTO s SELECT i, random(), random() FROM generate_series(1, $n) i;" >/dev/null
+	   INSERT INTO r SELECT i, random(), random() FROM generate_series(1, $GJ_BENCH_ROWS) i;
+	   INSERT INTO s SELECT i, random(), random() FROM generate_series(1, $GJ_BENCH_ROWS) i;" >/dev/null
 	for call in "eps_join('r', 's', '{x,y}', $eps)" "knn_selfjoin('r', '{x,y}', 5)" "dbscan('r', '{x,y}', $eps, 3)"; do
 		$q -c "SELECT count(*) FROM $call" >/dev/null	# warm
 		$q -c "EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM $call" |
@@ -35,7 +35,7 @@ one() {
 	done
 }
 export -f one
-export n eps
+export GJ_BENCH_ROWS=$rows eps
 printf "%-8s %7s %-13s %9s %11s %12s %9s\n" workers strips call "plan ms" "repart. ms" "wk join ms" "total ms"
 for w in "${counts[@]}"; do
 	GJ_CITUS_WORKERS=$w GJ_NWORKERS=$w "$here/citus_cluster.sh" bash -c one
