@@ -38,16 +38,23 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# a step that fails says which, with the server's last words
+trap 'echo "citus_cluster: failed at line $LINENO"; tail -5 "$dir"/*.log 2>/dev/null' ERR
 port=$(( (RANDOM % 2000) + 56000 ))
 ports=()
 for n in "${nodes[@]}"; do
-	while (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do port=$((port + 1)); done
-	ports+=("$port")
 	as_owner "$bindir/initdb" -D "$dir/$n" -U postgres -A trust --no-sync >/dev/null
-	# the workers reach each other and the coordinator over local TCP
-	as_owner "$bindir/pg_ctl" -D "$dir/$n" -l "$dir/$n.log" -w \
-		-o "-p $port -k $dir -c listen_addresses=localhost -c fsync=off -c shared_preload_libraries=citus -c max_worker_processes=16 -c jit=off" \
-		start >/dev/null
+	# the workers reach each other and the coordinator over local TCP; a port
+	# taken between the probe and the start: the next one (five tries)
+	for try in 1 2 3 4 5; do
+		while (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do port=$((port + 1)); done
+		as_owner "$bindir/pg_ctl" -D "$dir/$n" -l "$dir/$n.log" -w \
+			-o "-p $port -k $dir -c listen_addresses=localhost -c fsync=off -c shared_preload_libraries=citus -c max_worker_processes=16 -c jit=off" \
+			start >/dev/null && break
+		[ "$try" -lt 5 ] || { echo "citus_cluster: $n did not start"; tail -5 "$dir/$n.log"; exit 1; }
+		port=$((port + 1))
+	done
+	ports+=("$port")
 	as_owner "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -d postgres \
 		-c "CREATE DATABASE citus_check" >/dev/null
 	as_owner "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -d citus_check \

@@ -149,6 +149,7 @@ if [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]; then
 	t0=$(date +%s)
 	PG_CONFIG="$PG_CONFIG" regress/citus_cluster.sh regress/citus_check.sh > "$log/citus.txt" 2>&1
 	grep -E "^FAIL|^citus: measure" "$log/citus.txt"
+	grep -qE "^citus: [0-9]+ passed" "$log/citus.txt" || tail -8 "$log/citus.txt"
 	count citus "$log/citus.txt"
 	echo "Citus check (coordinator and two workers) in $(($(date +%s) - t0)) s"
 elif [ "${CI:-}" = true ]; then

@@ -384,7 +384,7 @@ fi
 # distributed joins' check, and their benchmark with the workers on this GPU
 if has citus; then
 	if [ -f "$GJ_PGBIN/../lib/citus.so" ]; then
-		PG_CONFIG=$GJ_PGBIN/pg_config GJ_CLUSTER_OWNER=pgrun timeout 330 regress/citus_cluster.sh \
+		PG_CONFIG=$GJ_PGBIN/pg_config GJ_CLUSTER_OWNER=pgrun timeout "${GJ_CITUS_CHECK_S:-330}" regress/citus_cluster.sh \
 			regress/citus_check.sh > "$OUT/citus_check.txt" 2>&1
 		grep -E '^FAIL|^citus:' "$OUT/citus_check.txt"
 		summary+=("$(grep -E '^citus: [0-9]+ passed' "$OUT/citus_check.txt" || echo 'citus check: no summary')")
