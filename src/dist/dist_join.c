@@ -42,7 +42,7 @@
  * What runs here: eps_join, eps_selfjoin, eps_join_counts,
  * eps_neighbor_counts, eps_neighbors, knn_join, knn_selfjoin (dist_knn.c)
  * and dbscan (dist_dbscan.c) of tables, Euclidean, on numeric coordinate
- * columns, a column of 2-D PostGIS geometry or geography points, a
+ * columns, a column of PostGIS geometry (2-D or PointZ) or geography points, a
  * float4[] or float8[] column or a pgvector column (that one by the cosine
  * metric too: its strips cut a normalised element), integer ids or keys of
  * a named type.  Anything else, or a
@@ -110,7 +110,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 {
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
-			 errhint("Only the eps and kNN joins, counts, lists and DBSCAN of tables with numeric coordinate columns, 2-D geometry or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers, by the Euclidean metric (pgvector columns: the cosine metric too).")));
+			 errhint("Only the eps and kNN joins, counts, lists and DBSCAN of tables with numeric coordinate columns, geometry (2-D or PointZ) or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers, by the Euclidean metric (pgvector columns: the cosine metric too).")));
 	SPI_finish();
 	return NULL;
 }
@@ -326,7 +326,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	{
 		dc.dims = dc.ncols = GjDistNumericColumns(dc.s);
 		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
-			return OnCoordinator(spec, "its coordinates are neither numeric columns, 2-D geometry or geography points, arrays nor vectors");
+			return OnCoordinator(spec, "its coordinates are neither numeric columns, geometry or geography points, arrays nor vectors");
 	}
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
