@@ -117,15 +117,17 @@ same_notice() {
 	[ -n "$nl" ] && [ "$nd" = "$nl" ] && check "$1" ok || check "$1" "$(tr '\n' ' ' <<<"$nd") / $(tr '\n' ' ' <<<"$nl")"
 }
 
-# $1 a distributed table, $2 its coordinate column: eps_selfjoin runs on the
-# workers, in more than one strip (16 asked for)
-in_strips() {
+# $1 name, $2 a call of distributed tables: it runs on the workers, in more
+# than one strip (16 asked for)
+call_in_strips() {
 	local plan
-	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM eps_selfjoin('$1', '{$2}', 0.4)" 2>&1)
+	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $2" 2>&1)
 	grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
 		! grep -q "Distributed: 1 strips" <<<"$plan" && check "$1: on the workers, in strips" ok ||
 		check "$1: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 }
+# $1 a distributed table, $2 its coordinate column: its eps_selfjoin, so
+in_strips() { call_in_strips "$1" "SELECT * FROM eps_selfjoin('$1', '{$2}', 0.4)"; }
 
 # $1 name, $2 a plain-SQL join of distributed tables (run with gpujoin
 # loaded), $3 the same of their plain copies in a session where gpujoin is
@@ -238,10 +240,7 @@ same_notice "skipped rows: the single node's NOTICE" \
 	"SELECT count(*) FROM eps_join('d_q2', 'd_st', '{x,y}', 0.4)" "SELECT count(*) FROM eps_join('l_q2', 'l_st', '{x,y}', 0.4)"
 same_notice "dbscan: the single node's skipped-rows NOTICE" \
 	"SELECT count(*) FROM dbscan('d_st', '{x,y}', 0.4, 4)" "SELECT count(*) FROM dbscan('l_st', '{x,y}', 0.4, 4)"
-plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM dbscan('d_st', '{x,y}', 0.4, 4)" 2>&1)
-grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
-	! grep -q "Distributed: 1 strips" <<<"$plan" && check "dbscan: on the workers, in strips" ok ||
-	check "dbscan: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+call_in_strips dbscan "SELECT * FROM dbscan('d_st', '{x,y}', 0.4, 4)"
 
 # dbscan's clusters cross the strips, and a border row takes the lowest
 # cluster of the whole table, not of its strip: two chains of core rows
@@ -498,10 +497,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	same_notice "cosine: the single node's NOTICE of the zero vectors" \
 		"SELECT count(*) FROM eps_selfjoin('d_cv', '{v}', 0.02, metric => 'cosine')" \
 		"SELECT count(*) FROM eps_selfjoin('l_cv', '{v}', 0.02, metric => 'cosine')"
-	plan=$(q "SET gpujoin.distributed_strips = 16; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT * FROM knn_selfjoin('d_cv', '{v}', 5, metric => 'cosine')" 2>&1)
-	grep -q "Engine: citus workers" <<<"$plan" && grep -Eq "Distributed: [0-9]+ strips" <<<"$plan" &&
-		! grep -q "Distributed: 1 strips" <<<"$plan" && check "cosine: on the workers, in strips" ok ||
-		check "cosine: on the workers, in strips" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	call_in_strips cosine "SELECT * FROM knn_selfjoin('d_cv', '{v}', 5, metric => 'cosine')"
 	# a bare vector (no declared dimensions): its rows' dimensions, read first;
 	# vectors of two dimensions stay on the coordinator with one node's error
 	q "CREATE TABLE d_vb (id bigint PRIMARY KEY, v vector);
