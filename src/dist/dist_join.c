@@ -123,20 +123,7 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 static void
 NoticeSkipped(const GjJobSpec *spec, const GjStrips *st, int q)
 {
-	if (st->nnull[q] + st->nnonfinite[q] + st->nzero[q] == 0)
-		return;
-	if (st->nzero[q] > 0)
-		ereport(NOTICE,
-				(errmsg("%s: skipped %lld of %lld input rows", spec->fname,
-						(long long) (st->nnull[q] + st->nnonfinite[q] + st->nzero[q]), (long long) st->rows[q]),
-				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate, %lld only zero coordinates (no direction for the cosine metric).",
-						   (long long) st->nnull[q], (long long) st->nnonfinite[q], (long long) st->nzero[q])));
-	else
-		ereport(NOTICE,
-				(errmsg("%s: skipped %lld of %lld input rows", spec->fname,
-						(long long) (st->nnull[q] + st->nnonfinite[q]), (long long) st->rows[q]),
-				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
-						   (long long) st->nnull[q], (long long) st->nnonfinite[q])));
+	GjNoticeSkipped(spec->fname, st->rows[q], st->nnull[q], st->nnonfinite[q], st->nzero[q]);
 }
 
 /* Can the call's shape and inputs run on the workers at all? */

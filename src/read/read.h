@@ -138,6 +138,7 @@ extern AttrNumber GjLookupColumn(Oid relid, const char *name);
 extern bool GjUniqueColumn(Relation rel, AttrNumber att);
 extern char *GjBuildRelationQuery(const GjInputSpec *spec, int64 pack_token);
 extern char *GjRelationIdExpr(const GjInputSpec *spec);
+extern void GjNoticeSkipped(const char *fname, int64 rows, int64 nnull, int64 nnonfinite, int64 nzero);
 
 /* Registers gpujoin.parallel_read_min_rows and gpujoin.parallel_read_file. */
 extern void GjReadInit(void);

@@ -386,6 +386,29 @@ ReadGiven(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 	}
 }
 
+/*
+ * The read's NOTICE of the rows the engine skips, of rows read: one
+ * wording wherever rows are counted (here, and a distributed join's strips).
+ */
+void
+GjNoticeSkipped(const char *fname, int64 rows, int64 nnull, int64 nnonfinite, int64 nzero)
+{
+	if (nnull + nnonfinite + nzero == 0)
+		return;
+	if (nzero > 0)
+		ereport(NOTICE,
+				(errmsg("%s: skipped %lld of %lld input rows",
+						fname, (long long) (nnull + nnonfinite + nzero), (long long) rows),
+				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate, %lld only zero coordinates (no direction for the cosine metric).",
+						   (long long) nnull, (long long) nnonfinite, (long long) nzero)));
+	else
+		ereport(NOTICE,
+				(errmsg("%s: skipped %lld of %lld input rows",
+						fname, (long long) (nnull + nnonfinite), (long long) rows),
+				 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
+						   (long long) nnull, (long long) nnonfinite)));
+}
+
 void
 GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 {
@@ -549,24 +572,9 @@ GjReadPoints(const GjInputSpec *spec, gj_points *pts, GjReadStats *stats)
 		 token > 0 ? (pack->in_file ? " (parallel, through shared files)" : " (parallel)") : "",
 		 t_exec - t0, t_pack, t_done - t_exec, gj_now_ms() - t_done);
 
-	if (counts->nnull + counts->nnonfinite + nzero > 0 && spec->sample_pct <= 0 && !spec->quiet)
-	{
-		if (nzero > 0)
-			ereport(NOTICE,
-					(errmsg("%s: skipped %lld of %lld input rows",
-							spec->fname, (long long) (counts->nnull + counts->nnonfinite + nzero),
-							(long long) (counts->nrows - counts->nfiltered)),
-					 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate, %lld only zero coordinates (no direction for the cosine metric).",
-							   (long long) counts->nnull, (long long) counts->nnonfinite,
-							   (long long) nzero)));
-		else
-			ereport(NOTICE,
-					(errmsg("%s: skipped %lld of %lld input rows",
-							spec->fname, (long long) (counts->nnull + counts->nnonfinite),
-							(long long) (counts->nrows - counts->nfiltered)),
-					 errdetail("%lld had a NULL id or coordinate, %lld a NaN or infinite coordinate.",
-							   (long long) counts->nnull, (long long) counts->nnonfinite)));
-	}
+	if (spec->sample_pct <= 0 && !spec->quiet)
+		GjNoticeSkipped(spec->fname, counts->nrows - counts->nfiltered, counts->nnull,
+						counts->nnonfinite, nzero);
 	if (geography && srid_coords == 0)
 		srid_coords = 2;		/* a geography table: (lon, lat, SRID) */
 	if (srid_coords > 0)
