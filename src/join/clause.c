@@ -233,7 +233,7 @@ WithinOf(FuncExpr *f, GjKeySideFn side, void *arg, GjJoinClause *jc)
 
 /* dist <= d, dist < d, d >= dist, d > dist */
 static bool
-CompareOf(OpExpr *op, JoinSides *js, GjJoinClause *jc)
+CompareOf(OpExpr *op, GjKeySideFn side, void *arg, GjJoinClause *jc)
 {
 	RegProcedure f = get_opcode(op->opno);
 	Node	   *l,
@@ -254,14 +254,15 @@ CompareOf(OpExpr *op, JoinSides *js, GjJoinClause *jc)
 	}
 	else
 		return false;
-	if (!UsableBound(r) || !GjDistanceOf(l, JoinKeySide, js, jc))
+	if (!UsableBound(r) || !GjDistanceOf(l, side, arg, jc))
 		return false;
 	jc->bound = (Expr *) r;
 	return true;
 }
 
 /*
- * Whether n is ST_DWithin of two keys or a distance between them, side
+ * Whether n is ST_DWithin of two keys, a distance between them compared
+ * with a bound (jc->bound set), or the distance alone, side
  * telling which side an argument is (as GjDistanceOf): what a query's
  * distance join is made of, before it is planned (dist/plain_sql.c).
  */
@@ -271,6 +272,9 @@ GjDistancePredicateOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc)
 	memset(jc, 0, sizeof(*jc));
 	if (IsA(n, FuncExpr) && ((FuncExpr *) n)->funcresulttype == BOOLOID &&
 		WithinOf((FuncExpr *) n, side, arg, jc))
+		return true;
+	memset(jc, 0, sizeof(*jc));
+	if (IsA(n, OpExpr) && CompareOf((OpExpr *) n, side, arg, jc))
 		return true;
 	memset(jc, 0, sizeof(*jc));
 	return GjDistanceOf(n, side, arg, jc);
@@ -291,7 +295,7 @@ GjFindJoinClause(List *quals, Relids outer, Relids inner, GjJoinClause *jc)
 		if (IsA(q, FuncExpr) && ((FuncExpr *) q)->funcresulttype == BOOLOID)
 			found = WithinOf((FuncExpr *) q, JoinKeySide, &js, jc);
 		else if (IsA(q, OpExpr))
-			found = CompareOf((OpExpr *) q, &js, jc);
+			found = CompareOf((OpExpr *) q, JoinKeySide, &js, jc);
 		if (found)
 		{
 			jc->clause = (Expr *) q;

@@ -56,6 +56,13 @@ typedef int (*GjKeySideFn) (Node *n, void *arg);
 extern bool GjDistanceOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc);
 extern bool GjDistancePredicateOf(Node *n, GjKeySideFn side, void *arg, GjJoinClause *jc);
 
+/* pairs.c: the engine's eps over the predicate's d (planar, L2, cosine) */
+extern void GjJoinMargins(GjJoinMetric metric, double d, int dims, double *eps, double *eps2,
+						  double *in2);
+
+/* tid_read.c: the schema gpujoin is installed in, or InvalidOid */
+extern Oid	GjGpujoinSchema(void);
+
 /* path.c: registers gpujoin.enable_join and the join path hook (from _PG_init). */
 extern void GjJoinPathInit(void);
 

@@ -111,6 +111,40 @@ DiagonalNever(GjJoinState *st)
 	return false;
 }
 
+/*
+ * The engine's eps (and its square) over the predicate's d, with the
+ * margins above, so that no pair the predicate accepts is left out; and
+ * in2, the squared distance under which it surely accepts (-1: none).
+ * Planar, L2 and cosine (geography's come from its chord); dims: the rows'.
+ */
+void
+GjJoinMargins(GjJoinMetric metric, double d, int dims, double *eps, double *eps2, double *in2)
+{
+	double		gam = (dims + 4) * ldexp(1.0, -24);
+
+	*in2 = -1;
+	switch (metric)
+	{
+		case GJ_JM_PLANAR:
+			*eps = d * (1 + 1e-9);
+			*eps2 = *eps * *eps;
+			*in2 = d * (1 - 1e-9) * d * (1 - 1e-9);
+			break;
+		case GJ_JM_L2:
+			*eps2 = (d * d * (1 + 1e-12) + dims * 1e-44) / (1 - gam) * (1 + 1e-12);
+			*eps = sqrt(*eps2);
+			*in2 = (d * d * (1 - 1e-9) - dims * 1e-44) / (1 + gam) * (1 - 1e-12);
+			break;
+		case GJ_JM_COSINE:
+			*eps2 = 2.0 * (d + 4.0 * gam) + 1e-9;
+			*eps = sqrt(*eps2);
+			*in2 = 2.0 * (d - 4.0 * gam) - 1e-9;
+			break;
+		default:
+			elog(ERROR, "gpujoin: no margins of metric %d", (int) metric);
+	}
+}
+
 /* Evaluate d, read the inner side, size eps. */
 static void
 StartScan(GjJoinState *st)
@@ -148,35 +182,14 @@ StartScan(GjJoinState *st)
 	/* eps over d with the margin of the predicate's rounding */
 	if (!st->fallback)
 	{
-		double		d = st->d,
-					gam = (st->dims + 4) * ldexp(1.0, -24);
-
-		st->in2 = -1;
-
-		switch (st->metric)
+		if (st->metric == GJ_JM_GEODESIC || st->metric == GJ_JM_SPHERE)
 		{
-			case GJ_JM_PLANAR:
-				st->eps = d * (1 + 1e-9);
-				st->eps2 = st->eps * st->eps;
-				st->in2 = d * (1 - 1e-9) * d * (1 - 1e-9);
-				break;
-			case GJ_JM_L2:
-				st->eps2 = (d * d * (1 + 1e-12) + st->dims * 1e-44) / (1 - gam) * (1 + 1e-12);
-				st->eps = sqrt(st->eps2);
-				st->in2 = (d * d * (1 - 1e-9) - st->dims * 1e-44) / (1 + gam) * (1 - 1e-12);
-				break;
-			case GJ_JM_COSINE:
-				st->eps2 = 2.0 * (d + 4.0 * gam) + 1e-9;
-				st->eps = sqrt(st->eps2);
-				st->in2 = 2.0 * (d - 4.0 * gam) - 1e-9;
-				break;
-			case GJ_JM_GEODESIC:
-			case GJ_JM_SPHERE:
-				st->eps = st->geo.out_min;
-				st->eps2 = st->eps * st->eps;
-				st->in2 = st->geo.in_max * st->geo.in_max;
-				break;
+			st->eps = st->geo.out_min;
+			st->eps2 = st->eps * st->eps;
+			st->in2 = st->geo.in_max * st->geo.in_max;
 		}
+		else
+			GjJoinMargins(st->metric, st->d, st->dims, &st->eps, &st->eps2, &st->in2);
 		if (!isfinite(st->eps2) || !(st->eps2 >= 0) || st->dims > GJ_MAX_DIMS)
 			st->fallback = true;
 	}

@@ -89,9 +89,9 @@ HeapKeyColumn(GjSide *side)
 	return v->varattno;
 }
 
-/* The schema gpujoin is installed in (its pack aggregate's), or InvalidOid. */
-static Oid
-GpujoinSchema(void)
+/* The schema gpujoin is installed in, or InvalidOid. */
+Oid
+GjGpujoinSchema(void)
 {
 	Relation	r = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -283,7 +283,7 @@ GjTidInit(GjJoinState *st, GjSide *side)
 	}
 	else if (typmod < 1 || typmod > GJ_MAX_DIMS)
 		return;
-	side->tid_nsp = GpujoinSchema();
+	side->tid_nsp = GjGpujoinSchema();
 	side->tid_att = att;
 	side->tid_dims = typmod;
 	side->tid_ok = OidIsValid(side->tid_nsp);
