@@ -89,7 +89,12 @@ GjDistIdsUnique(const GjInputSpec *in)
 	return unique;
 }
 
-/* A key the intermediate tables can hold and the workers name: not a row. */
+/*
+ * A key the intermediate tables can hold and the workers name: not an
+ * anonymous row, and of the row types only a Citus table's own, which
+ * every node has (its shell table's): the key that carries a row whole
+ * (plain_pairs.c).
+ */
 bool
 GjDistKeyFits(const GjInputSpec *in)
 {
@@ -98,7 +103,11 @@ GjDistKeyFits(const GjInputSpec *in)
 	if (in->keys == NULL || !in->keys->kept)
 		return true;
 	t = getBaseType(in->keys->type);
-	return t != RECORDOID && get_typtype(t) != TYPTYPE_COMPOSITE;
+	if (t == RECORDOID)
+		return false;
+	if (get_typtype(t) != TYPTYPE_COMPOSITE)
+		return true;
+	return OidIsValid(get_typ_typrelid(t)) && GjCitusTable(get_typ_typrelid(t));
 }
 
 /* "c1, .., cn" */
