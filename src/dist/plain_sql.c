@@ -20,8 +20,10 @@
  * subquery whole), and a subquery Citus plans as an intermediate result.
  * The rows are PostgreSQL's: the GpuJoin decides every pair by the
  * query's own quals.  Every row of both tables travels to the
- * coordinator, as with the functions' calls that the coordinator runs;
- * the join on the workers (dist_join.c) is for the functions only.
+ * coordinator, as with the functions' calls that the coordinator runs.
+ * Before that, the inner joins that the workers can answer exactly (on
+ * columns that declare points or vectors) become one eps_join call each,
+ * which runs there (plain_pairs.c); this path takes the others.
  *
  * Left alone: queries without Citus or without such a join, tables that
  * are not hash-distributed (a reference table joins anywhere already),
@@ -45,16 +47,9 @@
 #include "utils/rel.h"
 
 #include "compat.h"
-#include "dist/dist.h"
-#include "join/join.h"
+#include "dist/plain_internal.h"
 
 static planner_hook_type prev_planner = NULL;
-
-/* The two sides of a distance between Vars of one query level. */
-typedef struct VarSides
-{
-	Index		varno[2];
-} VarSides;
 
 static Node *
 StripRelabel(Node *n)
@@ -65,10 +60,10 @@ StripRelabel(Node *n)
 }
 
 /* GjKeySideFn: a Var of the level is side 0 until a Var of another entry makes side 1. */
-static int
-VarSide(Node *n, void *arg)
+int
+GjPlainVarSide(Node *n, void *arg)
 {
-	VarSides   *vs = (VarSides *) arg;
+	GjVarSides *vs = (GjVarSides *) arg;
 	Var		   *v;
 
 	n = StripRelabel(n);
@@ -102,8 +97,8 @@ typedef struct Finder
 } Finder;
 
 /* A table's entry of q (rti) that a subquery could stand for. */
-static bool
-TableEntry(Query *q, Index rti)
+bool
+GjPlainTableEntry(Query *q, Index rti)
 {
 	RangeTblEntry *rte = rt_fetch(rti, q->rtable);
 
@@ -127,8 +122,8 @@ AddPair(Finder *f, Index a, Index b)
  * every planned query passes here, so the catalog lookups of
  * GjDistancePredicateOf wait for a call that could be a join's distance.
  */
-static bool
-JoinsTwoEntries(List *args)
+bool
+GjPlainJoinsTwoEntries(List *args)
 {
 	Node	   *a,
 			   *b;
@@ -145,18 +140,18 @@ JoinsTwoEntries(List *args)
 static bool
 FindDistances(Node *n, Finder *f)
 {
-	VarSides	vs = {0};
+	GjVarSides	vs = {0};
 	GjJoinClause jc;
 
 	if (n == NULL)
 		return false;
 	if (IsA(n, Query))
 		return false;			/* a sublink's query: its own level */
-	if (((IsA(n, FuncExpr) && JoinsTwoEntries(((FuncExpr *) n)->args)) ||
-		 (IsA(n, OpExpr) && JoinsTwoEntries(((OpExpr *) n)->args))) &&
-		GjDistancePredicateOf(n, VarSide, &vs, &jc) &&
-		vs.varno[0] != vs.varno[1] && TableEntry(f->q, vs.varno[0]) &&
-		TableEntry(f->q, vs.varno[1]))
+	if (((IsA(n, FuncExpr) && GjPlainJoinsTwoEntries(((FuncExpr *) n)->args)) ||
+		 (IsA(n, OpExpr) && GjPlainJoinsTwoEntries(((OpExpr *) n)->args))) &&
+		GjDistancePredicateOf(n, GjPlainVarSide, &vs, &jc) &&
+		vs.varno[0] != vs.varno[1] && GjPlainTableEntry(f->q, vs.varno[0]) &&
+		GjPlainTableEntry(f->q, vs.varno[1]))
 		AddPair(f, vs.varno[0], vs.varno[1]);
 	return expression_tree_walker(n, FindDistances, (void *) f);
 }
@@ -235,8 +230,17 @@ WrapTable(Query *q, Index rti)
 	sub->limitOffset = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
 										  Int64GetDatum(0), false, FLOAT8PASSBYVAL);
 	sub->limitOption = LIMIT_OPTION_COUNT;
+	GjPlainEntryToSubquery(rte, sub);
+}
 
-	/* the outer entry: a subquery, its permissions checked inside */
+/*
+ * A table's entry becomes subquery sub; its permissions, security quals
+ * and lock are the subquery's business now (16+: the entry's permission
+ * info stays in the query's list, checked as before).
+ */
+void
+GjPlainEntryToSubquery(RangeTblEntry *rte, Query *sub)
+{
 	rte->rtekind = RTE_SUBQUERY;
 	rte->subquery = sub;
 	rte->relid = InvalidOid;
@@ -256,49 +260,65 @@ WrapTable(Query *q, Index rti)
 #endif
 }
 
+/*
+ * Whether q uses entry rti otherwise than by its user columns (a whole-row
+ * or system column), the range table too: a LATERAL subquery may use the
+ * entry's whole row.
+ */
+bool
+GjPlainOddUse(Query *q, Index rti)
+{
+	OddUse		u = {rti, 0};
+
+	return query_tree_walker(q, FindOddUse, (void *) &u, 0);
+}
+
 /* A pair's entry: wrap it once (entries already wrapped are subqueries now). */
 static int
 WrapEntry(Query *q, Index rti)
 {
-	OddUse		u = {rti, 0};
-
-	/* the range table too: a LATERAL subquery may use the entry's whole row */
-	if (rt_fetch(rti, q->rtable)->rtekind != RTE_RELATION ||
-		query_tree_walker(q, FindOddUse, (void *) &u, 0))
+	if (rt_fetch(rti, q->rtable)->rtekind != RTE_RELATION || GjPlainOddUse(q, rti))
 		return 0;
 	WrapTable(q, rti);
 	return 1;
 }
 
 /*
- * The distance joins of q and of the queries in its FROM and WITH (a join
- * written inside a subquery, a set operation, a CTE), each in its own level.
+ * fn on q and on the queries in its FROM and WITH (a join written inside a
+ * subquery, a set operation, a CTE), each its own level.
  */
-static void
-FindInQuery(Query *q, Finder *f, int depth)
+void
+GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth)
 {
 	ListCell   *lc;
-	Query	   *saved = f->q;
 
 	if (depth > 8)
 		return;
-	f->q = q;
-	FindDistances((Node *) q->jointree, f);
-	f->q = saved;
+	fn(q, arg);
 	foreach(lc, q->rtable)
 	{
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
 
 		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
-			FindInQuery(rte->subquery, f, depth + 1);
+			GjPlainEachLevel(rte->subquery, fn, arg, depth + 1);
 	}
 	foreach(lc, q->cteList)
 	{
 		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
 
 		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType == CMD_SELECT)
-			FindInQuery((Query *) cte->ctequery, f, depth + 1);
+			GjPlainEachLevel((Query *) cte->ctequery, fn, arg, depth + 1);
 	}
+}
+
+/* GjPlainLevelFn: the distance joins of one level. */
+static void
+FindInLevel(Query *q, void *arg)
+{
+	Finder	   *f = (Finder *) arg;
+
+	f->q = q;
+	FindDistances((Node *) q->jointree, f);
 }
 
 /* A Var of a LATERAL subquery's ORDER BY key: its own table's side 0, the query's side 1. */
@@ -397,6 +417,8 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 	const char *join = GetConfigOption("gpujoin.enable_join", true, false);
 	const char *dist = GetConfigOption("gpujoin.distributed", true, false);
 	bool		lateral_knn = false;
+	List	   *relids = NIL;
+	PlannedStmt *stmt;
 
 	if (parse->commandType == CMD_SELECT && parse->rtable != NIL &&
 		join != NULL && strcmp(join, "on") == 0 && dist != NULL && strcmp(dist, "on") == 0)
@@ -405,7 +427,9 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 		ListCell   *lc;
 		int			n = 0;
 
-		FindInQuery(parse, &f, 0);
+		/* the joins the workers can answer, first; then the others' tables read here */
+		GjPlainPairs(parse, &relids);
+		GjPlainEachLevel(parse, FindInLevel, &f, 0);
 		if (f.pairs != NIL && !GjCitusInstalled())
 			f.pairs = NIL;
 		/* both tables hash-distributed: the join Citus refuses */
@@ -426,8 +450,12 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 		lateral_knn = GjCitusInstalled() && DistributedLateralKnn(parse);
 	}
 	if (prev_planner)
-		return CitusPlanner(parse, query_string, cursor_options, bound_params, lateral_knn);
-	return standard_planner(parse, query_string, cursor_options, bound_params);
+		stmt = CitusPlanner(parse, query_string, cursor_options, bound_params, lateral_knn);
+	else
+		stmt = standard_planner(parse, query_string, cursor_options, bound_params);
+	/* a plan that reads rewritten tables through a call still depends on them */
+	stmt->relationOids = list_concat(stmt->relationOids, relids);
+	return stmt;
 }
 
 /* From _PG_init: the hook, before any planner hook already there (Citus's). */

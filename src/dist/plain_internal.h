@@ -1,0 +1,41 @@
+/*
+ * plain_internal.h
+ *		What the planner hook's files share (dist/): plain SQL distance joins
+ *		of Citus-distributed tables.
+ *
+ *	plain_sql.c		the hook: joins Citus refuses, read as intermediate
+ *					results on this node (the GpuJoin joins them here)
+ *	plain_pairs.c	the inner joins whose pairs the workers can find: the
+ *					two tables' entries become one eps_join call's rows
+ */
+#ifndef GJ_PLAIN_INTERNAL_H
+#define GJ_PLAIN_INTERNAL_H
+
+#include "nodes/parsenodes.h"
+
+#include "dist/dist.h"
+#include "join/join.h"
+
+/* The two sides of a distance between Vars of one query level. */
+typedef struct GjVarSides
+{
+	Index		varno[2];
+} GjVarSides;
+
+/* plain_sql.c */
+extern int	GjPlainVarSide(Node *n, void *arg);
+extern bool GjPlainJoinsTwoEntries(List *args);
+extern bool GjPlainTableEntry(Query *q, Index rti);
+extern bool GjPlainOddUse(Query *q, Index rti);
+extern void GjPlainEntryToSubquery(RangeTblEntry *rte, Query *sub);
+typedef void (*GjPlainLevelFn) (Query *q, void *arg);
+extern void GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth);
+
+/*
+ * plain_pairs.c: rewrite the inner distance joins of parse whose pairs
+ * the workers can find, when they are all its Citus tables; the tables
+ * they read are appended to *relids (the plan depends on them).
+ */
+extern void GjPlainPairs(Query *parse, List **relids);
+
+#endif							/* GJ_PLAIN_INTERNAL_H */
