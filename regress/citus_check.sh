@@ -389,6 +389,56 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	same_st "$load" "plain SQL: ST_DWithin self join" "SELECT a.id, b.id FROM {G} a JOIN {G} b ON a.id < b.id AND ST_DWithin(a.g, b.g, 0.4)"
 	same_st "$load" "plain SQL: <-> <= d, other quals, a column" "SELECT a.id, b.id, b.g FROM {G2} a JOIN {G} b ON a.g <-> b.g <= 0.4 AND b.id % 3 <> 0"
 	same_st "$load" "plain SQL: LEFT JOIN ST_DWithin" "SELECT a.id, b.id FROM {G2} a LEFT JOIN {G} b ON ST_DWithin(a.g, b.g, 0.2)"
+	# ... and where the columns declare 2-D points of one SRID, the inner
+	# joins go to the workers: entry a becomes eps_join's pairs, its rows
+	# whole (a key of the table's row type), b the pair's other row; the
+	# query's quals decide.  d_gd: d_gq's points declared, a dropped column
+	# before and a text column after the point, so columns go by number
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_gd (id bigint PRIMARY KEY, gone int, g geometry(Point, 4326), tag text);
+	   ALTER TABLE d_gd DROP COLUMN gone;
+	   SELECT create_distributed_table('d_gd', 'id');
+	   INSERT INTO d_gd SELECT id, g, 't' || id FROM d_gq;
+	   INSERT INTO d_gd VALUES (50001, NULL, 'null'), (50002, 'SRID=4326;POINT EMPTY', 'empty'),
+	          (50003, ST_SetSRID(ST_MakePoint('NaN', 1), 4326), 'nan');
+	   CREATE TABLE l_gd AS SELECT * FROM d_gd;" >/dev/null || check "declared point rows" "not made"
+	for j in "SELECT a.id AS a, b.id AS b FROM {D} a JOIN {P} b ON ST_DWithin(a.g, b.g, 0.4)" \
+		"SELECT a.tag, b.id, b.g FROM {D} a, {P} b WHERE a.g <-> b.g <= 0.4 AND b.id % 3 <> 0" \
+		"SELECT b.id AS b, a.* FROM {P} b JOIN {D} a ON ST_Distance(b.g, a.g) < 0.3" \
+		"SELECT a.id AS a, b.id AS b FROM {P} a JOIN {P} b ON a.id < b.id AND ST_DWithin(a.g, b.g, 0.4)" \
+		"SELECT a.id, count(*) FROM {P} a JOIN {P} b ON ST_DWithin(a.g, b.g, 1e-12) GROUP BY a.id" \
+		"WITH n AS (SELECT a.tag, b.id FROM {D} a JOIN {P} b ON 0.25 >= a.g <-> b.g) SELECT * FROM n WHERE id % 2 = 0" \
+		"SELECT count(*), sum(a.id - b.id) FROM {D} a JOIN {D} b ON ST_DWithin(a.g, b.g, 1e6)"; do
+		d=${j//\{D\}/d_gd}
+		d=${d//\{P\}/d_gp}
+		l=${j//\{D\}/l_gd}
+		l=${l//\{P\}/l_gp}
+		same_as_own "plain SQL on the workers: ${j:0:70}, PostGIS's rows" "$d" "$l"
+		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
+		grep -q "Function Call: eps_join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+			! grep -q "Distributed Subplan" <<<"$plan" && check "plain SQL on the workers: ${j:0:70}: EXPLAIN" ok ||
+			check "plain SQL on the workers: ${j:0:70}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	done
+	# ... not where the rows would not be the query's: read here as before
+	for j in "SELECT a.id, b.id FROM d_gd a LEFT JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2)" \
+		"SELECT a.id, b.id FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2) OR a.id = b.id" \
+		"SELECT a.id, b.id FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2)" \
+		"SELECT a.id, b.id FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0)" \
+		"SELECT a.id, b.id FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 'Infinity')"; do
+		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (COSTS OFF) $j" 2>&1)
+		grep -q "Distributed Subplan" <<<"$plan" && ! grep -q "Function Call" <<<"$plan" &&
+			check "plain SQL read here: ${j:0:80}" ok || check "plain SQL read here: ${j:0:80}" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	done
+	same_as_own "plain SQL: ST_DWithin or an id, PostGIS's rows" \
+		"SELECT a.id AS a, b.id AS b FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2) OR a.id = b.id" \
+		"SELECT a.id AS a, b.id AS b FROM l_gd a JOIN l_gp b ON ST_DWithin(a.g, b.g, 0.2) OR a.id = b.id"
+	# a prepared plan follows a change of the table's columns
+	out=$(psql -X -q -At -c "$load" -c "PREPARE pj AS SELECT count(*), max(a.tag) FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" \
+		-c "EXECUTE pj" -c "ALTER TABLE d_gd ADD COLUMN extra int DEFAULT 7" -c "EXECUTE pj" \
+		-c "ALTER TABLE d_gd DROP COLUMN extra" -c "EXECUTE pj" 2>&1 | grep -E '^[0-9]+[|]' | tr '\n' ' ')
+	set -- $out
+	[ $# = 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] && check "plain SQL on the workers: a prepared plan after ALTER TABLE" ok ||
+		check "plain SQL on the workers: a prepared plan after ALTER TABLE" "$out"
 	# ... but not the LATERAL kNN: read as subqueries, it would re-read one for
 	# every outer row; Citus's error, with a hint naming knn_join
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_gq a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n" 2>&1)
@@ -412,6 +462,10 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	out=$(psql -X -q -At -c "$load" -c "SET ROLE gj_plain_reader" -c "SELECT count(*) FROM d_gq a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" 2>&1)
 	grep -q "permission denied for table d_gp" <<<"$out" && check "plain SQL: a table the caller may not read is refused" ok ||
 		check "plain SQL: a table the caller may not read is refused" "$out"
+	q "GRANT SELECT ON d_gd TO gj_plain_reader" >/dev/null 2>&1
+	out=$(psql -X -q -At -c "$load" -c "SET ROLE gj_plain_reader" -c "SELECT count(*) FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" 2>&1)
+	grep -q "permission denied for table d_gp" <<<"$out" && check "plain SQL on the workers: a table the caller may not read is refused" ok ||
+		check "plain SQL on the workers: a table the caller may not read is refused" "$out"
 else
 	echo "citus: measure: PostGIS is not installed: the geometry checks did not run"
 fi
@@ -435,6 +489,11 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		same_as_own "plain SQL: pgvector $1 join, pgvector's rows" \
 			"SELECT a.id AS a, b.id AS b FROM d_v2 a JOIN d_v1 b ON a.v $1 b.v <= $2" \
 			"SELECT a.id AS a, b.id AS b FROM l_v2 a JOIN l_v1 b ON a.v $1 b.v <= $2"
+		# vector(3) on both sides: on the workers (l2 or cosine, eps widened by float32's rounding)
+		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT a.id AS a, b.id AS b FROM d_v2 a JOIN d_v1 b ON a.v $1 b.v <= $2" 2>&1)
+		grep -q "Function Call: eps_join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+			check "plain SQL: pgvector $1 join on the workers" ok ||
+			check "plain SQL: pgvector $1 join on the workers" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
 	# the functions on vector columns run on the workers: the strips cut an
 	# element of the vectors (cast to real[]), the workers read the vectors.
@@ -606,6 +665,26 @@ if [ -n "${hwm1:-}" ] && [ -n "${hwm0:-}" ] && [ "${core:-0}" -gt 0 ] 2>/dev/nul
 else
 	check "dbscan: the coordinator's backend grew less than the input's 12 MB" "${hwm0:-?} -> ${hwm1:-?} kB, ${core:-?} core rows"
 fi
+# ... and for a plain ST_DWithin join of the same rows as geometry(Point)
+# columns, which goes to the workers as an eps_join of the rows whole
+if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
+	q "SET citus.shard_count = 32;
+	   CREATE TABLE d_big_gr (id bigint PRIMARY KEY, g geometry(Point, 4326));
+	   CREATE TABLE d_big_gs (id bigint PRIMARY KEY, g geometry(Point, 4326));
+	   SELECT create_distributed_table('d_big_gr', 'id', colocate_with => 'd_big_r');
+	   SELECT create_distributed_table('d_big_gs', 'id', colocate_with => 'd_big_s');
+	   INSERT INTO d_big_gr SELECT id, ST_SetSRID(ST_MakePoint(x, y), 4326) FROM d_big_r;
+	   INSERT INTO d_big_gs SELECT id, ST_SetSRID(ST_MakePoint(x, y), 4326) FROM d_big_s;" >/dev/null
+	mem=$(psql -X -q -At -c "LOAD 'gpujoin'" -c "SELECT count(*) FROM d_big_gr a JOIN d_big_gs b ON ST_DWithin(a.g, b.g, 1e-9)" -c "$hwm" \
+		-c "SELECT count(*) FROM d_big_gr a JOIN d_big_gs b ON ST_DWithin(a.g, b.g, 0.0005)" -c "$hwm" 2>&1 | tr '\n' ' ')
+	read -r _ hwm0 gpairs hwm1 <<<"$mem"
+	echo "citus: measure: a plain ST_DWithin join of the same rows as geometry(Point): $gpairs pairs; the coordinator's backend peaked at ${hwm1:-?} kB, ${hwm0:-?} kB after a warm-up query"
+	if [ -n "${hwm1:-}" ] && [ -n "${hwm0:-}" ] && [ "${gpairs:-x}" = "${pairs:-y}" ] && [ $((hwm1 - hwm0)) -lt 15625 ]; then
+		check "plain SQL: the coordinator's backend grew less than the input's 16 MB, eps_join's pairs" ok
+	else
+		check "plain SQL: the coordinator's backend grew less than the input's 16 MB, eps_join's pairs" "${hwm0:-?} -> ${hwm1:-?} kB, ${gpairs:-?} pairs against ${pairs:-?}"
+	fi
+fi
 mem=$(psql -X -q -At -c "SET gpujoin.distributed = off" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 1e-9)" \
 	-c "$hwm" -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.0005)" -c "$hwm" 2>&1 | tr '\n' ' ')
 read -r _ hwm0 pairs hwm1 <<<"$mem"
@@ -638,6 +717,8 @@ times_out() {
 }
 times_out join "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)"
 times_out dbscan "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)"
+[ "$(q "SELECT to_regclass('d_big_gr') IS NOT NULL")" = t ] &&
+	times_out "plain ST_DWithin join" "LOAD 'gpujoin'; SELECT count(*) FROM d_big_gr a JOIN d_big_gs b ON ST_DWithin(a.g, b.g, 0.002)"
 
 # A worker lost mid-join (its backends terminated): a clear error, no row
 out=$(mktemp)
