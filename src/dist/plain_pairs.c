@@ -31,10 +31,12 @@
  *	- d is a constant, finite and positive (PostGIS passes rows with a
  *	  non-finite coordinate at an infinite d, where the engine skips them;
  *	  eps_join takes no eps of 0);
- *	- the columns' types declare what every value is: geometry(Point,
- *	  SRID) of one SRID on both sides (ST_DWithin, ST_Distance, <->: 2-D;
- *	  a line or another SRID would be PostGIS's answer or error, not the
- *	  engine's), or pgvector columns of one declared dimension (<->, <=>);
+ *	- the columns' types declare what every value is: geometry(Point) or
+ *	  geometry(Point, SRID) alike on both sides (ST_DWithin, ST_Distance,
+ *	  <->: 2-D; a line would be PostGIS's answer, not the engine's error;
+ *	  SRIDs that differ, where the type leaves them open, are an error
+ *	  either way), or pgvector columns of one declared dimension (<->,
+ *	  <=>);
  *	- the query's only Citus tables are these pairs' (another one would
  *	  make Citus plan the query, calls and all);
  *	- each entry is a plain read of its table by the caller: no whole-row
@@ -151,7 +153,7 @@ ReadAsCaller(Query *q, RangeTblEntry *rte)
 		check_enable_rls(rte->relid, InvalidOid, true) == RLS_NONE;
 }
 
-/* The columns' types declare points of one SRID, or vectors of one dimension: *dims. */
+/* The columns' types declare 2-D points alike, or vectors of one dimension: *dims. */
 static bool
 DeclaredKeys(const GjJoinClause *jc, const Var *va, const Var *vb, int *dims)
 {
@@ -164,8 +166,8 @@ DeclaredKeys(const GjJoinClause *jc, const Var *va, const Var *vb, int *dims)
 	{
 		case GJ_JM_PLANAR:
 			*dims = 2;
-			return jc->kind == GJ_KEY_GEOMETRY && GjPointTypmod(va->vartypmod, &sa) &&
-				GjPointTypmod(vb->vartypmod, &sb) && sa == sb;
+			return jc->kind == GJ_KEY_GEOMETRY && GjPointsTypmod(va->vartypmod, &sa) &&
+				GjPointsTypmod(vb->vartypmod, &sb) && sa == sb;
 		case GJ_JM_L2:
 		case GJ_JM_COSINE:
 			*dims = va->vartypmod;

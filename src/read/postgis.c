@@ -333,8 +333,17 @@ GjGeometryWrapQuery(const char *fname, const char *query, TupleDesc td, Oid gpuj
 bool
 GjPointTypmod(int32 typmod, int32 *srid)
 {
-	if (typmod < 0 || GJ_TYPMOD_TYPE(typmod) != 1 || GJ_TYPMOD_Z(typmod) || (typmod & 0x1) ||
-		GJ_TYPMOD_SRID(typmod) <= 0)
+	return GjPointsTypmod(typmod, srid) && *srid > 0;
+}
+
+/*
+ * Whether the type modifier declares 2-D points (geometry(Point)), every
+ * value a point or empty, of SRID *srid, or of any SRID when that is 0.
+ */
+bool
+GjPointsTypmod(int32 typmod, int32 *srid)
+{
+	if (typmod < 0 || GJ_TYPMOD_TYPE(typmod) != 1 || GJ_TYPMOD_Z(typmod) || (typmod & 0x1))
 		return false;
 	*srid = GJ_TYPMOD_SRID(typmod);
 	return true;

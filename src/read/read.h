@@ -191,5 +191,6 @@ extern void GjPgvectorFromFloat8(const double *x, int dims, struct varlena *buf)
 /* keys.c: whether base type t is PostGIS's geometry or geography, and its schema */
 extern bool GjPostgisType(Oid t, Oid *nsp, GjKeyKind *kind);
 extern bool GjPointTypmod(int32 typmod, int32 *srid);
+extern bool GjPointsTypmod(int32 typmod, int32 *srid);
 
 #endif							/* GJ_READ_H */
