@@ -419,6 +419,21 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 			! grep -q "Distributed Subplan" <<<"$plan" && check "plain SQL on the workers: ${j:0:70}: EXPLAIN" ok ||
 			check "plain SQL on the workers: ${j:0:70}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
+	# geometry(Point), its SRID left open: the workers too; a second SRID
+	# among the rows is an error, as PostGIS's own join gives one
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_g0 (id bigint PRIMARY KEY, g geometry(Point));
+	   SELECT create_distributed_table('d_g0', 'id');
+	   INSERT INTO d_g0 SELECT id, ST_SetSRID(g, 0) FROM d_gp;
+	   CREATE TABLE l_g0 AS SELECT * FROM d_g0;" >/dev/null || check "SRID-open point rows" "not made"
+	same_as_own "plain SQL on the workers: geometry(Point) with no SRID, PostGIS's rows" \
+		"SELECT a.id AS a, b.id AS b FROM d_g0 a JOIN d_g0 b ON ST_DWithin(a.g, b.g, 0.3)" \
+		"SELECT a.id AS a, b.id AS b FROM l_g0 a JOIN l_g0 b ON ST_DWithin(a.g, b.g, 0.3)"
+	q "INSERT INTO d_g0 VALUES (90001, 'SRID=4326;POINT(1 1)'); INSERT INTO l_g0 VALUES (90001, 'SRID=4326;POINT(1 1)')" >/dev/null
+	ed=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_g0 a JOIN d_g0 b ON ST_DWithin(a.g, b.g, 0.3)" 2>&1 | grep -c ERROR)
+	el=$(psql -X -q -At -c "SELECT count(*) FROM l_g0 a JOIN l_g0 b ON ST_DWithin(a.g, b.g, 0.3)" 2>&1 | grep -c ERROR)
+	[ "$ed" = 1 ] && [ "$el" = 1 ] && check "plain SQL on the workers: two SRIDs, an error as PostGIS's" ok ||
+		check "plain SQL on the workers: two SRIDs, an error as PostGIS's" "errors: workers $ed, PostGIS $el"
 	# ... not where the rows would not be the query's: read here as before
 	for j in "SELECT a.id, b.id FROM d_gd a LEFT JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2)" \
 		"SELECT a.id, b.id FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2) OR a.id = b.id" \
