@@ -53,6 +53,19 @@ if q "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
 	   ALTER TABLE lgr ADD PRIMARY KEY (id);
 	   ALTER TABLE lgs ADD PRIMARY KEY (id);" >/dev/null && kinds="$kinds geography"
 fi
+# the points as geometry(Point, 4326) too, for plain ST_DWithin joins (a GiST
+# index on one node's copy, PostGIS's own plan)
+q "SET citus.shard_count = 32;
+   CREATE TABLE pr (id bigint PRIMARY KEY, g geometry(Point, 4326));
+   CREATE TABLE ps (id bigint PRIMARY KEY, g geometry(Point, 4326));
+   SELECT create_distributed_table('pr', 'id');
+   SELECT create_distributed_table('ps', 'id');
+   INSERT INTO pr SELECT id, ST_SetSRID(ST_MakePoint(x, y), 4326) FROM r;
+   INSERT INTO ps SELECT id, ST_SetSRID(ST_MakePoint(x, y), 4326) FROM s;
+   CREATE TABLE lpr AS SELECT * FROM pr;
+   CREATE TABLE lps AS SELECT * FROM ps;
+   CREATE INDEX ON lps USING gist (g);
+   ANALYZE lpr; ANALYZE lps;" >/dev/null 2>&1 && kinds="$kinds geometry"
 geps=$(awk -v n="$n" 'BEGIN { a = 1.11e6 * 1.11e6 * 0.992; printf "%.6g", sqrt(2 * a / (3.14159 * n)) }')
 hwm="SELECT (regexp_match(pg_read_file('/proc/' || pg_backend_pid() || '/status'), 'VmHWM:\s+(\d+)'))[1]"
 # $1 setting, $2 call: "seconds rows peak-kB", the call run twice (the second timed)
@@ -92,3 +105,30 @@ for f in "${calls[@]}"; do
 	psql -X -q -At -c "EXPLAIN (ANALYZE, COSTS OFF) $d" 2>/dev/null |
 		grep -E "Distributed|Rows Moved|Plan Time|Repartition Time|Workers' Join Time" | sed 's/^ */    /'
 done
+
+# Plain SQL: an inner distance join of two distributed tables (on the
+# workers: one eps_join of the rows whole), the same join as a LEFT JOIN
+# whose WHERE makes it inner (read on the coordinator, a GpuJoin there),
+# and one node's copies: a GpuJoin, and the extension alone (PostGIS: GiST
+# index probes; pgvector: a nested loop, so only where the rows are few).
+# $1 name, $2 the join with {A} {B} for the tables (pr ps, or vr vs), $3 the
+# own plan too (1) or not (0)
+plain() {
+	local load="LOAD 'gpujoin'" j c l tp="-"
+	j=${2//\{A\}/$4}
+	j=${j//\{B\}/$5}
+	l=${2//\{A\}/l$4}
+	l=${l//\{B\}/l$5}
+	c=${j/ JOIN / LEFT JOIN }
+	read -r tw rows gw <<<"$(timed "$load" "$j")"
+	read -r tc _ gc <<<"$(timed "$load" "$c WHERE b.id IS NOT NULL")"
+	read -r tl _ _ <<<"$(timed "$load" "$l")"
+	[ "$3" = 1 ] && read -r tp _ _ <<<"$(timed "SET gpujoin.enable_join = off" "$l")"
+	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (the extension alone on one node: %ss)\n" "$1" "$rows" "$tw" "$tc" "$tl" "$gw" "$gc" "$tp"
+	psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
+		grep -E "Function Call|Distributed:|Rows Moved|Plan Time|Repartition Time|Workers' Join Time|Execution Time" | sed 's/^ */    /' | cut -c1-160
+}
+case " $kinds " in *" geometry "*)
+	plain plain_dwithin "SELECT a.id, b.id FROM {A} a JOIN {B} b ON ST_DWithin(a.g, b.g, $eps)" 1 pr ps ;; esac
+case " $kinds " in *" vector "*)
+	plain plain_vec_l2 "SELECT a.id, b.id FROM {A} a JOIN {B} b ON a.v <-> b.v <= $eps" $([ "$n" -le 20000 ] && echo 1 || echo 0) vr vs ;; esac
