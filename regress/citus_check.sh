@@ -49,7 +49,7 @@ shards=$(q "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name =
 # $1 settings, $2 name, $3 a query with {P} {Q} (d_pts, d_q), {S} {Q2} {K} (d_st, d_q2, d_ku), {G} {G2} (d_gp, d_gq), {T} (d_tx), {R} (d_ref, a reference table),
 # {V} {V2} {H} (d_v1, d_v2: vector(3); d_h: halfvec(64)), {A} {A2} {A20} (d_a: float8[2], d_a2: float4[2], d_a20: float8[20]),
 # {E} {E2} (d_geo, d_geq: geography), {VB} (d_vb: a bare vector), {B} (d_bd: dbscan's border rows),
-# {CV} {CQ} (d_cv: vector(8), d_cq: halfvec(8), for the cosine metric), {GZ} (d_gz: PointZ)
+# {CV} {CQ} (d_cv: vector(8), d_cq: halfvec(8), for the cosine metric), {GZ} (d_gz: PointZ), {D} (d_gd: declared points)
 # for the distributed tables, then their plain copies
 same_st() {
 	local set=$1 name=$2 call=$3 d l out
@@ -75,6 +75,7 @@ same_st() {
 	d=${d//\{CV\}/d_cv}
 	d=${d//\{CQ\}/d_cq}
 	d=${d//\{GZ\}/d_gz}
+	d=${d//\{D\}/d_gd}
 	l=${call//\{P\}/l_pts}
 	l=${l//\{Q\}/l_q}
 	l=${l//\{S\}/l_st}
@@ -97,6 +98,7 @@ same_st() {
 	l=${l//\{CV\}/l_cv}
 	l=${l//\{CQ\}/l_cq}
 	l=${l//\{GZ\}/l_gz}
+	l=${l//\{D\}/l_gd}
 	out=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$set" -c "SELECT (SELECT count(*) FROM (($d) EXCEPT ALL ($l)) a) || ' ' ||
 	                (SELECT count(*) FROM (($l) EXCEPT ALL ($d)) b) || ' ' ||
 	                (SELECT count(*) FROM ($l) c)" 2>&1 | grep -Ev '^(NOTICE|DETAIL|HINT):' | tail -1)
@@ -444,6 +446,12 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		grep -q "Distributed Subplan" <<<"$plan" && ! grep -q "Function Call" <<<"$plan" &&
 			check "plain SQL read here: ${j:0:80}" ok || check "plain SQL read here: ${j:0:80}" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
+	# gpujoin.distributed = off: every table read here, the rows the same
+	plan=$(psql -X -q -At -c "$load" -c "SET gpujoin.distributed = off" -c "EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" 2>&1)
+	grep -q "Distributed Subplan" <<<"$plan" && ! grep -q "Function Call" <<<"$plan" &&
+		check "plain SQL, gpujoin.distributed = off: read here" ok || check "plain SQL, gpujoin.distributed = off: read here" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	same_st "$load; SET gpujoin.distributed = off" "plain SQL, gpujoin.distributed = off: the same rows" \
+		"SELECT a.id AS a, b.id AS b FROM {D} a JOIN {G} b ON ST_DWithin(a.g, b.g, 0.4)"
 	same_as_own "plain SQL: ST_DWithin or an id, PostGIS's rows" \
 		"SELECT a.id AS a, b.id AS b FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.2) OR a.id = b.id" \
 		"SELECT a.id AS a, b.id AS b FROM l_gd a JOIN l_gp b ON ST_DWithin(a.g, b.g, 0.2) OR a.id = b.id"

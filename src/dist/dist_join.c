@@ -86,7 +86,8 @@ GjDistInit(void)
 	DefineCustomBoolVariable("gpujoin.distributed",
 							 "Run joins of Citus-distributed tables on the workers.",
 							 "On: eps_join, eps_selfjoin, eps_join_counts, eps_neighbor_counts, eps_neighbors, the kNN joins and dbscan of "
-							 "distributed tables repartition the rows into strips of space on the "
+							 "distributed tables, and plain inner distance joins of them on declared points or vectors, "
+							 "repartition the rows into strips of space on the "
 							 "workers and join them there; only result rows travel to this node. "
 							 "Off: every row is read on this node, as for any table.",
 							 &distributed_guc,

@@ -421,14 +421,18 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 	PlannedStmt *stmt;
 
 	if (parse->commandType == CMD_SELECT && parse->rtable != NIL &&
-		join != NULL && strcmp(join, "on") == 0 && dist != NULL && strcmp(dist, "on") == 0)
+		join != NULL && strcmp(join, "on") == 0)
 	{
 		Finder		f = {parse, NIL};
 		ListCell   *lc;
 		int			n = 0;
 
-		/* the joins the workers can answer, first; then the others' tables read here */
-		GjPlainPairs(parse, &relids);
+		/*
+		 * the joins the workers can answer, first (gpujoin.distributed off:
+		 * none, every row is read here); then the others' tables read here
+		 */
+		if (dist != NULL && strcmp(dist, "on") == 0)
+			GjPlainPairs(parse, &relids);
 		GjPlainEachLevel(parse, FindInLevel, &f, 0);
 		if (f.pairs != NIL && !GjCitusInstalled())
 			f.pairs = NIL;
