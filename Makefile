@@ -27,7 +27,7 @@ GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_tr
 	src/join/clause.o src/join/self.o src/join/path.o src/join/lateral.o src/join/node.o src/join/exec.o \
 	src/join/pairs.o src/join/knn.o src/join/tid_read.o src/join/nulling.o \
 	src/dist/citus.o src/dist/strips.o src/dist/strip_tables.o src/dist/dist_knn.o src/dist/dist_dbscan.o src/dist/dist_join.o \
-	src/dist/plain_sql.o src/dist/plain_pairs.o
+	src/dist/plain_sql.o src/dist/plain_pairs.o src/dist/plain_query.o
 
 # The core: what the extension and every test program link.
 CORE_OBJS = src/core/points.o src/core/clock.o src/core/threads.o src/core/grid.o \

@@ -7,6 +7,7 @@
  *					results on this node (the GpuJoin joins them here)
  *	plain_pairs.c	the inner joins whose pairs the workers can find: the
  *					two tables' entries become one eps_join call's rows
+ *	plain_query.c	what both do to a query tree (a leaf)
  */
 #ifndef GJ_PLAIN_INTERNAL_H
 #define GJ_PLAIN_INTERNAL_H
@@ -22,9 +23,9 @@ typedef struct GjVarSides
 	Index		varno[2];
 } GjVarSides;
 
-/* plain_sql.c */
+/* plain_query.c */
+extern Node *GjPlainStripRelabel(Node *n);
 extern int	GjPlainVarSide(Node *n, void *arg);
-extern bool GjPlainJoinsTwoEntries(List *args);
 extern bool GjPlainTableEntry(Query *q, Index rti);
 extern bool GjPlainOddUse(Query *q, Index rti);
 extern void GjPlainEntryToSubquery(RangeTblEntry *rte, Query *sub);

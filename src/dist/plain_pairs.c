@@ -90,11 +90,11 @@ typedef struct PairFinder
 static Var *
 KeyVar(Expr *e)
 {
-	while (e != NULL && IsA(e, RelabelType))
-		e = ((RelabelType *) e)->arg;
-	if (e == NULL || !IsA(e, Var) || ((Var *) e)->varlevelsup != 0)
+	Node	   *n = GjPlainStripRelabel((Node *) e);
+
+	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup != 0)
 		return NULL;
-	return (Var *) e;
+	return (Var *) n;
 }
 
 /* Whether rti is reached from n through FROM lists and inner joins only. */

@@ -51,33 +51,6 @@
 
 static planner_hook_type prev_planner = NULL;
 
-static Node *
-StripRelabel(Node *n)
-{
-	while (n != NULL && IsA(n, RelabelType))
-		n = (Node *) ((RelabelType *) n)->arg;
-	return n;
-}
-
-/* GjKeySideFn: a Var of the level is side 0 until a Var of another entry makes side 1. */
-int
-GjPlainVarSide(Node *n, void *arg)
-{
-	GjVarSides *vs = (GjVarSides *) arg;
-	Var		   *v;
-
-	n = StripRelabel(n);
-	if (n == NULL || !IsA(n, Var))
-		return -1;
-	v = (Var *) n;
-	if (v->varlevelsup != 0)
-		return -1;
-	if (vs->varno[0] == 0 || vs->varno[0] == v->varno)
-		return vs->varno[0] = v->varno, 0;
-	vs->varno[1] = v->varno;
-	return 1;
-}
-
 /*
  * Pairs of tables a distance joins, found in a query's quals: entries a
  * and b of query q.  Found without a catalog lookup; Citus is asked only
@@ -96,16 +69,6 @@ typedef struct Finder
 	List	   *pairs;			/* DistancePair * */
 } Finder;
 
-/* A table's entry of q (rti) that a subquery could stand for. */
-bool
-GjPlainTableEntry(Query *q, Index rti)
-{
-	RangeTblEntry *rte = rt_fetch(rti, q->rtable);
-
-	return rte->rtekind == RTE_RELATION && rte->tablesample == NULL &&
-		get_parse_rowmark(q, rti) == NULL;
-}
-
 static void
 AddPair(Finder *f, Index a, Index b)
 {
@@ -122,16 +85,16 @@ AddPair(Finder *f, Index a, Index b)
  * every planned query passes here, so the catalog lookups of
  * GjDistancePredicateOf wait for a call that could be a join's distance.
  */
-bool
-GjPlainJoinsTwoEntries(List *args)
+static bool
+JoinsTwoEntries(List *args)
 {
 	Node	   *a,
 			   *b;
 
 	if (list_length(args) < 2)
 		return false;
-	a = StripRelabel(linitial(args));
-	b = StripRelabel(lsecond(args));
+	a = GjPlainStripRelabel(linitial(args));
+	b = GjPlainStripRelabel(lsecond(args));
 	return a != NULL && b != NULL && IsA(a, Var) && IsA(b, Var) &&
 		((Var *) a)->varlevelsup == 0 && ((Var *) b)->varlevelsup == 0 &&
 		((Var *) a)->varno != ((Var *) b)->varno;
@@ -147,40 +110,13 @@ FindDistances(Node *n, Finder *f)
 		return false;
 	if (IsA(n, Query))
 		return false;			/* a sublink's query: its own level */
-	if (((IsA(n, FuncExpr) && GjPlainJoinsTwoEntries(((FuncExpr *) n)->args)) ||
-		 (IsA(n, OpExpr) && GjPlainJoinsTwoEntries(((OpExpr *) n)->args))) &&
+	if (((IsA(n, FuncExpr) && JoinsTwoEntries(((FuncExpr *) n)->args)) ||
+		 (IsA(n, OpExpr) && JoinsTwoEntries(((OpExpr *) n)->args))) &&
 		GjDistancePredicateOf(n, GjPlainVarSide, &vs, &jc) &&
 		vs.varno[0] != vs.varno[1] && GjPlainTableEntry(f->q, vs.varno[0]) &&
 		GjPlainTableEntry(f->q, vs.varno[1]))
 		AddPair(f, vs.varno[0], vs.varno[1]);
 	return expression_tree_walker(n, FindDistances, (void *) f);
-}
-
-/* A Var of entry rti (at levelsup) other than a user column: the entry must stay a table. */
-typedef struct OddUse
-{
-	Index		rti;
-	int			levelsup;
-} OddUse;
-
-static bool
-FindOddUse(Node *n, OddUse *u)
-{
-	if (n == NULL)
-		return false;
-	if (IsA(n, Var))
-		return ((Var *) n)->varno == u->rti && (int) ((Var *) n)->varlevelsup == u->levelsup &&
-			((Var *) n)->varattno <= 0;
-	if (IsA(n, Query))
-	{
-		bool		found;
-
-		u->levelsup++;
-		found = query_tree_walker((Query *) n, FindOddUse, (void *) u, 0);
-		u->levelsup--;
-		return found;
-	}
-	return expression_tree_walker(n, FindOddUse, (void *) u);
 }
 
 /*
@@ -233,46 +169,6 @@ WrapTable(Query *q, Index rti)
 	GjPlainEntryToSubquery(rte, sub);
 }
 
-/*
- * A table's entry becomes subquery sub; its permissions, security quals
- * and lock are the subquery's business now (16+: the entry's permission
- * info stays in the query's list, checked as before).
- */
-void
-GjPlainEntryToSubquery(RangeTblEntry *rte, Query *sub)
-{
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = sub;
-	rte->relid = InvalidOid;
-	rte->relkind = 0;
-	rte->rellockmode = 0;
-	rte->inh = false;
-	rte->securityQuals = NIL;
-#if PG_VERSION_NUM >= 160000
-	rte->perminfoindex = 0;
-#else
-	rte->requiredPerms = 0;
-	rte->checkAsUser = InvalidOid;
-	rte->selectedCols = NULL;
-	rte->insertedCols = NULL;
-	rte->updatedCols = NULL;
-	rte->extraUpdatedCols = NULL;
-#endif
-}
-
-/*
- * Whether q uses entry rti otherwise than by its user columns (a whole-row
- * or system column), the range table too: a LATERAL subquery may use the
- * entry's whole row.
- */
-bool
-GjPlainOddUse(Query *q, Index rti)
-{
-	OddUse		u = {rti, 0};
-
-	return query_tree_walker(q, FindOddUse, (void *) &u, 0);
-}
-
 /* A pair's entry: wrap it once (entries already wrapped are subqueries now). */
 static int
 WrapEntry(Query *q, Index rti)
@@ -281,34 +177,6 @@ WrapEntry(Query *q, Index rti)
 		return 0;
 	WrapTable(q, rti);
 	return 1;
-}
-
-/*
- * fn on q and on the queries in its FROM and WITH (a join written inside a
- * subquery, a set operation, a CTE), each its own level.
- */
-void
-GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth)
-{
-	ListCell   *lc;
-
-	if (depth > 8)
-		return;
-	fn(q, arg);
-	foreach(lc, q->rtable)
-	{
-		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-
-		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
-			GjPlainEachLevel(rte->subquery, fn, arg, depth + 1);
-	}
-	foreach(lc, q->cteList)
-	{
-		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
-
-		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType == CMD_SELECT)
-			GjPlainEachLevel((Query *) cte->ctequery, fn, arg, depth + 1);
-	}
 }
 
 /* GjPlainLevelFn: the distance joins of one level. */
@@ -325,7 +193,7 @@ FindInLevel(Query *q, void *arg)
 static int
 LateralSide(Node *n, void *arg)
 {
-	n = StripRelabel(n);
+	n = GjPlainStripRelabel(n);
 	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup > 1)
 		return -1;
 	return (int) ((Var *) n)->varlevelsup;

@@ -1,0 +1,147 @@
+/*
+ * plain_query.c
+ *		What the planner hook's files (plain_sql.c, plain_pairs.c) do to a
+ *		query before Citus plans it: find the sides of a distance, tell
+ *		whether a table's entry may become a subquery, make it one, and
+ *		visit each level of the query.
+ */
+#include "postgres.h"
+
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+
+#include "compat.h"
+#include "dist/plain_internal.h"
+
+/* n without the binary-compatible casts around it */
+Node *
+GjPlainStripRelabel(Node *n)
+{
+	while (n != NULL && IsA(n, RelabelType))
+		n = (Node *) ((RelabelType *) n)->arg;
+	return n;
+}
+
+/* GjKeySideFn: a Var of the level is side 0 until a Var of another entry makes side 1. */
+int
+GjPlainVarSide(Node *n, void *arg)
+{
+	GjVarSides *vs = (GjVarSides *) arg;
+	Var		   *v;
+
+	n = GjPlainStripRelabel(n);
+	if (n == NULL || !IsA(n, Var))
+		return -1;
+	v = (Var *) n;
+	if (v->varlevelsup != 0)
+		return -1;
+	if (vs->varno[0] == 0 || vs->varno[0] == v->varno)
+		return vs->varno[0] = v->varno, 0;
+	vs->varno[1] = v->varno;
+	return 1;
+}
+
+/* A table's entry of q (rti) that a subquery could stand for. */
+bool
+GjPlainTableEntry(Query *q, Index rti)
+{
+	RangeTblEntry *rte = rt_fetch(rti, q->rtable);
+
+	return rte->rtekind == RTE_RELATION && rte->tablesample == NULL &&
+		get_parse_rowmark(q, rti) == NULL;
+}
+
+/* A Var of entry rti (at levelsup) other than a user column: the entry must stay a table. */
+typedef struct OddUse
+{
+	Index		rti;
+	int			levelsup;
+} OddUse;
+
+static bool
+FindOddUse(Node *n, OddUse *u)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, Var))
+		return ((Var *) n)->varno == u->rti && (int) ((Var *) n)->varlevelsup == u->levelsup &&
+			((Var *) n)->varattno <= 0;
+	if (IsA(n, Query))
+	{
+		bool		found;
+
+		u->levelsup++;
+		found = query_tree_walker((Query *) n, FindOddUse, (void *) u, 0);
+		u->levelsup--;
+		return found;
+	}
+	return expression_tree_walker(n, FindOddUse, (void *) u);
+}
+
+/*
+ * Whether q uses entry rti otherwise than by its user columns (a whole-row
+ * or system column), the range table too: a LATERAL subquery may use the
+ * entry's whole row.
+ */
+bool
+GjPlainOddUse(Query *q, Index rti)
+{
+	OddUse		u = {rti, 0};
+
+	return query_tree_walker(q, FindOddUse, (void *) &u, 0);
+}
+
+/*
+ * A table's entry becomes subquery sub; its permissions, security quals
+ * and lock are the subquery's business now (16+: the entry's permission
+ * info stays in the query's list, checked as before).
+ */
+void
+GjPlainEntryToSubquery(RangeTblEntry *rte, Query *sub)
+{
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->inh = false;
+	rte->securityQuals = NIL;
+#if PG_VERSION_NUM >= 160000
+	rte->perminfoindex = 0;
+#else
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+#endif
+}
+
+/*
+ * fn on q and on the queries in its FROM and WITH (a join written inside a
+ * subquery, a set operation, a CTE), each its own level.
+ */
+void
+GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth)
+{
+	ListCell   *lc;
+
+	if (depth > 8)
+		return;
+	fn(q, arg);
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
+			GjPlainEachLevel(rte->subquery, fn, arg, depth + 1);
+	}
+	foreach(lc, q->cteList)
+	{
+		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+
+		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType == CMD_SELECT)
+			GjPlainEachLevel((Query *) cte->ctequery, fn, arg, depth + 1);
+	}
+}
