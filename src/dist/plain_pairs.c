@@ -385,6 +385,7 @@ PairsQuery(const Candidate *c, RangeTblEntry *ra, RangeTblEntry *rb, Oid nsp)
 	TupleDesc	td = RelationGetDescr(rel);
 	StringInfoData s;
 	List	   *raw;
+	ParseState *pstate;
 	Query	   *sub;
 
 	initStringInfo(&s);
@@ -408,8 +409,12 @@ PairsQuery(const Candidate *c, RangeTblEntry *ra, RangeTblEntry *rb, Oid nsp)
 					 format_type_be_qualified(get_rel_type_id(ra->relid)),
 					 format_type_be_qualified(get_rel_type_id(rb->relid)),
 					 QuotedColumnName(rb->relid, c->b_col), c->metric);
+	/* analysed without post_parse_analyze_hook: no statistics entry for SQL nobody wrote */
 	raw = raw_parser(s.data, RAW_PARSE_DEFAULT);
-	sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw), s.data, NULL, 0, NULL);
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = s.data;
+	sub = transformTopLevelStmt(pstate, linitial_node(RawStmt, raw));
+	free_parsestate(pstate);
 	if (sub->commandType != CMD_SELECT || list_length(sub->targetList) != td->natts + 1)
 		elog(ERROR, "gpujoin: unexpected rewrite of a distance join: %s", s.data);
 	return sub;
