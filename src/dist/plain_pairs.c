@@ -255,12 +255,18 @@ Consider(PairFinder *f, Node *n, Node *scope)
 
 	if (!(IsA(n, FuncExpr) || IsA(n, OpExpr)) || !TwoEntries(n, &first))
 		return;
-	if (f->citus < 0)
-		f->citus = GjCitusInstalled();
-	if (!f->citus || !GjDistancePredicateOf(n, GjPlainVarSide, &vs, &jc) ||
-		vs.varno[0] == vs.varno[1] ||
+	/*
+	 * the predicate first: its lookups are syscache hits, where asking
+	 * whether Citus is installed scans pg_extension, and every join of
+	 * every query planned comes here
+	 */
+	if (!GjDistancePredicateOf(n, GjPlainVarSide, &vs, &jc) || vs.varno[0] == vs.varno[1] ||
 		(k0 = KeyVar(jc.outer_key)) == NULL || (k1 = KeyVar(jc.inner_key)) == NULL ||
 		k0->varno == k1->varno)
+		return;
+	if (f->citus < 0)
+		f->citus = GjCitusInstalled();
+	if (!f->citus)
 		return;
 	/* a: the entry first in the FROM (b's LATERAL subquery refers to it) */
 	if (FromPosition((Node *) q->jointree, k0->varno, &seen) <
