@@ -7,7 +7,9 @@
  *					results on this node (the GpuJoin joins them here)
  *	plain_pairs.c	the inner joins whose pairs the workers can find: the
  *					two tables' entries become one eps_join call's rows
- *	plain_query.c	what both do to a query tree (a leaf)
+ *	plain_knn.c		the LATERAL kNN whose neighbours the workers can find:
+ *					the query table's entry becomes knn_join's rows
+ *	plain_query.c	what they do to a query tree (a leaf)
  */
 #ifndef GJ_PLAIN_INTERNAL_H
 #define GJ_PLAIN_INTERNAL_H
@@ -31,6 +33,10 @@ extern bool GjPlainOddUse(Query *q, Index rti);
 extern void GjPlainEntryToSubquery(RangeTblEntry *rte, Query *sub);
 typedef void (*GjPlainLevelFn) (Query *q, void *arg);
 extern void GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth);
+extern bool GjPlainInnerReach(Node *n, Index rti);
+extern bool GjPlainReadAsCaller(Query *q, RangeTblEntry *rte);
+extern bool GjPlainCountCitusTables(Node *n, int *count);
+extern Query *GjPlainAnalyze(const char *sql);
 
 /*
  * plain_pairs.c: rewrite the inner distance joins of parse whose pairs
@@ -38,5 +44,11 @@ extern void GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth);
  * they read are appended to *relids (the plan depends on them).
  */
 extern void GjPlainPairs(Query *parse, List **relids);
+
+/*
+ * plain_knn.c: rewrite the LATERAL kNN subqueries of parse whose
+ * neighbours the workers can find, likewise.
+ */
+extern void GjPlainKnn(Query *parse, List **relids);
 
 #endif							/* GJ_PLAIN_INTERNAL_H */

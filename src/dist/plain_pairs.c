@@ -52,18 +52,13 @@
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
-#include "parser/analyze.h"
-#include "parser/parser.h"
 #include "parser/parsetree.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 
 #include "compat.h"
 #include "dist/plain_internal.h"
@@ -97,24 +92,6 @@ KeyVar(Expr *e)
 	return (Var *) n;
 }
 
-/* Whether rti is reached from n through FROM lists and inner joins only. */
-static bool
-InnerReach(Node *n, Index rti)
-{
-	ListCell   *lc;
-
-	if (IsA(n, RangeTblRef))
-		return ((RangeTblRef *) n)->rtindex == (int) rti;
-	if (IsA(n, JoinExpr))
-		return ((JoinExpr *) n)->jointype == JOIN_INNER &&
-			(InnerReach(((JoinExpr *) n)->larg, rti) || InnerReach(((JoinExpr *) n)->rarg, rti));
-	if (IsA(n, FromExpr))
-		foreach(lc, ((FromExpr *) n)->fromlist)
-			if (InnerReach(lfirst(lc), rti))
-				return true;
-	return false;
-}
-
 /* Entry rti's place among the FROM items, depth first (-1: not there). */
 static int
 FromPosition(Node *n, Index rti, int *seen)
@@ -134,23 +111,6 @@ FromPosition(Node *n, Index rti, int *seen)
 			if ((p = FromPosition(lfirst(lc), rti, seen)) >= 0)
 				return p;
 	return -1;
-}
-
-/* The caller reads the entry's table plainly, every column of it. */
-static bool
-ReadAsCaller(Query *q, RangeTblEntry *rte)
-{
-#if PG_VERSION_NUM >= 160000
-	if (rte->perminfoindex != 0 &&
-		OidIsValid(getRTEPermissionInfo(q->rteperminfos, rte)->checkAsUser))
-		return false;
-#else
-	if (OidIsValid(rte->checkAsUser))
-		return false;
-#endif
-	return rte->securityQuals == NIL &&
-		pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
-		check_enable_rls(rte->relid, InvalidOid, true) == RLS_NONE;
 }
 
 /* The columns' types declare 2-D points alike, or vectors of one dimension: *dims. */
@@ -276,12 +236,12 @@ Consider(PairFinder *f, Node *n, Node *scope)
 		ka = k1, kb = k0;
 	if (!GjPlainTableEntry(q, ka->varno) || !GjPlainTableEntry(q, kb->varno) ||
 		Taken(f, ka->varno) || Taken(f, kb->varno) ||
-		!InnerReach(scope, ka->varno) || !InnerReach(scope, kb->varno) ||
+		!GjPlainInnerReach(scope, ka->varno) || !GjPlainInnerReach(scope, kb->varno) ||
 		!DeclaredKeys(&jc, ka, kb, &dims) || !ConstantBound(jc.bound, &d))
 		return;
 	ra = rt_fetch(ka->varno, q->rtable);
 	rb = rt_fetch(kb->varno, q->rtable);
-	if (!ReadAsCaller(q, ra) || !ReadAsCaller(q, rb) ||
+	if (!GjPlainReadAsCaller(q, ra) || !GjPlainReadAsCaller(q, rb) ||
 		GjPlainOddUse(q, ka->varno) || GjPlainOddUse(q, kb->varno) ||
 		!GjCitusDistributed(ra->relid) || !GjCitusDistributed(rb->relid))
 		return;
@@ -357,26 +317,6 @@ FindInLevel(Query *q, void *arg)
 	WalkJoinTree(f, (Node *) q->jointree);
 }
 
-/* Counts the entries of Citus tables, every level and sublink of a query. */
-static bool
-CountCitusTables(Node *n, int *count)
-{
-	if (n == NULL)
-		return false;
-	if (IsA(n, RangeTblEntry))
-	{
-		RangeTblEntry *rte = (RangeTblEntry *) n;
-
-		if (rte->rtekind == RTE_RELATION && GjCitusTable(rte->relid))
-			(*count)++;
-		return false;
-	}
-	if (IsA(n, Query))
-		return query_tree_walker((Query *) n, CountCitusTables, (void *) count,
-								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(n, CountCitusTables, (void *) count);
-}
-
 static char *
 QuotedColumnName(Oid relid, AttrNumber att)
 {
@@ -390,8 +330,6 @@ PairsQuery(const Candidate *c, RangeTblEntry *ra, RangeTblEntry *rb, Oid nsp)
 	Relation	rel = table_open(ra->relid, NoLock);	/* locked by the parser */
 	TupleDesc	td = RelationGetDescr(rel);
 	StringInfoData s;
-	List	   *raw;
-	ParseState *pstate;
 	Query	   *sub;
 
 	initStringInfo(&s);
@@ -415,12 +353,7 @@ PairsQuery(const Candidate *c, RangeTblEntry *ra, RangeTblEntry *rb, Oid nsp)
 					 format_type_be_qualified(get_rel_type_id(ra->relid)),
 					 format_type_be_qualified(get_rel_type_id(rb->relid)),
 					 QuotedColumnName(rb->relid, c->b_col), c->metric);
-	/* analysed without post_parse_analyze_hook: no statistics entry for SQL nobody wrote */
-	raw = raw_parser(s.data, RAW_PARSE_DEFAULT);
-	pstate = make_parsestate(NULL);
-	pstate->p_sourcetext = s.data;
-	sub = transformTopLevelStmt(pstate, linitial_node(RawStmt, raw));
-	free_parsestate(pstate);
+	sub = GjPlainAnalyze(s.data);
 	if (sub->commandType != CMD_SELECT || list_length(sub->targetList) != td->natts + 1)
 		elog(ERROR, "gpujoin: unexpected rewrite of a distance join: %s", s.data);
 	return sub;
@@ -491,7 +424,7 @@ GjPlainPairs(Query *parse, List **relids)
 	if (f.found == NIL)
 		return;
 	/* every Citus table of the query one of the joins': Citus has no part in the plan */
-	query_tree_walker(parse, CountCitusTables, (void *) &ncitus, QTW_EXAMINE_RTES_BEFORE);
+	query_tree_walker(parse, GjPlainCountCitusTables, (void *) &ncitus, QTW_EXAMINE_RTES_BEFORE);
 	if (ncitus != 2 * list_length(f.found))
 		return;
 	nsp = GjGpujoinSchema();

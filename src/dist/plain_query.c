@@ -1,14 +1,20 @@
 /*
  * plain_query.c
- *		What the planner hook's files (plain_sql.c, plain_pairs.c) do to a
- *		query before Citus plans it: find the sides of a distance, tell
- *		whether a table's entry may become a subquery, make it one, and
- *		visit each level of the query.
+ *		What the planner hook's files (plain_sql.c, plain_pairs.c,
+ *		plain_knn.c) do to a query before Citus plans it: find the sides of
+ *		a distance, tell whether a table's entry may become a subquery and
+ *		whether the caller reads it plainly, make it one, analyse the SQL
+ *		that stands for it, and visit each level of the query.
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
 #include "parser/parsetree.h"
+#include "utils/acl.h"
+#include "utils/rls.h"
 
 #include "compat.h"
 #include "dist/plain_internal.h"
@@ -144,4 +150,76 @@ GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth)
 		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType == CMD_SELECT)
 			GjPlainEachLevel((Query *) cte->ctequery, fn, arg, depth + 1);
 	}
+}
+
+/* Whether rti is reached from n through FROM lists and inner joins only. */
+bool
+GjPlainInnerReach(Node *n, Index rti)
+{
+	ListCell   *lc;
+
+	if (IsA(n, RangeTblRef))
+		return ((RangeTblRef *) n)->rtindex == (int) rti;
+	if (IsA(n, JoinExpr))
+		return ((JoinExpr *) n)->jointype == JOIN_INNER &&
+			(GjPlainInnerReach(((JoinExpr *) n)->larg, rti) || GjPlainInnerReach(((JoinExpr *) n)->rarg, rti));
+	if (IsA(n, FromExpr))
+		foreach(lc, ((FromExpr *) n)->fromlist)
+			if (GjPlainInnerReach(lfirst(lc), rti))
+				return true;
+	return false;
+}
+
+/* The caller reads the entry's table plainly, every column of it. */
+bool
+GjPlainReadAsCaller(Query *q, RangeTblEntry *rte)
+{
+#if PG_VERSION_NUM >= 160000
+	if (rte->perminfoindex != 0 &&
+		OidIsValid(getRTEPermissionInfo(q->rteperminfos, rte)->checkAsUser))
+		return false;
+#else
+	if (OidIsValid(rte->checkAsUser))
+		return false;
+#endif
+	return rte->securityQuals == NIL &&
+		pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+		check_enable_rls(rte->relid, InvalidOid, true) == RLS_NONE;
+}
+
+/* Counts the entries of Citus tables, every level and sublink of a query. */
+bool
+GjPlainCountCitusTables(Node *n, int *count)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) n;
+
+		if (rte->rtekind == RTE_RELATION && GjCitusTable(rte->relid))
+			(*count)++;
+		return false;
+	}
+	if (IsA(n, Query))
+		return query_tree_walker((Query *) n, GjPlainCountCitusTables, (void *) count,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(n, GjPlainCountCitusTables, (void *) count);
+}
+
+/*
+ * The query of sql, a SELECT the hook wrote, analysed without
+ * post_parse_analyze_hook: no statistics entry for SQL nobody wrote.
+ */
+Query *
+GjPlainAnalyze(const char *sql)
+{
+	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	ParseState *pstate = make_parsestate(NULL);
+	Query	   *sub;
+
+	pstate->p_sourcetext = sql;
+	sub = transformTopLevelStmt(pstate, linitial_node(RawStmt, raw));
+	free_parsestate(pstate);
+	return sub;
 }
