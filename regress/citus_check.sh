@@ -462,12 +462,56 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	set -- $out
 	[ $# = 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] && check "plain SQL on the workers: a prepared plan after ALTER TABLE" ok ||
 		check "plain SQL on the workers: a prepared plan after ALTER TABLE" "$out"
-	# ... but not the LATERAL kNN: read as subqueries, it would re-read one for
-	# every outer row; Citus's error, with a hint naming knn_join
-	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_gq a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n" 2>&1)
-	grep -q "complex joins\|cannot push down\|not supported" <<<"$out" && grep -q "HINT:.*knn_join" <<<"$out" &&
-		check "plain SQL: the LATERAL kNN is left to Citus, with a hint" ok ||
-		check "plain SQL: the LATERAL kNN is left to Citus, with a hint" "$out"
+	# LATERAL kNN of declared points: entry a becomes knn_join's rows, a's
+	# row once for each neighbour, with knn_lateral_fill's for rows without
+	# a point (d_gd's NULL, empty and NaN ones get any k rows, NULL
+	# distances); the subquery its own target list over the neighbour.
+	# Compared by (row, distance): PostgreSQL may break ties either way,
+	# the distances of a row's first k are one multiset.  d_gs: two points
+	# and two rows without one, fewer than k: the others make up k.
+	q "SET citus.shard_count = 4;
+	   CREATE TABLE d_gs (id bigint PRIMARY KEY, g geometry(Point, 4326));
+	   SELECT create_distributed_table('d_gs', 'id');
+	   INSERT INTO d_gs VALUES (1, 'SRID=4326;POINT(1 1)'), (2, 'SRID=4326;POINT(2 2)'), (3, NULL), (4, 'SRID=4326;POINT EMPTY');
+	   CREATE TABLE l_gs AS SELECT * FROM d_gs;" >/dev/null || check "few point rows" "not made"
+	for j in "SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 5) n" \
+		"SELECT a.tag, n.d, n.e FROM {D} a, LATERAL (SELECT ST_Distance(a.g, b.g) AS d, b.g <-> a.g AS e FROM {P} b ORDER BY ST_Distance(b.g, a.g) LIMIT 3) n" \
+		"SELECT a.id, n.d FROM {P} a JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {P} b ORDER BY a.g <-> b.g LIMIT 4) n ON true" \
+		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {S} b ORDER BY b.g <-> a.g LIMIT 3) n" \
+		"SELECT a.id % 7 AS m, count(*), max(n.d) FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 2) n WHERE n.d < 0.3 GROUP BY 1" \
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {D} b ORDER BY b.g <-> a.g LIMIT 40) n"; do
+		d=${j//\{D\}/d_gd}
+		d=${d//\{P\}/d_gp}
+		d=${d//\{S\}/d_gs}
+		l=${j//\{D\}/l_gd}
+		l=${l//\{P\}/l_gp}
+		l=${l//\{S\}/l_gs}
+		same_as_own "LATERAL kNN on the workers: ${j:0:80}, PostGIS's rows" "$d" "$l"
+		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
+		grep -q "Function Call: knn_join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+			! grep -q "Distributed Subplan" <<<"$plan" && check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
+			check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	done
+	# the neighbours are knn_join's (ties on the smaller row), ids and all
+	out=$(psql -X -q -At -c "$load" -c "SELECT (SELECT count(*) FROM (SELECT a.id, n.id FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 3) n WHERE a.g <-> a.g = 0
+	      EXCEPT ALL SELECT (p.q).id, (p.r).id FROM knn_join('d_gd', 'd_gp', '{g}', 3, query_key => NULL::d_gd, ref_key => NULL::d_gp) p) x),
+	      (SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 3) n)" 2>&1 | tail -1)
+	rows=$(q "SELECT 3 * count(*) FROM d_gd")
+	[ "$out" = "0|$rows" ] && check "LATERAL kNN on the workers: knn_join's neighbours, k for every row" ok ||
+		check "LATERAL kNN on the workers: knn_join's neighbours, k for every row" "$out (rows $rows)"
+	# ... not where the rows would not be the subquery's: Citus's error, with
+	# a hint naming knn_join (read as subqueries, a LATERAL kNN would re-read
+	# one for every outer row)
+	for j in "SELECT count(*) FROM d_gq a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g DESC LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4 OFFSET 1) n" \
+		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON true"; do
+		out=$(psql -X -q -At -c "$load" -c "$j" 2>&1)
+		grep -q "complex joins\|cannot push down\|not supported" <<<"$out" && grep -q "HINT:.*knn_join" <<<"$out" &&
+			check "plain SQL: the LATERAL kNN left to Citus, with a hint: ${j:34:80}" ok ||
+			check "plain SQL: the LATERAL kNN left to Citus, with a hint: ${j:34:80}" "$out"
+	done
 	# ... and they are PostGIS's own rows: the plain copies joined in a session
 	# where gpujoin is not loaded (a nested loop calling ST_DWithin)
 	same_as_own "plain SQL: PostGIS's rows" \
@@ -489,6 +533,11 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	out=$(psql -X -q -At -c "$load" -c "SET ROLE gj_plain_reader" -c "SELECT count(*) FROM d_gd a JOIN d_gp b ON ST_DWithin(a.g, b.g, 0.4)" 2>&1)
 	grep -q "permission denied for table d_gp" <<<"$out" && check "plain SQL on the workers: a table the caller may not read is refused" ok ||
 		check "plain SQL on the workers: a table the caller may not read is refused" "$out"
+	out=$(psql -X -q -At -c "$load" -c "SET ROLE gj_plain_reader" -c "SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n" 2>&1)
+	# (not rewritten: the caller does not read it plainly; Citus's error)
+	grep -q "ERROR" <<<"$out" && ! grep -qE "^[0-9]+$" <<<"$out" &&
+		check "LATERAL kNN: a table the caller may not read gives an error, no rows" ok ||
+		check "LATERAL kNN: a table the caller may not read gives an error, no rows" "$out"
 else
 	echo "citus: measure: PostGIS is not installed: the geometry checks did not run"
 fi

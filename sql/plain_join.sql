@@ -341,6 +341,29 @@ SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON 
 SELECT * FROM read_lines($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON ST_DWithin(q.g, p.g, 3000)$$);
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON ST_DWithin(p.g, q.g, 3000, false)$$);
 SELECT * FROM join_check($$SELECT q.id AS a, p.id AS b FROM tgq q JOIN tgp p ON q.g <-> p.g <= 2500$$);
+-- knn_lateral_fill (the distributed LATERAL kNN's rows without a point):
+-- a query row without one gets k references (NULL distances); with fewer
+-- than k points among the references, the others make up k
+CREATE TABLE fq (id int, g geometry(Point, 3857), tag text);
+INSERT INTO fq VALUES (1, 'SRID=3857;POINT(0 0)', 'a'), (2, NULL, 'null'), (3, 'SRID=3857;POINT EMPTY', 'empty'),
+    (4, ST_SetSRID(ST_MakePoint('NaN', 0), 3857), 'nan'), (5, ST_SetSRID(ST_MakePoint('Infinity', 0), 3857), 'inf');
+CREATE TABLE fr (id int, g geometry(Point, 3857));
+INSERT INTO fr VALUES (10, 'SRID=3857;POINT(1 1)'), (11, 'SRID=3857;POINT(2 2)'), (12, NULL), (13, 'SRID=3857;POINT EMPTY');
+SELECT (f.q).id, (f.q).tag, count(*) AS refs, count(*) FILTER (WHERE (f.r).g <-> (f.q).g IS NULL) AS null_dist
+FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr) f GROUP BY 1, 2 ORDER BY 1;
+SELECT (f.q).id, count(*) AS refs, count(*) FILTER (WHERE (f.r).g <-> (f.r).g IS NULL) AS without_point
+FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 2, NULL::fq, NULL::fr) f GROUP BY 1 ORDER BY 1;
+-- ... the same as PostgreSQL's own LATERAL with knn_join's rows, by distance
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM fq q CROSS JOIN LATERAL (SELECT r.g <-> q.g AS d FROM fr r ORDER BY r.g <-> q.g LIMIT 3) s
+     EXCEPT ALL
+     SELECT (p.q).id, (p.r).g <-> (p.q).g FROM knn_join('fq', 'fr', '{g}', 3, query_key => NULL::fq, ref_key => NULL::fr) p
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).g <-> (f.q).g FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr) f)) x;
+SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
+SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);
+SELECT * FROM knn_lateral_fill('fq', 'fr', 'tag', 'g', 3, NULL::fq, NULL::fr);
+DROP TABLE fq, fr;
 DROP TABLE tp, tq, te, tw, tgp, tgq;
 DROP FUNCTION read_lines(text);
 RESET gpujoin.parallel_read_min_rows;

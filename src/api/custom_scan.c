@@ -175,7 +175,9 @@ GjSetRelPathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *r
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
-	if (!custom_scan_guc || rel->reloptkind != RELOPT_BASEREL ||
+	/* a call of its own, or one of a UNION ALL's (dist/plain_knn.c's rewrite) */
+	if (!custom_scan_guc ||
+		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
 		OurCall(rte, &fn) == NULL)
 		return;
 	foreach(lc, rel->pathlist)

@@ -300,7 +300,10 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 		 * none, every row is read here); then the others' tables read here
 		 */
 		if (dist != NULL && strcmp(dist, "on") == 0)
+		{
 			GjPlainPairs(parse, &relids);
+			GjPlainKnn(parse, &relids);
+		}
 		GjPlainEachLevel(parse, FindInLevel, &f, 0);
 		if (f.pairs != NIL && !GjCitusInstalled())
 			f.pairs = NIL;

@@ -1,0 +1,74 @@
+-- gpujoin upgrade 0.8 -> 0.9: knn_lateral_fill, which the planner's
+-- LATERAL kNN of Citus-distributed tables calls beside knn_join (the rows
+-- without a point, as PostgreSQL orders them).  Nothing else changes.
+\echo Use "ALTER EXTENSION gpujoin UPDATE TO '0.9'" to load this file. \quit
+
+-- The rows of a LATERAL kNN that knn_join leaves out (internal: the
+-- planner's rewrite of q JOIN LATERAL (SELECT .. FROM r ORDER BY r.c <->
+-- q.c LIMIT k) for Citus-distributed tables calls it beside knn_join).
+-- PostgreSQL's distance is NULL where either point is NULL, empty or not
+-- finite, and NULLs sort last, in no order: a row of query_tbl without a
+-- point gets any k rows of ref_tbl; when ref_tbl holds fewer than k
+-- points, every other row gets ref_tbl's rows without one, up to k in all.
+-- knn_join skips rows without a point, so it returns neither.  A point is a
+-- value whose distance (<-> of its type) to itself is not NULL.  Returns
+-- whole rows: query_row and ref_row are NULL::query_tbl and NULL::ref_tbl.
+CREATE FUNCTION knn_lateral_fill(query_tbl regclass, ref_tbl regclass, query_col text, ref_col text,
+                                 k integer, query_row anyelement, ref_row anycompatible)
+RETURNS TABLE (q anyelement, r anycompatible)
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE AS $fn$
+DECLARE
+    qop text;
+    rop text;
+    points bigint;
+BEGIN
+    IF k IS NULL OR k < 1 THEN
+        RAISE EXCEPTION 'knn_lateral_fill: k must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.pg_typeof(query_row)::oid IS DISTINCT FROM
+           (SELECT c.reltype FROM pg_catalog.pg_class c WHERE c.oid = query_tbl)
+       OR pg_catalog.pg_typeof(ref_row)::oid IS DISTINCT FROM
+           (SELECT c.reltype FROM pg_catalog.pg_class c WHERE c.oid = ref_tbl) THEN
+        RAISE EXCEPTION 'knn_lateral_fill: query_row and ref_row must be NULL::query_tbl and NULL::ref_tbl'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- the distance operator of each column's type, qualified by its schema
+    SELECT pg_catalog.format('OPERATOR(%I.<->)', n.nspname) INTO qop
+    FROM pg_catalog.pg_attribute a
+    JOIN pg_catalog.pg_operator o ON o.oprname = '<->' AND o.oprleft = a.atttypid AND o.oprright = a.atttypid
+    JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
+    WHERE a.attrelid = query_tbl AND a.attname = query_col AND NOT a.attisdropped;
+    SELECT pg_catalog.format('OPERATOR(%I.<->)', n.nspname) INTO rop
+    FROM pg_catalog.pg_attribute a
+    JOIN pg_catalog.pg_operator o ON o.oprname = '<->' AND o.oprleft = a.atttypid AND o.oprright = a.atttypid
+    JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
+    WHERE a.attrelid = ref_tbl AND a.attname = ref_col AND NOT a.attisdropped;
+    IF qop IS NULL OR rop IS NULL THEN
+        RAISE EXCEPTION 'knn_lateral_fill: no column % of % or % of % with a distance operator <->',
+            query_col, query_tbl, ref_col, ref_tbl USING ERRCODE = 'undefined_column';
+    END IF;
+    -- the query rows without a point: any k references (t.*::type: a
+    -- whole row, where a column of the table could be named t)
+    RETURN QUERY EXECUTE pg_catalog.format(
+        'SELECT t.*::%s, s.row FROM %s t, (SELECT u.*::%s AS row FROM %s u LIMIT %s) s '
+        'WHERE (t.%I %s t.%I) IS NULL',
+        pg_catalog.pg_typeof(query_row), query_tbl, pg_catalog.pg_typeof(ref_row), ref_tbl, k,
+        query_col, qop, query_col);
+    -- fewer than k points among the references: the others make up k
+    EXECUTE pg_catalog.format(
+        'SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s u WHERE (u.%I %s u.%I) IS NOT NULL LIMIT %s) s',
+        ref_tbl, ref_col, rop, ref_col, k) INTO points;
+    IF points < k THEN
+        RETURN QUERY EXECUTE pg_catalog.format(
+            'SELECT t.*::%s, s.row FROM %s t, '
+            '(SELECT u.*::%s AS row FROM %s u WHERE (u.%I %s u.%I) IS NULL LIMIT %s) s '
+            'WHERE (t.%I %s t.%I) IS NOT NULL',
+            pg_catalog.pg_typeof(query_row), query_tbl, pg_catalog.pg_typeof(ref_row), ref_tbl,
+            ref_col, rop, ref_col, k - points, query_col, qop, query_col);
+    END IF;
+END
+$fn$;
+
+COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible) IS
+'internal to the LATERAL kNN of distributed tables: the rows knn_join leaves out, query rows '
+'without a point with any k references, and references without a point where fewer than k have one';

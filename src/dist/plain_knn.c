@@ -1,0 +1,391 @@
+/*
+ * plain_knn.c
+ *		A LATERAL kNN of two Citus-distributed tables written in plain SQL,
+ *		its neighbours found on the workers.
+ *
+ * SELECT .. FROM q CROSS JOIN LATERAL
+ *	 (SELECT r.id, r.g <-> q.g AS d FROM r ORDER BY r.g <-> q.g LIMIT 5) n
+ * is a query Citus refuses.  Where it is exact, entry q of the query
+ * becomes
+ *
+ *	  (SELECT (p.q).c1, .., (p.q).cn, p.r
+ *	   FROM knn_join(q, r, ARRAY['g'], 5, query_key => NULL::q,
+ *					 ref_key => NULL::r, ref_cols => ARRAY['g']) p
+ *	   UNION ALL
+ *	   SELECT (f.q).c1, .., (f.q).cn, f.r
+ *	   FROM knn_lateral_fill(q, r, 'g', 'g', 5, NULL::q, NULL::r) f)
+ *
+ * one row for each of a q row's neighbours, each row whole (a key of the
+ * table's own row type is the row: dist/ moves it between the workers and
+ * returns it), and the subquery becomes (SELECT (q.r).id, (q.r).g <-> q.g),
+ * its own target list over the neighbour's row.  So PostgreSQL computes
+ * every column, and only the neighbours' rows travel to this node.
+ *
+ * Why the rows are PostgreSQL's (the subquery's first k rows, of which
+ * ties may give any):
+ *	- the key columns declare 2-D points alike (geometry(Point) or
+ *	  geometry(Point, SRID)), and the order is by <-> or ST_Distance,
+ *	  which PostGIS computes as sqrt(dx * dx + dy * dy) in float64: the
+ *	  engine's sum, without contraction, and sqrt keeps its order; the
+ *	  engine breaks ties on the smaller row, which is one of the orders
+ *	  PostgreSQL may give;
+ *	- PostGIS's distance is NULL where either point is NULL, empty or not
+ *	  finite (or the distance overflows), and NULLs sort last in no order.
+ *	  knn_join skips rows without a point; knn_lateral_fill (plpgsql, in
+ *	  the extension's script) returns what they get: a q row without a
+ *	  point any k rows of r, and where r has fewer than k points, every
+ *	  other q row r's rows without one, up to k in all.  A neighbour whose
+ *	  distance overflows is inf to the engine, after every finite one, as
+ *	  its NULL is to PostgreSQL.
+ *
+ * Where it applies, and only there (else Citus's error, with plain_sql.c's
+ * hint):
+ *	- the subquery reads one table, r, with no WHERE, grouping, DISTINCT,
+ *	  window, set-returning function, sublink, OFFSET, locking or WITH
+ *	  TIES; one ORDER BY key, ascending with NULLS LAST, the distance of a
+ *	  column of r and a column of a table q of the query; LIMIT a
+ *	  constant k;
+ *	- q and the subquery are reached from the query's FROM through inner
+ *	  joins only (a q row without neighbours has no rows);
+ *	- both tables are hash-distributed, read plainly by the caller, who has
+ *	  SELECT on the whole table (plain_pairs.c's conditions), and their
+ *	  row types have an order (knn_join's ties);
+ *	- the query's only Citus tables are these.
+ * pgvector's <-> and <=> rank in float32, where the engine's float64
+ * order may differ; they keep Citus's error.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "access/table.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "compat.h"
+#include "dist/plain_internal.h"
+#include "read/read.h"
+
+/* One LATERAL kNN to rewrite: entries qe (the table) and ne (the subquery) of q. */
+typedef struct KnnCandidate
+{
+	Query	   *q;
+	Index		qe;
+	Index		ne;
+	AttrNumber	q_col;
+	Index		r_rti;			/* r in the subquery */
+	AttrNumber	r_col;
+	int			k;
+} KnnCandidate;
+
+typedef struct KnnFinder
+{
+	Query	   *q;
+	int			citus;			/* Citus installed: -1 not asked yet */
+	List	   *found;			/* KnnCandidate * */
+} KnnFinder;
+
+/* GjKeySideFn: a column of r (the subquery's own entry) 0, one of the query's 1 */
+static int
+KnnSide(Node *n, void *arg)
+{
+	Index		r_rti = *(Index *) arg;
+	Var		   *v;
+
+	n = GjPlainStripRelabel(n);
+	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varattno <= 0)
+		return -1;
+	v = (Var *) n;
+	if (v->varlevelsup == 0)
+		return v->varno == r_rti ? 0 : -1;
+	return v->varlevelsup == 1 ? 1 : -1;
+}
+
+/* ORDER BY one key LIMIT k over one table and nothing else: r's entry, k. */
+static bool
+PlainKnnSubquery(Query *sq, Index *r_rti, int *k)
+{
+	Node	   *n;
+	int64		v;
+
+	if (sq->commandType != CMD_SELECT || sq->utilityStmt != NULL ||
+		list_length(sq->rtable) != 1 || sq->jointree == NULL || sq->jointree->quals != NULL ||
+		list_length(sq->jointree->fromlist) != 1 ||
+		!IsA(linitial(sq->jointree->fromlist), RangeTblRef) ||
+		sq->groupClause != NIL || sq->groupingSets != NIL || sq->havingQual != NULL ||
+		sq->hasAggs || sq->hasWindowFuncs || sq->hasTargetSRFs || sq->hasSubLinks ||
+		sq->distinctClause != NIL || sq->hasDistinctOn || sq->rowMarks != NIL || sq->hasForUpdate ||
+		sq->limitOffset != NULL || sq->setOperations != NULL || sq->cteList != NIL ||
+		sq->limitOption != LIMIT_OPTION_COUNT || sq->limitCount == NULL ||
+		list_length(sq->sortClause) != 1)
+		return false;
+	*r_rti = linitial_node(RangeTblRef, sq->jointree->fromlist)->rtindex;
+	n = eval_const_expressions(NULL, sq->limitCount);
+	if (!IsA(n, Const) || ((Const *) n)->constisnull || ((Const *) n)->consttype != INT8OID)
+		return false;
+	v = DatumGetInt64(((Const *) n)->constvalue);
+	if (v < 1 || v > INT_MAX)
+		return false;
+	*k = (int) v;
+	return true;
+}
+
+/* A table's row type with an order: knn_join breaks ties on the rows. */
+static bool
+OrderedRows(Oid relid)
+{
+	return OidIsValid(lookup_type_cache(get_rel_type_id(relid), TYPECACHE_LT_OPR)->lt_opr);
+}
+
+static bool
+Taken(KnnFinder *f, Index qe)
+{
+	ListCell   *lc;
+
+	foreach(lc, f->found)
+	{
+		KnnCandidate *c = lfirst(lc);
+
+		if (c->q == f->q && c->qe == qe)
+			return true;
+	}
+	return false;
+}
+
+/* Entry ne of f's level, a LATERAL subquery: a kNN the workers can answer? */
+static void
+Consider(KnnFinder *f, Index ne)
+{
+	Query	   *q = f->q;
+	Query	   *sq = rt_fetch(ne, q->rtable)->subquery;
+	SortGroupClause *sgc;
+	TargetEntry *tle;
+	GjJoinClause jc;
+	Index		r_rti;
+	int			k;
+	Var		   *rv,
+			   *qv;
+	int32		srid_r,
+				srid_q;
+	RangeTblEntry *rr,
+			   *qr;
+	KnnCandidate *c;
+
+	if (!PlainKnnSubquery(sq, &r_rti, &k))
+		return;
+	sgc = linitial_node(SortGroupClause, sq->sortClause);
+	if (sgc->nulls_first || sgc->sortop != Float8LessOperator)
+		return;
+	tle = get_sortgroupclause_tle(sgc, sq->targetList);
+	if (!GjDistanceOf((Node *) tle->expr, KnnSide, &r_rti, &jc) ||
+		jc.kind != GJ_KEY_GEOMETRY || jc.metric != GJ_JM_PLANAR)
+		return;
+	rv = (Var *) GjPlainStripRelabel((Node *) jc.outer_key);
+	qv = (Var *) GjPlainStripRelabel((Node *) jc.inner_key);
+	if (rv->vartype != qv->vartype || rv->vartypmod != qv->vartypmod ||
+		!GjPointsTypmod(rv->vartypmod, &srid_r) || !GjPointsTypmod(qv->vartypmod, &srid_q))
+		return;
+	if (f->citus < 0)
+		f->citus = GjCitusInstalled();
+	if (!f->citus)
+		return;
+	if (!GjPlainTableEntry(sq, r_rti) || !GjPlainTableEntry(q, qv->varno) || Taken(f, qv->varno) ||
+		!GjPlainInnerReach((Node *) q->jointree, qv->varno) ||
+		!GjPlainInnerReach((Node *) q->jointree, ne))
+		return;
+	rr = rt_fetch(r_rti, sq->rtable);
+	qr = rt_fetch(qv->varno, q->rtable);
+	if (!GjPlainReadAsCaller(sq, rr) || !GjPlainReadAsCaller(q, qr) ||
+		GjPlainOddUse(sq, r_rti) || GjPlainOddUse(q, qv->varno) ||
+		!GjCitusDistributed(rr->relid) || !GjCitusDistributed(qr->relid) ||
+		!OrderedRows(rr->relid) || !OrderedRows(qr->relid))
+		return;
+
+	c = palloc(sizeof(KnnCandidate));
+	c->q = q;
+	c->qe = qv->varno;
+	c->ne = ne;
+	c->q_col = qv->varattno;
+	c->r_rti = r_rti;
+	c->r_col = rv->varattno;
+	c->k = k;
+	f->found = lappend(f->found, c);
+}
+
+/* GjPlainLevelFn */
+static void
+FindInLevel(Query *q, void *arg)
+{
+	KnnFinder  *f = (KnnFinder *) arg;
+	Index		i = 0;
+	ListCell   *lc;
+
+	f->q = q;
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		i++;
+		if (rte->rtekind == RTE_SUBQUERY && rte->lateral && rte->subquery != NULL &&
+			rte->subquery->limitCount != NULL && rte->subquery->sortClause != NIL)
+			Consider(f, i);
+	}
+}
+
+/* "(x.q).c1, .., (x.q).cn" of table relid's columns by number, NULL for a dropped one */
+static char *
+RowColumns(Oid relid, const char *row, int *natts)
+{
+	Relation	rel = table_open(relid, NoLock);	/* locked by the parser */
+	TupleDesc	td = RelationGetDescr(rel);
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 0; i < td->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(td, i);
+
+		if (att->attisdropped)
+			appendStringInfoString(&s, "NULL::pg_catalog.int4, ");
+		else
+			appendStringInfo(&s, "(%s).%s, ", row, quote_identifier(NameStr(att->attname)));
+	}
+	*natts = td->natts;
+	table_close(rel, NoLock);
+	return s.data;
+}
+
+/* Entry q: each q row once for each of its neighbours, q's columns by number, then the neighbour. */
+static Query *
+NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp)
+{
+	const char *qtype = format_type_be_qualified(get_rel_type_id(q_relid));
+	const char *rtype = format_type_be_qualified(get_rel_type_id(r_relid));
+	char	   *qcol = quote_literal_cstr(get_attname(q_relid, c->q_col, false));
+	char	   *rcol = quote_literal_cstr(get_attname(r_relid, c->r_col, false));
+	int			natts;
+	char	   *sql;
+	Query	   *sub;
+
+	sql = psprintf("SELECT %sp.r FROM %s.knn_join(%u::pg_catalog.oid::pg_catalog.regclass, "
+				   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
+				   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p "
+				   "UNION ALL "
+				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
+				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s) f",
+				   RowColumns(q_relid, "p.q", &natts), nsp, q_relid, r_relid, qcol, c->k, qtype, rtype, rcol,
+				   RowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k, qtype, rtype);
+	sub = GjPlainAnalyze(sql);
+	if (sub->commandType != CMD_SELECT ||
+		list_length(sub->targetList) != natts + 1)
+		elog(ERROR, "gpujoin: unexpected rewrite of a LATERAL kNN: %s", sql);
+	return sub;
+}
+
+typedef struct ToNeighbour
+{
+	Index		r_rti;
+	Var		   *neighbour;		/* of the query's level, seen from the subquery */
+} ToNeighbour;
+
+/* r's columns in the subquery's expressions: the neighbour's fields */
+static Node *
+ToNeighbourMutator(Node *n, ToNeighbour *t)
+{
+	if (n == NULL)
+		return NULL;
+	if (IsA(n, Var) && ((Var *) n)->varlevelsup == 0 && ((Var *) n)->varno == t->r_rti)
+	{
+		Var		   *v = (Var *) n;
+		FieldSelect *fs = makeNode(FieldSelect);
+
+		fs->arg = (Expr *) copyObject(t->neighbour);
+		fs->fieldnum = v->varattno;
+		fs->resulttype = v->vartype;
+		fs->resulttypmod = v->vartypmod;
+		fs->resultcollid = v->varcollid;
+		return (Node *) fs;
+	}
+	return expression_tree_mutator(n, ToNeighbourMutator, (void *) t);
+}
+
+/* The subquery: its own target list over the neighbour's row, FROM nothing. */
+static Query *
+NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neighbour_col)
+{
+	Query	   *sub = makeNode(Query);
+	ToNeighbour t = {c->r_rti, makeVar(c->qe, neighbour_col, get_rel_type_id(r_relid), -1, InvalidOid, 1)};
+	ListCell   *lc;
+
+	foreach(lc, sq->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (tle->resjunk)
+			continue;			/* the ORDER BY key's alone: at the end */
+		tle = flatCopyTargetEntry(tle);
+		tle->expr = (Expr *) ToNeighbourMutator((Node *) tle->expr, &t);
+		tle->ressortgroupref = 0;
+		sub->targetList = lappend(sub->targetList, tle);
+	}
+	sub->commandType = CMD_SELECT;
+	sub->querySource = QSRC_ORIGINAL;
+	sub->canSetTag = true;
+	sub->jointree = makeFromExpr(NIL, NULL);
+	return sub;
+}
+
+static void
+Rewrite(const KnnCandidate *c, const char *nsp, List **relids)
+{
+	RangeTblEntry *qr = rt_fetch(c->qe, c->q->rtable);
+	RangeTblEntry *nr = rt_fetch(c->ne, c->q->rtable);
+	Oid			q_relid = qr->relid;
+	Oid			r_relid = rt_fetch(c->r_rti, nr->subquery->rtable)->relid;
+	Query	   *neighbours = NeighboursQuery(c, q_relid, r_relid, nsp);
+	Query	   *row = NeighbourRowQuery(c, nr->subquery, r_relid, list_length(neighbours->targetList));
+
+	*relids = lappend_oid(lappend_oid(*relids, q_relid), r_relid);
+	GjPlainEntryToSubquery(qr, neighbours);
+	qr->eref->colnames = lappend(qr->eref->colnames, makeString(pstrdup("gpujoin_neighbour")));
+	nr->subquery = row;
+}
+
+void
+GjPlainKnn(Query *parse, List **relids)
+{
+	KnnFinder	f = {NULL, -1, NIL};
+	ListCell   *lc;
+	int			ncitus = 0;
+	Oid			nsp;
+	const char *nspname;
+
+	GjPlainEachLevel(parse, FindInLevel, &f, 0);
+	if (f.found == NIL)
+		return;
+	/* every Citus table of the query one of the kNNs': Citus has no part in the plan */
+	query_tree_walker(parse, GjPlainCountCitusTables, (void *) &ncitus, QTW_EXAMINE_RTES_BEFORE);
+	if (ncitus != 2 * list_length(f.found))
+		return;
+	nsp = GjGpujoinSchema();
+	if (!OidIsValid(nsp))
+		return;
+	nspname = quote_identifier(get_namespace_name(nsp));
+	/* an installation not updated to 0.9 has no knn_lateral_fill: Citus's error */
+	if (!OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+											  makeString("knn_lateral_fill")), -1, NULL, true)))
+		return;
+	foreach(lc, f.found)
+		Rewrite((KnnCandidate *) lfirst(lc), nspname, relids);
+	elog(DEBUG1, "gpujoin: %d LATERAL kNN subqueries of distributed tables run on the workers",
+		 list_length(f.found));
+}
