@@ -468,7 +468,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# distances); the subquery its own target list over the neighbour.
 	# Compared by (row, distance): PostgreSQL may break ties either way,
 	# the distances of a row's first k are one multiset.  d_gs: two points
-	# and two rows without one, fewer than k: the others make up k.
+	# and two rows without one, fewer than k: the others make up k.  WHERE
+	# b.id <> a.id of one table (id unique, not NULL): the other rows,
+	# knn_selfjoin's.
 	q "SET citus.shard_count = 4;
 	   CREATE TABLE d_gs (id bigint PRIMARY KEY, g geometry(Point, 4326));
 	   SELECT create_distributed_table('d_gs', 'id');
@@ -479,7 +481,10 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.id, n.d FROM {P} a JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {P} b ORDER BY a.g <-> b.g LIMIT 4) n ON true" \
 		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {S} b ORDER BY b.g <-> a.g LIMIT 3) n" \
 		"SELECT a.id % 7 AS m, count(*), max(n.d) FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 2) n WHERE n.d < 0.3 GROUP BY 1" \
-		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {D} b ORDER BY b.g <-> a.g LIMIT 40) n"; do
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {D} b ORDER BY b.g <-> a.g LIMIT 40) n" \
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT a.tag, n.d FROM {D} a, LATERAL (SELECT ST_Distance(b.g, a.g) AS d FROM {D} b WHERE a.id <> b.id ORDER BY b.g <-> a.g LIMIT 2) n" \
+		"SELECT a.id, n.d FROM {S} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {S} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
@@ -488,7 +493,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		l=${l//\{S\}/l_gs}
 		same_as_own "LATERAL kNN on the workers: ${j:0:80}, PostGIS's rows" "$d" "$l"
 		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
-		grep -q "Function Call: knn_join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+		grep -Eq "Function Call: knn_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
 			! grep -q "Distributed Subplan" <<<"$plan" && check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
 			check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
@@ -504,6 +509,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# one for every outer row)
 	for j in "SELECT count(*) FROM d_gq a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.tag <> a.tag ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id < a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g DESC LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4 OFFSET 1) n" \
 		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON true"; do

@@ -360,6 +360,18 @@ SELECT count(*) AS differ FROM (
      SELECT (p.q).id, (p.r).g <-> (p.q).g FROM knn_join('fq', 'fr', '{g}', 3, query_key => NULL::fq, ref_key => NULL::fr) p
      EXCEPT ALL
      SELECT (f.q).id, (f.r).g <-> (f.q).g FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr) f)) x;
+-- other_col: the other rows of one table (WHERE r.id <> q.id), against
+-- PostgreSQL's LATERAL with knn_selfjoin's rows, by distance
+SELECT (f.q).id, count(*) AS refs, count(*) FILTER (WHERE (f.r).id = (f.q).id) AS itself,
+    count(*) FILTER (WHERE (f.r).g <-> (f.r).g IS NULL) AS without_point
+FROM knn_lateral_fill('fr', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr, other_col => 'id') f GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM fr q CROSS JOIN LATERAL (SELECT r.g <-> q.g AS d FROM fr r WHERE r.id <> q.id ORDER BY r.g <-> q.g LIMIT 3) s
+     EXCEPT ALL
+     SELECT (p.a).id, (p.b).g <-> (p.a).g FROM knn_selfjoin('fr', '{g}', 3, key => NULL::fr) p
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).g <-> (f.q).g FROM knn_lateral_fill('fr', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr, 'id') f)) x;
+SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr, other_col => 'id');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'tag', 'g', 3, NULL::fq, NULL::fr);

@@ -132,3 +132,23 @@ case " $kinds " in *" geometry "*)
 	plain plain_dwithin "SELECT a.id, b.id FROM {A} a JOIN {B} b ON ST_DWithin(a.g, b.g, $eps)" 1 pr ps ;; esac
 case " $kinds " in *" vector "*)
 	plain plain_vec_l2 "SELECT a.id, b.id FROM {A} a JOIN {B} b ON a.v <-> b.v <= $eps" $([ "$n" -le 20000 ] && echo 1 || echo 0) vr vs ;; esac
+
+# Plain SQL: a LATERAL kNN of two distributed tables (on the workers: one
+# knn_join of the rows whole, and knn_lateral_fill), against knn_join's ids
+# on the same tables, and one node's copies: a GpuJoin, and PostGIS alone
+# (a GiST kNN probe a row).
+case " $kinds " in *" geometry "*)
+	lat="SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {B} b ORDER BY b.g <-> a.g LIMIT 5) n"
+	j=${lat//\{A\}/pr}
+	j=${j//\{B\}/ps}
+	l=${lat//\{A\}/lpr}
+	l=${l//\{B\}/lps}
+	read -r tw rows gw <<<"$(timed "LOAD 'gpujoin'" "$j")"
+	read -r tk _ gk <<<"$(timed "SELECT 1" "SELECT * FROM knn_join('pr', 'ps', '{g}', 5)")"
+	read -r tl _ _ <<<"$(timed "LOAD 'gpujoin'" "$l")"
+	read -r tp _ _ <<<"$(timed "SET gpujoin.enable_join = off" "$l")"
+	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (workers / knn_join ids on the workers / one node GpuJoin; PostGIS GiST alone on one node: %ss)\n" \
+		lateral_knn5 "$rows" "$tw" "$tk" "$tl" "$gw" "$gk" "$tp"
+	psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
+		grep -E "Function Call|Function Scan|Distributed:|Rows Moved|Plan Time|Repartition Time|Workers' Join Time|Execution Time" | sed 's/^ */    /' | cut -c1-160
+	;; esac

@@ -40,11 +40,14 @@
  *
  * Where it applies, and only there (else Citus's error, with plain_sql.c's
  * hint):
- *	- the subquery reads one table, r, with no WHERE, grouping, DISTINCT,
- *	  window, set-returning function, sublink, OFFSET, locking or WITH
- *	  TIES; one ORDER BY key, ascending with NULLS LAST, the distance of a
- *	  column of r and a column of a table q of the query; LIMIT a
- *	  constant k;
+ *	- the subquery reads one table, r, with no grouping, DISTINCT, window,
+ *	  set-returning function, sublink, OFFSET, locking or WITH TIES; one
+ *	  ORDER BY key, ascending with NULLS LAST, the distance of a column of
+ *	  r and a column of a table q of the query; LIMIT a constant k; no
+ *	  WHERE, or where r is q's table, r.c <> q.c on a column c NOT NULL and
+ *	  alone a unique index's key: the other rows, and knn_selfjoin(q, ..,
+ *	  key => NULL::q) in place of knn_join (its rows: each row's k nearest
+ *	  others), knn_lateral_fill told so (other_col);
  *	- q and the subquery are reached from the query's FROM through inner
  *	  joins only (a q row without neighbours has no rows);
  *	- both tables are hash-distributed, read plainly by the caller, who has
@@ -84,6 +87,7 @@ typedef struct KnnCandidate
 	AttrNumber	q_col;
 	Index		r_rti;			/* r in the subquery */
 	AttrNumber	r_col;
+	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	int			k;
 } KnnCandidate;
 
@@ -118,7 +122,7 @@ PlainKnnSubquery(Query *sq, Index *r_rti, int *k)
 	int64		v;
 
 	if (sq->commandType != CMD_SELECT || sq->utilityStmt != NULL ||
-		list_length(sq->rtable) != 1 || sq->jointree == NULL || sq->jointree->quals != NULL ||
+		list_length(sq->rtable) != 1 || sq->jointree == NULL ||
 		list_length(sq->jointree->fromlist) != 1 ||
 		!IsA(linitial(sq->jointree->fromlist), RangeTblRef) ||
 		sq->groupClause != NIL || sq->groupingSets != NIL || sq->havingQual != NULL ||
@@ -136,6 +140,58 @@ PlainKnnSubquery(Query *sq, Index *r_rti, int *k)
 	if (v < 1 || v > INT_MAX)
 		return false;
 	*k = (int) v;
+	return true;
+}
+
+/* Column att of table relid: NOT NULL, and alone a unique index's key (so a row's own). */
+static bool
+UniqueNotNull(Oid relid, AttrNumber att)
+{
+	Relation	rel = table_open(relid, NoLock);
+	bool		found;
+
+	found = att > 0 && att <= rel->rd_att->natts &&
+		TupleDescAttr(rel->rd_att, att - 1)->attnotnull && GjUniqueColumn(rel, att);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * The subquery's WHERE, if any: r.c <> q.c (either way round), c a column
+ * of both, by its type's own <>: *other is c (0 for no WHERE).
+ */
+static bool
+OtherRowQual(Node *quals, Index r_rti, Index qe, AttrNumber *other)
+{
+	OpExpr	   *op;
+	Var		   *a,
+			   *b;
+	TypeCacheEntry *tc;
+
+	*other = 0;
+	if (quals == NULL)
+		return true;
+	if (!IsA(quals, OpExpr) || list_length(((OpExpr *) quals)->args) != 2)
+		return false;
+	op = (OpExpr *) quals;
+	a = (Var *) GjPlainStripRelabel(linitial(op->args));
+	b = (Var *) GjPlainStripRelabel(lsecond(op->args));
+	if (a == NULL || b == NULL || !IsA(a, Var) || !IsA(b, Var))
+		return false;
+	if (a->varlevelsup == 1)
+	{
+		Var		   *t = a;
+
+		a = b;
+		b = t;
+	}
+	if (a->varlevelsup != 0 || a->varno != r_rti || b->varlevelsup != 1 || b->varno != qe ||
+		a->varattno <= 0 || a->varattno != b->varattno || a->vartype != b->vartype)
+		return false;
+	tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR);
+	if (!OidIsValid(tc->eq_opr) || get_negator(tc->eq_opr) != op->opno)
+		return false;
+	*other = a->varattno;
 	return true;
 }
 
@@ -176,6 +232,7 @@ Consider(KnnFinder *f, Index ne)
 			   *qv;
 	int32		srid_r,
 				srid_q;
+	AttrNumber	other;
 	RangeTblEntry *rr,
 			   *qr;
 	KnnCandidate *c;
@@ -204,6 +261,9 @@ Consider(KnnFinder *f, Index ne)
 		return;
 	rr = rt_fetch(r_rti, sq->rtable);
 	qr = rt_fetch(qv->varno, q->rtable);
+	if (!OtherRowQual(sq->jointree->quals, r_rti, qv->varno, &other) ||
+		(other != 0 && (rr->relid != qr->relid || !UniqueNotNull(rr->relid, other))))
+		return;
 	if (!GjPlainReadAsCaller(sq, rr) || !GjPlainReadAsCaller(q, qr) ||
 		GjPlainOddUse(sq, r_rti) || GjPlainOddUse(q, qv->varno) ||
 		!GjCitusDistributed(rr->relid) || !GjCitusDistributed(qr->relid) ||
@@ -217,6 +277,7 @@ Consider(KnnFinder *f, Index ne)
 	c->q_col = qv->varattno;
 	c->r_rti = r_rti;
 	c->r_col = rv->varattno;
+	c->other = other;
 	c->k = k;
 	f->found = lappend(f->found, c);
 }
@@ -273,17 +334,29 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	char	   *qcol = quote_literal_cstr(get_attname(q_relid, c->q_col, false));
 	char	   *rcol = quote_literal_cstr(get_attname(r_relid, c->r_col, false));
 	int			natts;
+	char	   *knn;
+	char	   *other = "";
 	char	   *sql;
 	Query	   *sub;
 
-	sql = psprintf("SELECT %sp.r FROM %s.knn_join(%u::pg_catalog.oid::pg_catalog.regclass, "
-				   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
-				   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p "
-				   "UNION ALL "
+	if (c->other == 0)
+		knn = psprintf("SELECT %sp.r FROM %s.knn_join(%u::pg_catalog.oid::pg_catalog.regclass, "
+					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
+					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p",
+					   RowColumns(q_relid, "p.q", &natts), nsp, q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
+	else
+	{
+		/* the other rows: the self join's (r is q) */
+		knn = psprintf("SELECT %sp.b FROM %s.knn_selfjoin(%u::pg_catalog.oid::pg_catalog.regclass, "
+					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s) p",
+					   RowColumns(q_relid, "p.a", &natts), nsp, q_relid, qcol, c->k, qtype);
+		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
+	}
+	sql = psprintf("%s UNION ALL "
 				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
-				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s) f",
-				   RowColumns(q_relid, "p.q", &natts), nsp, q_relid, r_relid, qcol, c->k, qtype, rtype, rcol,
-				   RowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k, qtype, rtype);
+				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s) f",
+				   knn, RowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
+				   qtype, rtype, other);
 	sub = GjPlainAnalyze(sql);
 	if (sub->commandType != CMD_SELECT ||
 		list_length(sub->targetList) != natts + 1)
