@@ -134,21 +134,30 @@ case " $kinds " in *" vector "*)
 	plain plain_vec_l2 "SELECT a.id, b.id FROM {A} a JOIN {B} b ON a.v <-> b.v <= $eps" $([ "$n" -le 20000 ] && echo 1 || echo 0) vr vs ;; esac
 
 # Plain SQL: a LATERAL kNN of two distributed tables (on the workers: one
-# knn_join of the rows whole, and knn_lateral_fill), against knn_join's ids
-# on the same tables, and one node's copies: a GpuJoin, and PostGIS alone
-# (a GiST kNN probe a row).
-case " $kinds " in *" geometry "*)
-	lat="SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {B} b ORDER BY b.g <-> a.g LIMIT 5) n"
-	j=${lat//\{A\}/pr}
-	j=${j//\{B\}/ps}
-	l=${lat//\{A\}/lpr}
-	l=${l//\{B\}/lps}
+# knn_join of the rows whole, and knn_lateral_fill), and of one table's
+# other rows (WHERE b.id <> a.id: one knn_selfjoin), against the function's
+# ids on the same tables, and one node's copies: a GpuJoin, and PostGIS
+# alone (a GiST kNN probe a row).
+# $1 name, $2 the query with {A} {B}, $3 the function's call
+lateral() {
+	local j l
+	j=${2//\{A\}/pr}
+	j=${j//\{B\}/$4}
+	l=${2//\{A\}/lpr}
+	l=${l//\{B\}/l$4}
 	read -r tw rows gw <<<"$(timed "LOAD 'gpujoin'" "$j")"
-	read -r tk _ gk <<<"$(timed "SELECT 1" "SELECT * FROM knn_join('pr', 'ps', '{g}', 5)")"
+	read -r tk _ gk <<<"$(timed "SELECT 1" "$3")"
 	read -r tl _ _ <<<"$(timed "LOAD 'gpujoin'" "$l")"
 	read -r tp _ _ <<<"$(timed "SET gpujoin.enable_join = off" "$l")"
-	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (workers / knn_join ids on the workers / one node GpuJoin; PostGIS GiST alone on one node: %ss)\n" \
-		lateral_knn5 "$rows" "$tw" "$tk" "$tl" "$gw" "$gk" "$tp"
+	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (workers / the function's ids on the workers / one node GpuJoin; PostGIS GiST alone on one node: %ss)\n" \
+		"$1" "$rows" "$tw" "$tk" "$tl" "$gw" "$gk" "$tp"
 	psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
 		grep -E "Function Call|Function Scan|Distributed:|Rows Moved|Plan Time|Repartition Time|Workers' Join Time|Execution Time" | sed 's/^ */    /' | cut -c1-160
+}
+case " $kinds " in *" geometry "*)
+	q "CREATE INDEX ON lpr USING gist (g)" >/dev/null 2>&1
+	lateral lateral_knn5 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {B} b ORDER BY b.g <-> a.g LIMIT 5) n" \
+		"SELECT * FROM knn_join('pr', 'ps', '{g}', 5)" ps
+	lateral lateral_self5 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {B} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 5) n" \
+		"SELECT * FROM knn_selfjoin('pr', '{g}', 5)" pr
 	;; esac
