@@ -504,6 +504,13 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	rows=$(q "SELECT 3 * count(*) FROM d_gd")
 	[ "$out" = "0|$rows" ] && check "LATERAL kNN on the workers: knn_join's neighbours, k for every row" ok ||
 		check "LATERAL kNN on the workers: knn_join's neighbours, k for every row" "$out (rows $rows)"
+	# a prepared LATERAL kNN follows a change of the table's columns
+	out=$(psql -X -q -At -c "$load" -c "PREPARE pk AS SELECT count(*), max(a.tag), max(n.d) FROM d_gd a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM d_gp b ORDER BY b.g <-> a.g LIMIT 3) n" \
+		-c "EXECUTE pk" -c "ALTER TABLE d_gd ADD COLUMN extra int DEFAULT 7" -c "EXECUTE pk" \
+		-c "ALTER TABLE d_gd DROP COLUMN extra" -c "EXECUTE pk" 2>&1 | grep -E '^[0-9]+[|]' | tr '\n' ' ')
+	set -- $out
+	[ $# = 3 ] && [ "$1" = "$2" ] && [ "$2" = "$3" ] && check "LATERAL kNN on the workers: a prepared plan after ALTER TABLE" ok ||
+		check "LATERAL kNN on the workers: a prepared plan after ALTER TABLE" "$out"
 	# ... not where the rows would not be the subquery's: Citus's error, with
 	# a hint naming knn_join (read as subqueries, a LATERAL kNN would re-read
 	# one for every outer row)
