@@ -470,12 +470,20 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# the distances of a row's first k are one multiset.  d_gs: two points
 	# and two rows without one, fewer than k: the others make up k.  WHERE
 	# b.id <> a.id of one table (id unique, not NULL): the other rows,
-	# knn_selfjoin's.
+	# knn_selfjoin's.  LEFT JOIN LATERAL .. ON true: a row with no
+	# references (d_ge empty, d_g1 one row) gets NULLs, constants too.
 	q "SET citus.shard_count = 4;
 	   CREATE TABLE d_gs (id bigint PRIMARY KEY, g geometry(Point, 4326));
 	   SELECT create_distributed_table('d_gs', 'id');
 	   INSERT INTO d_gs VALUES (1, 'SRID=4326;POINT(1 1)'), (2, 'SRID=4326;POINT(2 2)'), (3, NULL), (4, 'SRID=4326;POINT EMPTY');
-	   CREATE TABLE l_gs AS SELECT * FROM d_gs;" >/dev/null || check "few point rows" "not made"
+	   CREATE TABLE l_gs AS SELECT * FROM d_gs;
+	   CREATE TABLE d_ge (id bigint PRIMARY KEY, g geometry(Point, 4326));
+	   SELECT create_distributed_table('d_ge', 'id');
+	   CREATE TABLE l_ge AS SELECT * FROM d_ge;
+	   CREATE TABLE d_g1 (id bigint PRIMARY KEY, g geometry(Point, 4326));
+	   SELECT create_distributed_table('d_g1', 'id');
+	   INSERT INTO d_g1 VALUES (1, 'SRID=4326;POINT(1 1)');
+	   CREATE TABLE l_g1 AS SELECT * FROM d_g1;" >/dev/null || check "few point rows" "not made"
 	for j in "SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 5) n" \
 		"SELECT a.tag, n.d, n.e FROM {D} a, LATERAL (SELECT ST_Distance(a.g, b.g) AS d, b.g <-> a.g AS e FROM {P} b ORDER BY ST_Distance(b.g, a.g) LIMIT 3) n" \
 		"SELECT a.id, n.d FROM {P} a JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {P} b ORDER BY a.g <-> b.g LIMIT 4) n ON true" \
@@ -484,19 +492,33 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {D} b ORDER BY b.g <-> a.g LIMIT 40) n" \
 		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT a.tag, n.d FROM {D} a, LATERAL (SELECT ST_Distance(b.g, a.g) AS d FROM {D} b WHERE a.id <> b.id ORDER BY b.g <-> a.g LIMIT 2) n" \
-		"SELECT a.id, n.d FROM {S} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {S} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n"; do
+		"SELECT a.id, n.d FROM {S} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {S} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n" \
+		"SELECT a.id, n.d FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
+		"SELECT a.id, n.d, n.one FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {E} b ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
+		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
+		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b WHERE a.id <> b.id ORDER BY a.g <-> b.g LIMIT 2) n ON true WHERE n.d IS NULL"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
+		d=${d//\{E\}/d_ge}
+		d=${d//\{O\}/d_g1}
 		l=${j//\{D\}/l_gd}
 		l=${l//\{P\}/l_gp}
 		l=${l//\{S\}/l_gs}
+		l=${l//\{E\}/l_ge}
+		l=${l//\{O\}/l_g1}
 		same_as_own "LATERAL kNN on the workers: ${j:0:80}, PostGIS's rows" "$d" "$l"
 		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
 		grep -Eq "Function Call: knn_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
 			! grep -q "Distributed Subplan" <<<"$plan" && check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
 			check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
+	# ... and with no references, a CROSS JOIN LATERAL has no rows, as PostgreSQL's
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_ge b ORDER BY b.g <-> a.g LIMIT 3) n" \
+		-c "SELECT count(*) FROM d_g1 a CROSS JOIN LATERAL (SELECT b.id FROM d_g1 b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n" 2>&1 |
+		grep -E '^[0-9]+$|ERROR' | tr '\n' ' ')
+	[ "$out" = "0 0 " ] && check "LATERAL kNN on the workers: no references, no rows" ok ||
+		check "LATERAL kNN on the workers: no references, no rows" "$out"
 	# the neighbours are knn_join's (ties on the smaller row), ids and all
 	out=$(psql -X -q -At -c "$load" -c "SELECT (SELECT count(*) FROM (SELECT a.id, n.id FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 3) n WHERE a.g <-> a.g = 0
 	      EXCEPT ALL SELECT (p.q).id, (p.r).id FROM knn_join('d_gd', 'd_gp', '{g}', 3, query_key => NULL::d_gd, ref_key => NULL::d_gp) p) x),
@@ -520,7 +542,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id < a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g DESC LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4 OFFSET 1) n" \
-		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON true"; do
+		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON n.id > 3"; do
 		out=$(psql -X -q -At -c "$load" -c "$j" 2>&1)
 		grep -q "complex joins\|cannot push down\|not supported" <<<"$out" && grep -q "HINT:.*knn_join" <<<"$out" &&
 			check "plain SQL: the LATERAL kNN left to Citus, with a hint: ${j:34:80}" ok ||

@@ -14,12 +14,14 @@
 -- knn_join skips rows without a point, so it returns neither.  other_col:
 -- query_tbl is ref_tbl, and a row's references are the rows whose
 -- other_col differs from its own (a unique, non-NULL column: the others).
+-- keep_alone: a row with no reference at all (ref_tbl empty, or only the
+-- row itself) comes once with a NULL reference (LEFT JOIN LATERAL's row).
 -- A point is a value whose distance (<-> of its type) to itself is not
 -- NULL.  Returns whole rows: query_row and ref_row are NULL::query_tbl and
 -- NULL::ref_tbl.
 CREATE FUNCTION knn_lateral_fill(query_tbl regclass, ref_tbl regclass, query_col text, ref_col text,
                                  k integer, query_row anyelement, ref_row anycompatible,
-                                 other_col text DEFAULT NULL)
+                                 other_col text DEFAULT NULL, keep_alone boolean DEFAULT false)
 RETURNS TABLE (q anyelement, r anycompatible)
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE AS $fn$
 DECLARE
@@ -30,6 +32,7 @@ DECLARE
     self integer := CASE WHEN other_col IS NULL THEN 0 ELSE 1 END;
     other text := 'true';
     points bigint;
+    total bigint;
 BEGIN
     IF k IS NULL OR k < 1 THEN
         RAISE EXCEPTION 'knn_lateral_fill: k must be at least 1' USING ERRCODE = 'invalid_parameter_value';
@@ -64,6 +67,15 @@ BEGIN
         RAISE EXCEPTION 'knn_lateral_fill: no column % of % or % of % with a distance operator <->',
             query_col, query_tbl, ref_col, ref_tbl USING ERRCODE = 'undefined_column';
     END IF;
+    -- no reference at all: each row once, with a NULL one (keep_alone)
+    IF keep_alone THEN
+        EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s u LIMIT 2) s', ref_tbl)
+            INTO total;
+        IF total <= self THEN
+            RETURN QUERY EXECUTE pg_catalog.format('SELECT t.*::%s, NULL::%s FROM %s t', qtype, rtype, query_tbl);
+            RETURN;
+        END IF;
+    END IF;
     -- the references' first k + 1 points (not the row itself: it has none)
     -- and k + 1 without one, read here (x.*::type: a whole row, where a
     -- column of the table could be named x), then each query row without a
@@ -92,6 +104,6 @@ BEGIN
 END
 $fn$;
 
-COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text) IS
+COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text, boolean) IS
 'internal to the LATERAL kNN of distributed tables: the rows knn_join leaves out, query rows '
 'without a point with any k references, and references without a point where fewer than k have one';

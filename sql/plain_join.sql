@@ -371,6 +371,16 @@ SELECT count(*) AS differ FROM (
      SELECT (p.a).id, (p.b).g <-> (p.a).g FROM knn_selfjoin('fr', '{g}', 3, key => NULL::fr) p
      EXCEPT ALL
      SELECT (f.q).id, (f.r).g <-> (f.q).g FROM knn_lateral_fill('fr', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr, 'id') f)) x;
+-- keep_alone: with no references at all (an empty table; one row and
+-- other_col), each row once with a NULL reference, as LEFT JOIN LATERAL
+-- gives it NULLs; not where it has references
+CREATE TABLE fe (id int, g geometry(Point, 3857));
+SELECT (f.q).id, f.r IS NULL AS no_reference FROM knn_lateral_fill('fq', 'fe', 'g', 'g', 3, NULL::fq, NULL::fe, keep_alone => true) f ORDER BY 1;
+SELECT count(*) FROM knn_lateral_fill('fq', 'fe', 'g', 'g', 3, NULL::fq, NULL::fe);
+INSERT INTO fe VALUES (1, 'SRID=3857;POINT(5 5)');
+SELECT (f.q).id, f.r IS NULL AS no_reference FROM knn_lateral_fill('fe', 'fe', 'g', 'g', 3, NULL::fe, NULL::fe, 'id', true) f;
+SELECT count(*) FROM knn_lateral_fill('fq', 'fe', 'g', 'g', 3, NULL::fq, NULL::fe, keep_alone => true) f WHERE f.r IS NULL;
+DROP TABLE fe;
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr, other_col => 'id');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);

@@ -35,7 +35,7 @@ typedef void (*GjPlainLevelFn) (Query *q, void *arg);
 extern void GjPlainEachLevel(Query *q, GjPlainLevelFn fn, void *arg, int depth);
 extern bool GjPlainInnerReach(Node *n, Index rti);
 extern bool GjPlainReadAsCaller(Query *q, RangeTblEntry *rte);
-extern bool GjPlainCountCitusTables(Node *n, int *count);
+extern int	GjPlainCitusTables(Query *parse);
 extern Query *GjPlainAnalyze(const char *sql);
 
 /*

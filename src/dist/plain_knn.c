@@ -49,7 +49,13 @@
  *	  key => NULL::q) in place of knn_join (its rows: each row's k nearest
  *	  others), knn_lateral_fill told so (other_col);
  *	- q and the subquery are reached from the query's FROM through inner
- *	  joins only (a q row without neighbours has no rows);
+ *	  joins only (a q row without neighbours has no rows), or the subquery
+ *	  is the right of a LEFT JOIN .. ON true whose left reaches q through
+ *	  inner joins and left joins' left sides: a q row gets at least one row
+ *	  unless it has no references at all (r empty, or only the row itself),
+ *	  and then knn_lateral_fill returns it with a NULL reference, for which
+ *	  the subquery has no row (WHERE the neighbour IS NOT NULL), so the
+ *	  LEFT JOIN gives it NULLs;
  *	- both tables are hash-distributed, read plainly by the caller, who has
  *	  SELECT on the whole table (plain_pairs.c's conditions), and their
  *	  row types have an order (knn_join's ties);
@@ -88,6 +94,7 @@ typedef struct KnnCandidate
 	Index		r_rti;			/* r in the subquery */
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
+	bool		left;			/* LEFT JOIN LATERAL .. ON true */
 	int			k;
 } KnnCandidate;
 
@@ -202,6 +209,86 @@ OrderedRows(Oid relid)
 	return OidIsValid(lookup_type_cache(get_rel_type_id(relid), TYPECACHE_LT_OPR)->lt_opr);
 }
 
+/* Whether rti is reached from n through FROM lists, inner joins and left joins' left sides. */
+static bool
+PreservedReach(Node *n, Index rti)
+{
+	ListCell   *lc;
+
+	if (IsA(n, RangeTblRef))
+		return ((RangeTblRef *) n)->rtindex == (int) rti;
+	if (IsA(n, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) n;
+
+		if (j->jointype == JOIN_LEFT)
+			return PreservedReach(j->larg, rti);
+		return j->jointype == JOIN_INNER &&
+			(PreservedReach(j->larg, rti) || PreservedReach(j->rarg, rti));
+	}
+	if (IsA(n, FromExpr))
+		foreach(lc, ((FromExpr *) n)->fromlist)
+			if (PreservedReach(lfirst(lc), rti))
+				return true;
+	return false;
+}
+
+/* The LEFT JOIN whose right is entry ne, reached as PreservedReach reaches. */
+static JoinExpr *
+LeftJoinOf(Node *n, Index ne)
+{
+	ListCell   *lc;
+	JoinExpr   *found = NULL;
+
+	if (IsA(n, FromExpr))
+	{
+		foreach(lc, ((FromExpr *) n)->fromlist)
+			if ((found = LeftJoinOf(lfirst(lc), ne)) != NULL)
+				return found;
+	}
+	else if (IsA(n, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) n;
+
+		if (j->jointype == JOIN_LEFT && IsA(j->rarg, RangeTblRef) &&
+			((RangeTblRef *) j->rarg)->rtindex == (int) ne)
+			return j;
+		if (j->jointype == JOIN_LEFT)
+			return LeftJoinOf(j->larg, ne);
+		if (j->jointype == JOIN_INNER &&
+			(found = LeftJoinOf(j->larg, ne)) == NULL)
+			found = LeftJoinOf(j->rarg, ne);
+	}
+	return found;
+}
+
+/*
+ * How the subquery (entry ne) joins the query's table (entry qe): both
+ * reached from the FROM through inner joins (*left false); or the
+ * subquery the right of a LEFT JOIN .. ON true whose left reaches the
+ * table, through inner joins and left joins' left sides (*left true).  A
+ * row of the table stands for each of its neighbours in the rewrite, so
+ * it must reach the subquery as a row every such join keeps.
+ */
+static bool
+Placement(Query *q, Index qe, Index ne, bool *left)
+{
+	JoinExpr   *j;
+
+	*left = false;
+	if (GjPlainInnerReach((Node *) q->jointree, qe) && GjPlainInnerReach((Node *) q->jointree, ne))
+		return true;
+	j = LeftJoinOf((Node *) q->jointree, ne);
+	if (j == NULL || !PreservedReach(j->larg, qe))
+		return false;
+	if (j->quals != NULL && !(IsA(j->quals, Const) && !((Const *) j->quals)->constisnull &&
+							  ((Const *) j->quals)->consttype == BOOLOID &&
+							  DatumGetBool(((Const *) j->quals)->constvalue)))
+		return false;
+	*left = true;
+	return true;
+}
+
 static bool
 Taken(KnnFinder *f, Index qe)
 {
@@ -233,6 +320,7 @@ Consider(KnnFinder *f, Index ne)
 	int32		srid_r,
 				srid_q;
 	AttrNumber	other;
+	bool		left;
 	RangeTblEntry *rr,
 			   *qr;
 	KnnCandidate *c;
@@ -256,8 +344,7 @@ Consider(KnnFinder *f, Index ne)
 	if (!f->citus)
 		return;
 	if (!GjPlainTableEntry(sq, r_rti) || !GjPlainTableEntry(q, qv->varno) || Taken(f, qv->varno) ||
-		!GjPlainInnerReach((Node *) q->jointree, qv->varno) ||
-		!GjPlainInnerReach((Node *) q->jointree, ne))
+		!Placement(q, qv->varno, ne, &left))
 		return;
 	rr = rt_fetch(r_rti, sq->rtable);
 	qr = rt_fetch(qv->varno, q->rtable);
@@ -278,6 +365,7 @@ Consider(KnnFinder *f, Index ne)
 	c->r_rti = r_rti;
 	c->r_col = rv->varattno;
 	c->other = other;
+	c->left = left;
 	c->k = k;
 	f->found = lappend(f->found, c);
 }
@@ -354,9 +442,9 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	}
 	sql = psprintf("%s UNION ALL "
 				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
-				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s) f",
+				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s) f",
 				   knn, RowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
-				   qtype, rtype, other);
+				   qtype, rtype, other, c->left ? ", keep_alone => true" : "");
 	sub = GjPlainAnalyze(sql);
 	if (sub->commandType != CMD_SELECT ||
 		list_length(sub->targetList) != natts + 1)
@@ -414,6 +502,21 @@ NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neig
 	sub->querySource = QSRC_ORIGINAL;
 	sub->canSetTag = true;
 	sub->jointree = makeFromExpr(NIL, NULL);
+	if (c->left)
+	{
+		/*
+		 * A row without references comes with a NULL one: no row here, so
+		 * the LEFT JOIN gives it NULLs, as it does a row of no neighbours
+		 * (the value is NULL, not its fields: argisrow false)
+		 */
+		NullTest   *nt = makeNode(NullTest);
+
+		nt->arg = (Expr *) copyObject(t.neighbour);
+		nt->nulltesttype = IS_NOT_NULL;
+		nt->argisrow = false;
+		nt->location = -1;
+		sub->jointree->quals = (Node *) nt;
+	}
 	return sub;
 }
 
@@ -438,7 +541,6 @@ GjPlainKnn(Query *parse, List **relids)
 {
 	KnnFinder	f = {NULL, -1, NIL};
 	ListCell   *lc;
-	int			ncitus = 0;
 	Oid			nsp;
 	const char *nspname;
 
@@ -446,8 +548,7 @@ GjPlainKnn(Query *parse, List **relids)
 	if (f.found == NIL)
 		return;
 	/* every Citus table of the query one of the kNNs': Citus has no part in the plan */
-	query_tree_walker(parse, GjPlainCountCitusTables, (void *) &ncitus, QTW_EXAMINE_RTES_BEFORE);
-	if (ncitus != 2 * list_length(f.found))
+	if (GjPlainCitusTables(parse) != 2 * list_length(f.found))
 		return;
 	nsp = GjGpujoinSchema();
 	if (!OidIsValid(nsp))

@@ -417,15 +417,13 @@ GjPlainPairs(Query *parse, List **relids)
 {
 	PairFinder	f = {NULL, -1, NIL};
 	ListCell   *lc;
-	int			ncitus = 0;
 	Oid			nsp;
 
 	GjPlainEachLevel(parse, FindInLevel, &f, 0);
 	if (f.found == NIL)
 		return;
 	/* every Citus table of the query one of the joins': Citus has no part in the plan */
-	query_tree_walker(parse, GjPlainCountCitusTables, (void *) &ncitus, QTW_EXAMINE_RTES_BEFORE);
-	if (ncitus != 2 * list_length(f.found))
+	if (GjPlainCitusTables(parse) != 2 * list_length(f.found))
 		return;
 	nsp = GjGpujoinSchema();
 	if (!OidIsValid(nsp))

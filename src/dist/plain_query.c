@@ -187,9 +187,8 @@ GjPlainReadAsCaller(Query *q, RangeTblEntry *rte)
 		check_enable_rls(rte->relid, InvalidOid, true) == RLS_NONE;
 }
 
-/* Counts the entries of Citus tables, every level and sublink of a query. */
-bool
-GjPlainCountCitusTables(Node *n, int *count)
+static bool
+CountCitusTables(Node *n, int *count)
 {
 	if (n == NULL)
 		return false;
@@ -202,9 +201,19 @@ GjPlainCountCitusTables(Node *n, int *count)
 		return false;
 	}
 	if (IsA(n, Query))
-		return query_tree_walker((Query *) n, GjPlainCountCitusTables, (void *) count,
+		return query_tree_walker((Query *) n, CountCitusTables, (void *) count,
 								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(n, GjPlainCountCitusTables, (void *) count);
+	return expression_tree_walker(n, CountCitusTables, (void *) count);
+}
+
+/* The entries of Citus tables in parse, every level and sublink. */
+int
+GjPlainCitusTables(Query *parse)
+{
+	int			count = 0;
+
+	query_tree_walker(parse, CountCitusTables, (void *) &count, QTW_EXAMINE_RTES_BEFORE);
+	return count;
 }
 
 /*
