@@ -472,6 +472,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# b.id <> a.id of one table (id unique, not NULL): the other rows,
 	# knn_selfjoin's.  LEFT JOIN LATERAL .. ON true: a row with no
 	# references (d_ge empty, d_g1 one row) gets NULLs, constants too.
+	# d_xq, d_xr: coordinates of 1e200, whose squares overflow (PostGIS's
+	# distance NULL, the engine's infinite: both after every finite one).
 	q "SET citus.shard_count = 4;
 	   CREATE TABLE d_gs (id bigint PRIMARY KEY, g geometry(Point, 4326));
 	   SELECT create_distributed_table('d_gs', 'id');
@@ -483,7 +485,16 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	   CREATE TABLE d_g1 (id bigint PRIMARY KEY, g geometry(Point, 4326));
 	   SELECT create_distributed_table('d_g1', 'id');
 	   INSERT INTO d_g1 VALUES (1, 'SRID=4326;POINT(1 1)');
-	   CREATE TABLE l_g1 AS SELECT * FROM d_g1;" >/dev/null || check "few point rows" "not made"
+	   CREATE TABLE l_g1 AS SELECT * FROM d_g1;
+	   CREATE TABLE d_xq (id bigint PRIMARY KEY, g geometry(Point));
+	   CREATE TABLE d_xr (id bigint PRIMARY KEY, g geometry(Point));
+	   SELECT create_distributed_table('d_xq', 'id');
+	   SELECT create_distributed_table('d_xr', 'id');
+	   INSERT INTO d_xq VALUES (1, 'POINT(0 0)'), (2, 'POINT(1e200 0)'), (3, 'POINT(-1e200 1)'), (4, 'POINT(5 5)'), (5, NULL);
+	   INSERT INTO d_xr VALUES (1, 'POINT(1e200 0)'), (2, 'POINT(-1e200 0)'), (3, 'POINT(0 1)'), (4, 'POINT(0 1)'),
+	          (5, 'POINT(0 1)'), (6, NULL), (7, 'POINT EMPTY');
+	   CREATE TABLE l_xq AS SELECT * FROM d_xq;
+	   CREATE TABLE l_xr AS SELECT * FROM d_xr;" >/dev/null || check "few point rows" "not made"
 	for j in "SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 5) n" \
 		"SELECT a.tag, n.d, n.e FROM {D} a, LATERAL (SELECT ST_Distance(a.g, b.g) AS d, b.g <-> a.g AS e FROM {P} b ORDER BY ST_Distance(b.g, a.g) LIMIT 3) n" \
 		"SELECT a.id, n.d FROM {P} a JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {P} b ORDER BY a.g <-> b.g LIMIT 4) n ON true" \
@@ -496,17 +507,22 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.id, n.d FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
 		"SELECT a.id, n.d, n.one FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {E} b ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
 		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
-		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b WHERE a.id <> b.id ORDER BY a.g <-> b.g LIMIT 2) n ON true WHERE n.d IS NULL"; do
+		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b WHERE a.id <> b.id ORDER BY a.g <-> b.g LIMIT 2) n ON true WHERE n.d IS NULL" \
+		"SELECT a.id, n.d FROM {XQ} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {XR} b ORDER BY b.g <-> a.g LIMIT 4) n"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
 		d=${d//\{E\}/d_ge}
 		d=${d//\{O\}/d_g1}
+		d=${d//\{XQ\}/d_xq}
+		d=${d//\{XR\}/d_xr}
 		l=${j//\{D\}/l_gd}
 		l=${l//\{P\}/l_gp}
 		l=${l//\{S\}/l_gs}
 		l=${l//\{E\}/l_ge}
 		l=${l//\{O\}/l_g1}
+		l=${l//\{XQ\}/l_xq}
+		l=${l//\{XR\}/l_xr}
 		same_as_own "LATERAL kNN on the workers: ${j:0:80}, PostGIS's rows" "$d" "$l"
 		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
 		grep -Eq "Function Call: knn_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
