@@ -37,6 +37,7 @@ extern bool GjPlainInnerReach(Node *n, Index rti);
 extern bool GjPlainReadAsCaller(Query *q, RangeTblEntry *rte);
 extern int	GjPlainCitusTables(Query *parse);
 extern Query *GjPlainAnalyze(const char *sql);
+extern char *GjPlainRowColumns(Oid relid, const char *row, int *natts);
 
 /*
  * plain_pairs.c: rewrite the inner distance joins of parse whose pairs

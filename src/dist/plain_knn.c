@@ -390,29 +390,6 @@ FindInLevel(Query *q, void *arg)
 	}
 }
 
-/* "(x.q).c1, .., (x.q).cn" of table relid's columns by number, NULL for a dropped one */
-static char *
-RowColumns(Oid relid, const char *row, int *natts)
-{
-	Relation	rel = table_open(relid, NoLock);	/* locked by the parser */
-	TupleDesc	td = RelationGetDescr(rel);
-	StringInfoData s;
-
-	initStringInfo(&s);
-	for (int i = 0; i < td->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(td, i);
-
-		if (att->attisdropped)
-			appendStringInfoString(&s, "NULL::pg_catalog.int4, ");
-		else
-			appendStringInfo(&s, "(%s).%s, ", row, quote_identifier(NameStr(att->attname)));
-	}
-	*natts = td->natts;
-	table_close(rel, NoLock);
-	return s.data;
-}
-
 /* Entry q: each q row once for each of its neighbours, q's columns by number, then the neighbour. */
 static Query *
 NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp)
@@ -431,19 +408,19 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 		knn = psprintf("SELECT %sp.r FROM %s.knn_join(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
 					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p",
-					   RowColumns(q_relid, "p.q", &natts), nsp, q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
+					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp, q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
 	else
 	{
 		/* the other rows: the self join's (r is q) */
 		knn = psprintf("SELECT %sp.b FROM %s.knn_selfjoin(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s) p",
-					   RowColumns(q_relid, "p.a", &natts), nsp, q_relid, qcol, c->k, qtype);
+					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp, q_relid, qcol, c->k, qtype);
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
 	sql = psprintf("%s UNION ALL "
 				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
 				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s) f",
-				   knn, RowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
+				   knn, GjPlainRowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
 				   qtype, rtype, other, c->left ? ", keep_alone => true" : "");
 	sub = GjPlainAnalyze(sql);
 	if (sub->commandType != CMD_SELECT ||

@@ -327,23 +327,12 @@ QuotedColumnName(Oid relid, AttrNumber att)
 static Query *
 PairsQuery(const Candidate *c, RangeTblEntry *ra, RangeTblEntry *rb, Oid nsp)
 {
-	Relation	rel = table_open(ra->relid, NoLock);	/* locked by the parser */
-	TupleDesc	td = RelationGetDescr(rel);
 	StringInfoData s;
+	int			natts;
 	Query	   *sub;
 
 	initStringInfo(&s);
-	appendStringInfoString(&s, "SELECT ");
-	for (int i = 0; i < td->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(td, i);
-
-		if (att->attisdropped)
-			appendStringInfoString(&s, "NULL::pg_catalog.int4, ");
-		else
-			appendStringInfo(&s, "(p.r).%s, ", quote_identifier(NameStr(att->attname)));
-	}
-	table_close(rel, NoLock);
+	appendStringInfo(&s, "SELECT %s", GjPlainRowColumns(ra->relid, "p.r", &natts));
 	appendStringInfo(&s, "p.s FROM %s.eps_join(%u::pg_catalog.oid::pg_catalog.regclass, "
 					 "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %s, "
 					 "r_key => NULL::%s, s_key => NULL::%s, s_cols => ARRAY[%s]::pg_catalog.text[], "
@@ -354,7 +343,7 @@ PairsQuery(const Candidate *c, RangeTblEntry *ra, RangeTblEntry *rb, Oid nsp)
 					 format_type_be_qualified(get_rel_type_id(rb->relid)),
 					 QuotedColumnName(rb->relid, c->b_col), c->metric);
 	sub = GjPlainAnalyze(s.data);
-	if (sub->commandType != CMD_SELECT || list_length(sub->targetList) != td->natts + 1)
+	if (sub->commandType != CMD_SELECT || list_length(sub->targetList) != natts + 1)
 		elog(ERROR, "gpujoin: unexpected rewrite of a distance join: %s", s.data);
 	return sub;
 }

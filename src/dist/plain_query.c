@@ -8,12 +8,15 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/rls.h"
 
 #include "compat.h"
@@ -231,4 +234,30 @@ GjPlainAnalyze(const char *sql)
 	sub = transformTopLevelStmt(pstate, linitial_node(RawStmt, raw));
 	free_parsestate(pstate);
 	return sub;
+}
+
+/*
+ * "(row).c1, .., (row).cn, " of table relid's columns by number, NULL for
+ * a dropped one: the entry's columns out of a composite; *natts their count
+ */
+char *
+GjPlainRowColumns(Oid relid, const char *row, int *natts)
+{
+	Relation	rel = table_open(relid, NoLock);	/* locked by the parser */
+	TupleDesc	td = RelationGetDescr(rel);
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 0; i < td->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(td, i);
+
+		if (att->attisdropped)
+			appendStringInfoString(&s, "NULL::pg_catalog.int4, ");
+		else
+			appendStringInfo(&s, "(%s).%s, ", row, quote_identifier(NameStr(att->attname)));
+	}
+	*natts = td->natts;
+	table_close(rel, NoLock);
+	return s.data;
 }
