@@ -235,7 +235,8 @@ DistributedLateralKnn(Query *q)
 			sq->limitCount == NULL || sq->sortClause == NIL)
 			continue;
 		tle = get_sortgroupclause_tle(linitial_node(SortGroupClause, sq->sortClause), sq->targetList);
-		if (GjDistanceOf((Node *) tle->expr, LateralSide, NULL, &jc) &&
+		/* Citus asked only now: every query planned comes here */
+		if (GjDistanceOf((Node *) tle->expr, LateralSide, NULL, &jc) && GjCitusInstalled() &&
 			HasDistributedTable(sq) && HasDistributedTable(q))
 			return true;
 	}
@@ -322,7 +323,7 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 		}
 		if (n > 0)
 			elog(DEBUG1, "gpujoin: %d distributed tables of distance joins read as subqueries", n);
-		lateral_knn = GjCitusInstalled() && DistributedLateralKnn(parse);
+		lateral_knn = DistributedLateralKnn(parse);
 	}
 	if (prev_planner)
 		stmt = CitusPlanner(parse, query_string, cursor_options, bound_params, lateral_knn);
