@@ -54,13 +54,17 @@ watch "SELECT count(*) FROM eps_selfjoin('pc', '{x,y}', 0.02)" "$log/eps"
 seen=$(grep -c '|eps_selfjoin|' "$log/eps")
 [ "$seen" -ge 2 ] && r=ok || r="seen $seen times"
 check "an eps_selfjoin shows while it runs" "$r"
-bad=$(awk -F'|' '$2 == "eps_selfjoin" && ($8 == "" || $8 < 0 || $8 > 100)' "$log/eps" | head -1)
+# (a row is published when the join begins, before its read has planned
+# its query and knows the total: read, 0 rows, total and percent NULL, as
+# the view documents; a sample can land there, so that one state is let be)
+started='!($3 == "read" && $4 == 0 && $5 == "")'
+bad=$(awk -F'|' '$2 == "eps_selfjoin" && '"$started"' && ($8 == "" || $8 < 0 || $8 > 100)' "$log/eps" | head -1)
 [ -z "$bad" ] && r=ok || r="row $bad"
 check "its percent is between 0 and 100" "$r"
 emit=$(awk -F'|' '$2 == "eps_selfjoin" && $3 == "emit" && $8 > 0 && $6 > 0' "$log/eps" | wc -l)
 [ "$emit" -ge 1 ] && r=ok || r="no emit row with a percent above 0"
 check "it reaches the emit phase with result rows and a percent" "$r"
-bad=$(awk -F'|' '$2 == "eps_selfjoin" && ($4 > $5 || $5 < 300000 * 0.9)' "$log/eps" | head -1)
+bad=$(awk -F'|' '$2 == "eps_selfjoin" && '"$started"' && ($4 > $5 || $5 < 300000 * 0.9)' "$log/eps" | head -1)
 [ -z "$bad" ] && r=ok || r="row $bad"
 check "rows read of about 300000" "$r"
 n=$(q "SELECT count(*) FROM gpujoin_progress")
