@@ -681,6 +681,55 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT count(*) FROM eps_selfjoin('d_cv', '{v}', 0.02, metric => 'cosine')" \
 		"SELECT count(*) FROM eps_selfjoin('l_cv', '{v}', 0.02, metric => 'cosine')"
 	call_in_strips cosine "SELECT * FROM knn_selfjoin('d_cv', '{v}', 5, metric => 'cosine')"
+	# LATERAL kNN of pgvector columns: pgvector ranks in float32, so each
+	# strip answers by its own LATERAL query on the worker (knn_lateral_join,
+	# knn_lateral_selfjoin), its halo widened by float32's rounding; rows
+	# without a vector from knn_lateral_fill.  d_v1's clumps, exact ties and
+	# duplicates and a NULL vector; d_h's 64-D halfvec; d_cv's 8-D clumps at
+	# seven magnitudes with zero vectors.  Compared by (row, distance), as
+	# the PostGIS forms above.
+	for j in "SELECT a.id, n.d FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b ORDER BY b.v <-> a.v LIMIT 5) n" \
+		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n" \
+		"SELECT a.id, n.d FROM {H} a, LATERAL (SELECT a.h <-> b.h AS d FROM {H} b WHERE a.id <> b.id ORDER BY a.h <-> b.h LIMIT 3) n" \
+		"SELECT a.id, n.d, n.one FROM {CV} a LEFT JOIN LATERAL (SELECT b.v <-> a.v AS d, 1 AS one FROM {CV} b ORDER BY b.v <-> a.v LIMIT 6) n ON true" \
+		"SELECT a.id % 5 AS m, count(*), max(n.d) FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b ORDER BY b.v <-> a.v LIMIT 40) n WHERE n.d < 1 GROUP BY 1"; do
+		d=${j//\{V2\}/d_v2}
+		d=${d//\{V\}/d_v1}
+		d=${d//\{H\}/d_h}
+		d=${d//\{CV\}/d_cv}
+		l=${j//\{V2\}/l_v2}
+		l=${l//\{V\}/l_v1}
+		l=${l//\{H\}/l_h}
+		l=${l//\{CV\}/l_cv}
+		same_as_own "pgvector LATERAL kNN on the workers: ${j:0:80}, pgvector's rows" "$d" "$l"
+		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
+		grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+			! grep -q "Distributed Subplan" <<<"$plan" && check "pgvector LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
+			check "pgvector LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	done
+	# each row's neighbours ranked 1 .. k by <->, as PostgreSQL's ORDER BY
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*), count(DISTINCT q), min(rank), max(rank), count(*) FILTER (WHERE dist <> (q).v <-> (r).v)
+	        FROM knn_lateral_join('d_v2', 'd_v1', '{v}', 3, NULL::d_v2, NULL::d_v1)" 2>&1 | tail -1)
+	want=$(psql -X -q -At -c "SELECT count(*) * 3 || '|' || count(*) || '|1|3|0' FROM l_v2 WHERE v IS NOT NULL" 2>&1)
+	[ "$out" = "$want" ] && check "knn_lateral_join: k rows a query row, ranked 1 .. k, dist is <->" ok ||
+		check "knn_lateral_join: k rows a query row, ranked 1 .. k, dist is <->" "$out (want $want)"
+	# only on the workers, only pgvector's <->: an error elsewhere, never other rows
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_join('l_v2', 'l_v1', '{v}', 3, NULL::l_v2, NULL::l_v1)" 2>&1)
+	grep -q "knn_lateral_join: runs on the workers of Citus-distributed tables only" <<<"$out" &&
+		check "knn_lateral_join of plain tables: an error" ok || check "knn_lateral_join of plain tables: an error" "$out"
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_selfjoin('d_cv', '{v}', 3, NULL::d_cv, metric => 'cosine')" 2>&1)
+	grep -q "knn_lateral_selfjoin: cannot run on the workers: PostgreSQL's order is kept for pgvector's <-> only" <<<"$out" &&
+		check "knn_lateral_selfjoin by the cosine metric: an error" ok || check "knn_lateral_selfjoin by the cosine metric: an error" "$out"
+	# <=> stays Citus's error, with the hint; so does a halfvec cast to vector
+	# (no column on one side: not a distance of two columns), without it
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_cv a CROSS JOIN LATERAL (SELECT b.id FROM d_cv b ORDER BY b.v <=> a.v LIMIT 4) n" 2>&1)
+	grep -q "^ERROR:  complex joins" <<<"$out" && grep -q "knn_join" <<<"$out" &&
+		check "plain SQL: a pgvector <=> LATERAL kNN left to Citus, with a hint" ok ||
+		check "plain SQL: a pgvector <=> LATERAL kNN left to Citus, with a hint" "$out"
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_cq a CROSS JOIN LATERAL (SELECT b.id FROM d_cv b ORDER BY b.v <-> a.v::vector LIMIT 4) n" 2>&1)
+	grep -q "^ERROR:  complex joins" <<<"$out" &&
+		check "plain SQL: a LATERAL kNN of a cast halfvec left to Citus" ok ||
+		check "plain SQL: a LATERAL kNN of a cast halfvec left to Citus" "$out"
 	# a bare vector (no declared dimensions): its rows' dimensions, read first;
 	# vectors of two dimensions stay on the coordinator with one node's error
 	q "CREATE TABLE d_vb (id bigint PRIMARY KEY, v vector);

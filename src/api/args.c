@@ -250,6 +250,11 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	spec->fname = GjFunctionName(fn);
 	if (spec->fname == NULL)
 		elog(ERROR, "gpujoin: not a gpujoin function");
+	if ((fn == GJ_FN_KNN_JOIN || fn == GJ_FN_KNN_SELFJOIN) && GjPgOrderFunction(funcid))
+	{
+		spec->pg_order = true;
+		spec->fname = fn == GJ_FN_KNN_JOIN ? "knn_lateral_join" : "knn_lateral_selfjoin";
+	}
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
 	if (GjTakesParams(fn))

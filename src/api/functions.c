@@ -13,6 +13,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/catcache.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "api/api.h"
@@ -266,6 +267,8 @@ GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2])
 	CatCList   *list;
 	char	  **names;
 	int			nclassic = -1;
+	const char *symbol;
+	NameData	classic;
 
 	pos[0] = pos[1] = -1;
 	if (!HeapTupleIsValid(tup))
@@ -277,7 +280,10 @@ GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2])
 		return 0;
 	}
 	names = ArgNames(tup, p->pronargs);
-	list = SearchSysCacheList1(PROCNAMEARGSNSP, NameGetDatum(&p->proname));
+	/* the classic form has the C symbol's name (knn_lateral_join's is knn_join) */
+	symbol = GjFunctionName(GjLookupFunction(funcid));
+	namestrcpy(&classic, symbol != NULL ? symbol : NameStr(p->proname));
+	list = SearchSysCacheList1(PROCNAMEARGSNSP, NameGetDatum(&classic));
 	for (int m = 0; m < list->n_members && nclassic < 0; m++)
 	{
 		HeapTuple	ct = &list->members[m]->tuple;
@@ -305,6 +311,20 @@ GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2])
 	if (nclassic < 0)
 		elog(ERROR, "gpujoin: function %u has no form without a key in its schema", funcid);
 	return nclassic;
+}
+
+/*
+ * Is funcid one of the forms that rank by PostgreSQL's own distance
+ * operator (knn_lateral_join, knn_lateral_selfjoin: the C symbols of
+ * knn_join and knn_selfjoin under other names)?
+ */
+bool
+GjPgOrderFunction(Oid funcid)
+{
+	char	   *name = get_func_name(funcid);
+
+	return name != NULL && (strcmp(name, "knn_lateral_join") == 0 ||
+							strcmp(name, "knn_lateral_selfjoin") == 0);
 }
 
 /* Is funcid a keyed form? */

@@ -109,6 +109,11 @@ GjDistInit(void)
 static GjDist *
 OnCoordinator(const GjJobSpec *spec, const char *why)
 {
+	/* PostgreSQL's order is kept on the workers only: no coordinator's run to fall back on */
+	if (spec->pg_order)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: cannot run on the workers: %s", spec->fname, why)));
 	ereport(NOTICE,
 			(errmsg("%s: the distributed table is read on this node: %s", spec->fname, why),
 			 errhint("Only the eps and kNN joins, counts, lists and DBSCAN of tables with numeric coordinate columns, geometry (2-D or PointZ) or geography points, float4[] or float8[] arrays or pgvector columns run on the Citus workers, by the Euclidean metric (pgvector columns: the cosine metric too).")));
@@ -316,6 +321,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
 			return OnCoordinator(spec, "its coordinates are neither numeric columns, geometry or geography points, arrays nor vectors");
 	}
+	if (spec->pg_order && (dc.vector == 0 || dc.cosine))
+		return OnCoordinator(spec, "PostgreSQL's order is kept for pgvector's <-> only");
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
 		return OnCoordinator(spec, "its key is a row");
@@ -340,6 +347,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		if (shard != NULL)
 			dc.s_ref = GjDistSource(dc.s, dc.ncols, as_is, shard);
 	}
+	if (spec->pg_order && (dc.s_ref != NULL || !s_dist || (!dc.self && !r_dist)))
+		return OnCoordinator(spec, "PostgreSQL's order is kept for two hash-distributed tables only");
 
 	/* 1. the strips */
 	GjProgressPhase(GJ_PHASE_READ);

@@ -139,12 +139,67 @@ Halos(const DistCall *dc, const double *bound)
 									   GjDistValuesLiteral(dc), x, lows.data, x, highs.data), SPI_OK_INSERT);
 }
 
+/*
+ * knn_lateral_join's bound: how far, in the engine's float64 distance, a
+ * reference can be and still come among a query row's first k by the
+ * column type's own <->, given that its k nearest by the engine's
+ * distance lie within b.  pgvector sums float32 squares, in an order its
+ * compiler picks: within a relative gam of the exact sum, plus each
+ * term's underflow (join/pairs.c's margins, GjJoinMargins, which
+ * dist/ does not call: join/ runs jobs, which call dist/).  So the k-th
+ * distance by <-> is at most pg_up(b), above b by those margins, and a
+ * reference at that <-> distance is within GjJoinMargins' eps of it.
+ * Past 1e19 a float32 sum of squares may overflow to infinity, which
+ * <-> ranks after every finite distance: every reference may count.
+ */
+static double
+PgOrderBound(const DistCall *dc, double b)
+{
+	double		gam = (dc->dims + 4) * ldexp(1.0, -24);
+	double		d;
+
+	if (!isfinite(b) || b > 1e18)
+		return INFINITY;
+	/* the k-th <-> distance at most d (GjJoinMargins' in2, solved for d) */
+	d = sqrt((b * b * (1 + gam) * (1 + 1e-9) + dc->dims * 1e-44) / (1 - 1e-9)) * (1 + 1e-12);
+	/* a reference within d by <-> is within this by the engine's (its eps2) */
+	return sqrt((d * d * (1 + 1e-12) + dc->dims * 1e-44) / (1 - gam) * (1 + 1e-12)) * (1 + 1e-12);
+}
+
+/*
+ * knn_lateral_join, knn_lateral_selfjoin: each strip answers its query
+ * rows by PostgreSQL's own order (its LATERAL query, lq, on the worker:
+ * lateral_strip.c).  The strips' bounds are the engine's, widened by
+ * PgOrderBound, so each strip holds every reference that can come among
+ * its query rows' first k by <->: its answer is the whole table's.
+ */
+static int64
+LateralKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
+{
+	int			k = dc->spec->k;
+	double	   *bound = Bounds(dc, dc->self ? k + 1 : k);
+	int64		moved;
+
+	for (int i = 0; i < dc->strips.n; i++)
+		bound[i] = PgOrderBound(dc, bound[i]);
+	moved = Halos(dc, bound);
+	CHECK_FOR_INTERRUPTS();
+	GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s.knn_lateral_strip(c.lq, %d%s%s) j",
+							   dc->cells, quote_identifier(get_namespace_name(dc->spec->input.nsp)), k,
+							   GjDistKeyWitness("query_key", dc->r), GjDistKeyWitness("ref_key", dc->s)),
+				false, cxt);
+	return moved;
+}
+
 int64
 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 {
 	int			k = dc->spec->k;
 	double	   *bound;
 	int64		moved = 0;
+
+	if (dc->spec->pg_order)
+		return LateralKnn(dc, dist, cxt);
 
 	/* references of a reference table: every strip reads them all, one pass */
 	if (dc->s_ref == NULL)

@@ -60,8 +60,15 @@
  *	  SELECT on the whole table (plain_pairs.c's conditions), and their
  *	  row types have an order (knn_join's ties);
  *	- the query's only Citus tables are these.
- * pgvector's <-> and <=> rank in float32, where the engine's float64
- * order may differ; they keep Citus's error.
+ *
+ * pgvector's <-> ranks in float32, where the engine's float64 order may
+ * differ: on vector or halfvec columns of one type and modifier the call
+ * is knn_lateral_join (knn_lateral_selfjoin for the other rows), whose
+ * strips each answer by their own LATERAL query on the worker, by <->
+ * itself (dist_knn.c), knn_join's arguments and rows otherwise.  A NULL
+ * vector is the only value without a distance, which knn_lateral_fill
+ * handles as it does a point's.  <=> (NaN for a zero vector, which sorts
+ * before NULL) keeps Citus's error.
  */
 #include "postgres.h"
 
@@ -95,6 +102,7 @@ typedef struct KnnCandidate
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	bool		left;			/* LEFT JOIN LATERAL .. ON true */
+	bool		pg_order;		/* pgvector's <->: knn_lateral_join, PostgreSQL's order */
 	int			k;
 } KnnCandidate;
 
@@ -321,6 +329,7 @@ Consider(KnnFinder *f, Index ne)
 				srid_q;
 	AttrNumber	other;
 	bool		left;
+	bool		pg_order;
 	RangeTblEntry *rr,
 			   *qr;
 	KnnCandidate *c;
@@ -331,13 +340,15 @@ Consider(KnnFinder *f, Index ne)
 	if (sgc->nulls_first || sgc->sortop != Float8LessOperator)
 		return;
 	tle = get_sortgroupclause_tle(sgc, sq->targetList);
-	if (!GjDistanceOf((Node *) tle->expr, KnnSide, &r_rti, &jc) ||
-		jc.kind != GJ_KEY_GEOMETRY || jc.metric != GJ_JM_PLANAR)
+	if (!GjDistanceOf((Node *) tle->expr, KnnSide, &r_rti, &jc))
+		return;
+	pg_order = (jc.kind == GJ_KEY_VECTOR || jc.kind == GJ_KEY_HALFVEC) && jc.metric == GJ_JM_L2;
+	if (!pg_order && (jc.kind != GJ_KEY_GEOMETRY || jc.metric != GJ_JM_PLANAR))
 		return;
 	rv = (Var *) GjPlainStripRelabel((Node *) jc.outer_key);
 	qv = (Var *) GjPlainStripRelabel((Node *) jc.inner_key);
 	if (rv->vartype != qv->vartype || rv->vartypmod != qv->vartypmod ||
-		!GjPointsTypmod(rv->vartypmod, &srid_r) || !GjPointsTypmod(qv->vartypmod, &srid_q))
+		(!pg_order && (!GjPointsTypmod(rv->vartypmod, &srid_r) || !GjPointsTypmod(qv->vartypmod, &srid_q))))
 		return;
 	if (f->citus < 0)
 		f->citus = GjCitusInstalled();
@@ -366,6 +377,7 @@ Consider(KnnFinder *f, Index ne)
 	c->r_col = rv->varattno;
 	c->other = other;
 	c->left = left;
+	c->pg_order = pg_order;
 	c->k = k;
 	f->found = lappend(f->found, c);
 }
@@ -405,16 +417,18 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	Query	   *sub;
 
 	if (c->other == 0)
-		knn = psprintf("SELECT %sp.r FROM %s.knn_join(%u::pg_catalog.oid::pg_catalog.regclass, "
+		knn = psprintf("SELECT %sp.r FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
 					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p",
-					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp, q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
+					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp,
+					   c->pg_order ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
 	else
 	{
 		/* the other rows: the self join's (r is q) */
-		knn = psprintf("SELECT %sp.b FROM %s.knn_selfjoin(%u::pg_catalog.oid::pg_catalog.regclass, "
+		knn = psprintf("SELECT %sp.b FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s) p",
-					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp, q_relid, qcol, c->k, qtype);
+					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp,
+					   c->pg_order ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype);
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
 	sql = psprintf("%s UNION ALL "
@@ -531,10 +545,18 @@ GjPlainKnn(Query *parse, List **relids)
 	if (!OidIsValid(nsp))
 		return;
 	nspname = quote_identifier(get_namespace_name(nsp));
-	/* an installation not updated to 0.9 has no knn_lateral_fill: Citus's error */
+	/*
+	 * An installation not updated to 0.9 has no knn_lateral_fill, to 0.10
+	 * no knn_lateral_join: Citus's error
+	 */
 	if (!OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
 											  makeString("knn_lateral_fill")), -1, NULL, true)))
 		return;
+	foreach(lc, f.found)
+		if (((KnnCandidate *) lfirst(lc))->pg_order &&
+			!OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+												  makeString("knn_lateral_join")), -1, NULL, true)))
+			return;
 	foreach(lc, f.found)
 		Rewrite((KnnCandidate *) lfirst(lc), nspname, relids);
 	elog(DEBUG1, "gpujoin: %d LATERAL kNN subqueries of distributed tables run on the workers",

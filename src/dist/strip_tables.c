@@ -523,7 +523,8 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 	dc->r_tab = psprintf("%s.%s", dc->schema, quote_identifier(dc->r_base));
 	dc->s_tab = psprintf("%s.%s", dc->schema, quote_identifier(dc->s_base));
 
-	GjDistExec(psprintf("CREATE UNLOGGED TABLE %s (strip int4, rq text, sq text)", dc->cells), SPI_OK_UTILITY);
+	GjDistExec(psprintf("CREATE UNLOGGED TABLE %s (strip int4, rq text, sq text, lq text)", dc->cells),
+			   SPI_OK_UTILITY);
 	GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', shard_count => %d, colocate_with => 'none')",
 				  dc->cells, dc->strips.n), SPI_OK_SELECT);
 	/*
@@ -648,6 +649,26 @@ ReferenceQueries(const DistCall *dc)
 	return a.data;
 }
 
+/*
+ * knn_lateral_join's query of each strip (lq), a LATERAL kNN over its
+ * shards by the column type's own <-> (knn_lateral_strip, lateral_strip.c,
+ * runs it on the worker): a format() of the query rows' shard (%2$I),
+ * the references' (%3$I) and the strip (%4$s), schema %1$s.  The query
+ * rows are r's of the strip (a self join: its own rows of s, and each
+ * one's references the others).
+ */
+static char *
+LateralQueryFormat(const DistCall *dc)
+{
+	char	   *op = psprintf("OPERATOR(%s.<->)", quote_identifier(VectorSchema(dc->s)));
+
+	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q CROSS JOIN LATERAL "
+					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s "
+					"ORDER BY s.c1 %s q.c1 LIMIT %d) n WHERE q.strip = %%4$s%s",
+					op, dc->self ? " AND s.id IS DISTINCT FROM q.id" : "", op, dc->spec->k,
+					dc->self ? " AND q.own" : "");
+}
+
 /* Each strip's queries over its own shards, in the cells table. */
 void
 GjDistFillCells(DistCall *dc)
@@ -675,11 +696,17 @@ GjDistFillCells(DistCall *dc)
 				  "pg_catalog.format('SELECT %s FROM %%s.%%I WHERE strip = %%s%s', %s, %s || '_' || "
 				  "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v), "
 				  "pg_catalog.format('SELECT %s FROM %%s.%%I WHERE strip = %%s%s', %s, %s || '_' || "
-				  "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v) "
+				  "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v)%s "
 				  "FROM pg_catalog.unnest(%s) v",
 				  dc->cells,
 				  cols, dc->self ? " AND own" : "", quote_literal_cstr(nsp), quote_literal_cstr(r_base), r_tab,
 				  cols, s_rows, quote_literal_cstr(nsp), quote_literal_cstr(dc->s_base), dc->s_tab,
+				  !dc->spec->pg_order ? "" :
+				  psprintf(", pg_catalog.format(%s, %s, %s || '_' || "
+						   "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), %s || '_' || "
+						   "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v)",
+						   quote_literal_cstr(LateralQueryFormat(dc)), quote_literal_cstr(nsp),
+						   quote_literal_cstr(r_base), r_tab, quote_literal_cstr(dc->s_base), dc->s_tab),
 				  GjDistValuesLiteral(dc)), SPI_OK_INSERT);
 }
 

@@ -146,6 +146,11 @@ GjJobStart(const GjJobSpec *spec, MemoryContext parent, bool restart_ok)
 		MemoryContextSwitchTo(old);
 		return job;
 	}
+	if (spec->pg_order)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: runs on the workers of Citus-distributed tables only", spec->fname),
+				 errhint("On one node, write the LATERAL query itself: gpujoin plans it onto its engines.")));
 	{
 		GjInputSpec in = spec->input;
 

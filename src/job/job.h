@@ -51,6 +51,14 @@ typedef struct GjJobSpec
 	int32		minpts;			/* dbscan */
 
 	/*
+	 * knn_lateral_join, knn_lateral_selfjoin: each query row's k nearest by
+	 * PostgreSQL's own distance operator of the column's type (pgvector's
+	 * <->, in float32), as a LATERAL subquery ordered by it returns them;
+	 * on the Citus workers only (dist/dist_knn.c).
+	 */
+	bool		pg_order;
+
+	/*
 	 * Only the output rows whose id column filter_column (0: the first, 1:
 	 * the second) holds one of filter_ids (sorted, distinct), from a qual on
 	 * the custom scan.  GJ_FILTER_NONE: all rows.
