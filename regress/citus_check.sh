@@ -707,6 +707,23 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 			! grep -q "Distributed Subplan" <<<"$plan" && check "pgvector LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
 			check "pgvector LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
+	# an order float32 reverses: from [0,0], [0.760496974,0.912635505] is
+	# nearer than [1.0324409,0.587643623] exactly (the engine's order, which
+	# knn_join keeps), farther by pgvector's <-> in float32 (an FMA sum; the
+	# measure line says whether this build reverses them): PostgreSQL's row
+	q "CREATE TABLE d_rq (id bigint PRIMARY KEY, v vector(2));
+	   CREATE TABLE d_rr (id bigint PRIMARY KEY, v vector(2));
+	   SELECT create_distributed_table('d_rq', 'id', shard_count => 4);
+	   SELECT create_distributed_table('d_rr', 'id', shard_count => 4);
+	   INSERT INTO d_rq VALUES (1, '[0,0]'), (2, '[3,3]');
+	   INSERT INTO d_rr VALUES (1, '[1.0324409,0.587643623]'), (2, '[0.760496974,0.912635505]'), (3, '[3,3.5]'), (4, '[5,5]');
+	   CREATE TABLE l_rq AS SELECT * FROM d_rq;
+	   CREATE TABLE l_rr AS SELECT * FROM d_rr;" >/dev/null || check "reversed rows" "not made"
+	same_as_own "pgvector LATERAL kNN on the workers: an order float32 reverses, pgvector's row" \
+		"SELECT a.id, n.id AS n, n.d FROM d_rq a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM d_rr b ORDER BY b.v <-> a.v LIMIT 1) n" \
+		"SELECT a.id, n.id AS n, n.d FROM l_rq a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM l_rr b ORDER BY b.v <-> a.v LIMIT 1) n"
+	echo "citus: measure: float32 reverses the order of the two rows: $(psql -X -q -At -c "SELECT '[1.0324409,0.587643623]'::vector <-> '[0,0]' < '[0.760496974,0.912635505]'::vector <-> '[0,0]'")," \
+		"the nearest by knn_join: $(psql -X -q -At -c "$load" -c "SELECT r FROM knn_join('d_rq', 'd_rr', '{v}', 1, query_id_col => 'id', ref_id_col => 'id') WHERE q = 1" 2>&1 | tail -1) (2 exactly)"
 	# each row's neighbours ranked 1 .. k by <->, as PostgreSQL's ORDER BY
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*), count(DISTINCT q), min(rank), max(rank), count(*) FILTER (WHERE dist <> (q).v <-> (r).v)
 	        FROM knn_lateral_join('d_v2', 'd_v1', '{v}', 3, NULL::d_v2, NULL::d_v1)" 2>&1 | tail -1)
