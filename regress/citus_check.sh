@@ -525,10 +525,21 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		l=${l//\{XR\}/l_xr}
 		same_as_own "LATERAL kNN on the workers: ${j:0:80}, PostGIS's rows" "$d" "$l"
 		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
-		grep -Eq "Function Call: knn_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+		grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
 			! grep -q "Distributed Subplan" <<<"$plan" && check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
 			check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
 	done
+	# knn_lateral_join of 2-D points: PostGIS's order is the engine's, knn_join's rows
+	out=$(psql -X -q -At -c "$load" -c "CREATE TEMP TABLE kl AS SELECT (q).id AS q, (r).id AS r, rank, dist FROM knn_lateral_join('d_gd', 'd_gp', '{g}', 4, NULL::d_gd, NULL::d_gp)" \
+		-c "CREATE TEMP TABLE kj AS SELECT q, r, rank, dist FROM knn_join('d_gd', 'd_gp', '{g}', 4, query_id_col => 'id', ref_id_col => 'id')" \
+		-c "SELECT (SELECT count(*) FROM (TABLE kl EXCEPT ALL TABLE kj) x) || ' ' || (SELECT count(*) FROM (TABLE kj EXCEPT ALL TABLE kl) y) || ' ' || (SELECT count(*) FROM kj)" 2>&1 | tail -1)
+	grep -Eq "^0 0 [1-9][0-9]*$" <<<"$out" && check "knn_lateral_join of geometry points: knn_join's rows" ok ||
+		check "knn_lateral_join of geometry points: knn_join's rows" "$out"
+	# rows without a point are returned (knn_lateral_fill), so no NOTICE says they were skipped
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 3) n" 2>&1)
+	grep -q "^[0-9]*$" <<<"$out" && ! grep -qi "skipped" <<<"$out" &&
+		check "LATERAL kNN on the workers: no NOTICE of skipped rows" ok ||
+		check "LATERAL kNN on the workers: no NOTICE of skipped rows" "$(tr '\n' ' ' <<<"$out")"
 	# ... and with no references, a CROSS JOIN LATERAL has no rows, as PostgreSQL's
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_ge b ORDER BY b.g <-> a.g LIMIT 3) n" \
 		-c "SELECT count(*) FROM d_g1 a CROSS JOIN LATERAL (SELECT b.id FROM d_g1 b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n" 2>&1 |
@@ -725,17 +736,19 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	echo "citus: measure: float32 reverses the order of the two rows: $(psql -X -q -At -c "SELECT '[1.0324409,0.587643623]'::vector <-> '[0,0]' < '[0.760496974,0.912635505]'::vector <-> '[0,0]'")," \
 		"the nearest by knn_join: $(psql -X -q -At -c "$load" -c "SELECT r FROM knn_join('d_rq', 'd_rr', '{v}', 1, query_id_col => 'id', ref_id_col => 'id') WHERE q = 1" 2>&1 | tail -1) (2 exactly)"
 	# each row's neighbours ranked 1 .. k by <->, as PostgreSQL's ORDER BY
-	out=$(psql -X -q -At -c "$load" -c "SELECT count(*), count(DISTINCT q), min(rank), max(rank), count(*) FILTER (WHERE dist <> (q).v <-> (r).v)
-	        FROM knn_lateral_join('d_v2', 'd_v1', '{v}', 3, NULL::d_v2, NULL::d_v1)" 2>&1 | tail -1)
-	want=$(psql -X -q -At -c "SELECT count(*) * 3 || '|' || count(*) || '|1|3|0' FROM l_v2 WHERE v IS NOT NULL" 2>&1)
-	[ "$out" = "$want" ] && check "knn_lateral_join: k rows a query row, ranked 1 .. k, dist is <->" ok ||
-		check "knn_lateral_join: k rows a query row, ranked 1 .. k, dist is <->" "$out (want $want)"
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*), count(DISTINCT q), min(rank), max(rank), count(*) FILTER (WHERE dist <> (q).v <-> (r).v),
+	        count(DISTINCT (q, rank)), count(*) FILTER (WHERE dist < before)
+	        FROM (SELECT j.*, lag(dist) OVER (PARTITION BY q ORDER BY rank) AS before
+	              FROM knn_lateral_join('d_v2', 'd_v1', '{v}', 3, NULL::d_v2, NULL::d_v1) j) x" 2>&1 | tail -1)
+	want=$(psql -X -q -At -c "SELECT count(*) * 3 || '|' || count(*) || '|1|3|0|' || count(*) * 3 || '|0' FROM l_v2 WHERE v IS NOT NULL" 2>&1)
+	[ "$out" = "$want" ] && check "knn_lateral_join: k rows a query row, ranked 1 .. k in order of dist, dist is <->" ok ||
+		check "knn_lateral_join: k rows a query row, ranked 1 .. k in order of dist, dist is <->" "$out (want $want)"
 	# only on the workers, only pgvector's <->: an error elsewhere, never other rows
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_join('l_v2', 'l_v1', '{v}', 3, NULL::l_v2, NULL::l_v1)" 2>&1)
 	grep -q "knn_lateral_join: runs on the workers of Citus-distributed tables only" <<<"$out" &&
 		check "knn_lateral_join of plain tables: an error" ok || check "knn_lateral_join of plain tables: an error" "$out"
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_selfjoin('d_cv', '{v}', 3, NULL::d_cv, metric => 'cosine')" 2>&1)
-	grep -q "knn_lateral_selfjoin: cannot run on the workers: PostgreSQL's order is kept for pgvector's <-> only" <<<"$out" &&
+	grep -q "knn_lateral_selfjoin: cannot run on the workers: PostgreSQL's order is kept for pgvector's <-> and 2-D geometry points only" <<<"$out" &&
 		check "knn_lateral_selfjoin by the cosine metric: an error" ok || check "knn_lateral_selfjoin by the cosine metric: an error" "$out"
 	# <=> stays Citus's error, with the hint; so does a halfvec cast to vector
 	# (no column on one side: not a distance of two columns), without it

@@ -1,19 +1,21 @@
 -- gpujoin upgrade 0.9 -> 0.10: knn_lateral_join, knn_lateral_selfjoin and
 -- knn_lateral_strip, which the planner's LATERAL kNN of Citus-distributed
--- pgvector tables calls (PostgreSQL's float32 order, on the workers).
+-- tables calls (PostgreSQL's order: pgvector's float32 one on the workers).
 -- Nothing else changes.
 \echo Use "ALTER EXTENSION gpujoin UPDATE TO '0.10'" to load this file. \quit
 
 -- A LATERAL kNN of Citus-distributed tables by PostgreSQL's own order
 -- (internal: the planner's rewrite of q JOIN LATERAL (SELECT .. FROM r
--- [WHERE r.c <> q.c] ORDER BY r.v <-> q.v LIMIT k) calls them, for
--- pgvector columns, beside knn_lateral_fill).  knn_join's arguments and
--- rows, but each query row's k nearest by the column type's own <->
--- (pgvector's, in float32, where knn_join ranks by the exact distance):
--- rank and dist as PostgreSQL orders and computes them, ties in no
--- particular order.  Run on the workers only, each strip by its own
--- LATERAL query (knn_lateral_strip); elsewhere an error.  The C functions
--- are knn_join's and knn_selfjoin's, which tell these by their names.
+-- [WHERE r.c <> q.c] ORDER BY r.v <-> q.v LIMIT k) calls them beside
+-- knn_lateral_fill).  knn_join's arguments and rows, but each query row's
+-- k nearest by the column type's own <->: pgvector's, in float32, where
+-- knn_join ranks by the exact distance (each strip then answers by its
+-- own LATERAL query, knn_lateral_strip), or a 2-D geometry point's, which
+-- PostGIS computes as knn_join does; rank and dist as PostgreSQL orders
+-- and computes them, ties in no particular order, and no NOTICE of the
+-- rows without a value (knn_lateral_fill returns theirs).  Run on the
+-- workers only; elsewhere an error.  The C functions are knn_join's and
+-- knn_selfjoin's, which tell these by their names.
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
@@ -25,7 +27,7 @@ LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text) IS
-'internal to the LATERAL kNN of distributed pgvector tables: knn_join ranked by the column''s own <->, '
+'internal to the LATERAL kNN of distributed tables: knn_join ranked by the column''s own <->, '
 'on the workers';
 
 CREATE FUNCTION knn_lateral_selfjoin(tbl regclass, cols text[], k integer, key anyelement,
@@ -38,7 +40,7 @@ LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text) IS
-'internal to the LATERAL kNN of distributed pgvector tables: knn_selfjoin ranked by the column''s own <->, '
+'internal to the LATERAL kNN of distributed tables: knn_selfjoin ranked by the column''s own <->, '
 'on the workers';
 
 -- One strip's LATERAL kNN on a worker (internal to knn_lateral_join): runs

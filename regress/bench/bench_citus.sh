@@ -139,17 +139,18 @@ case " $kinds " in *" vector "*)
 # ids on the same tables, and one node's copies: a GpuJoin, and PostGIS
 # alone (a GiST kNN probe a row).
 # $1 name, $2 the query with {A} {B}, $3 the function's call
+# $4 the table {B}, $5 {A} (pr), $6 the extension alone too (1, the default) or not
 lateral() {
-	local j l
-	j=${2//\{A\}/pr}
+	local j l a=${5:-pr} tp="-"
+	j=${2//\{A\}/$a}
 	j=${j//\{B\}/$4}
-	l=${2//\{A\}/lpr}
+	l=${2//\{A\}/l$a}
 	l=${l//\{B\}/l$4}
 	read -r tw rows gw <<<"$(timed "LOAD 'gpujoin'" "$j")"
 	read -r tk _ gk <<<"$(timed "SELECT 1" "$3")"
 	read -r tl _ _ <<<"$(timed "LOAD 'gpujoin'" "$l")"
-	read -r tp _ _ <<<"$(timed "SET gpujoin.enable_join = off" "$l")"
-	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (workers / the function's ids on the workers / one node GpuJoin; PostGIS GiST alone on one node: %ss)\n" \
+	[ "${6:-1}" = 1 ] && read -r tp _ _ <<<"$(timed "SET gpujoin.enable_join = off" "$l")"
+	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (workers / the function's ids on the workers / one node GpuJoin; the extension alone on one node: %ss)\n" \
 		"$1" "$rows" "$tw" "$tk" "$tl" "$gw" "$gk" "$tp"
 	psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
 		grep -E "Function Call|Function Scan|Distributed:|Rows Moved|Plan Time|Repartition Time|Workers' Join Time|Execution Time" | sed 's/^ */    /' | cut -c1-160
@@ -160,4 +161,29 @@ case " $kinds " in *" geometry "*)
 		"SELECT * FROM knn_join('pr', 'ps', '{g}', 5)" ps
 	lateral lateral_self5 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {B} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 5) n" \
 		"SELECT * FROM knn_selfjoin('pr', '{g}', 5)" pr
+	;; esac
+# pgvector's <->: knn_lateral_join (each strip's LATERAL query on its
+# worker, pgvector's float32 order); pgvector alone sorts every row for
+# each row (quadratic), so only where the rows are few
+case " $kinds " in *" vector "*)
+	small=$([ "$n" -le 20000 ] && echo 1 || echo 0)
+	lateral lateral_vec5 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b ORDER BY b.v <-> a.v LIMIT 5) n" \
+		"SELECT * FROM knn_join('vr', 'vs', '{v}', 5)" vs vr "$small"
+	lateral lateral_vself5 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 5) n" \
+		"SELECT * FROM knn_selfjoin('vr', '{v}', 5)" vr vr "$small"
+	# 32-D uniform rows (at most 50,000 a table): a k-th distance wider than
+	# a strip, so each strip's halo holds nearly every reference
+	m=$((n < 50000 ? n : 50000))
+	q "SET citus.shard_count = 32;
+	   CREATE TABLE wr (id bigint PRIMARY KEY, v vector(32));
+	   CREATE TABLE ws (id bigint PRIMARY KEY, v vector(32));
+	   SELECT create_distributed_table('wr', 'id');
+	   SELECT create_distributed_table('ws', 'id');
+	   INSERT INTO wr SELECT i, (SELECT array_agg(random()::float4) FROM generate_series(1, 32) WHERE i > 0)::vector FROM generate_series(1, $m) i;
+	   INSERT INTO ws SELECT i, (SELECT array_agg(random()::float4) FROM generate_series(1, 32) WHERE i > 0)::vector FROM generate_series(1, $m) i;
+	   CREATE TABLE lwr AS SELECT * FROM wr;
+	   CREATE TABLE lws AS SELECT * FROM ws;
+	   ANALYZE lwr; ANALYZE lws;" >/dev/null
+	lateral lateral_v32_10 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b ORDER BY b.v <-> a.v LIMIT 10) n" \
+		"SELECT * FROM knn_join('wr', 'ws', '{v}', 10)" ws wr "$([ "$m" -le 20000 ] && echo 1 || echo 0)"
 	;; esac

@@ -129,6 +129,9 @@ OnCoordinator(const GjJobSpec *spec, const char *why)
 static void
 NoticeSkipped(const GjJobSpec *spec, const GjStrips *st, int q)
 {
+	/* the LATERAL rewrite that calls knn_lateral_join returns them (knn_lateral_fill) */
+	if (spec->pg_order)
+		return;
 	GjNoticeSkipped(spec->fname, st->rows[q], st->nnull[q], st->nnonfinite[q], st->nzero[q]);
 }
 
@@ -321,8 +324,14 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 		if (dc.dims == 0 || (!dc.self && GjDistNumericColumns(dc.r) != dc.dims))
 			return OnCoordinator(spec, "its coordinates are neither numeric columns, geometry or geography points, arrays nor vectors");
 	}
-	if (spec->pg_order && (dc.vector == 0 || dc.cosine))
-		return OnCoordinator(spec, "PostgreSQL's order is kept for pgvector's <-> only");
+	/*
+	 * PostgreSQL's order: pgvector's <-> (its own strips' queries, dist_knn.c),
+	 * or 2-D geometry points, whose <-> PostGIS computes as the engine does
+	 * (knn_join's rows are its)
+	 */
+	if (spec->pg_order && !(dc.vector != 0 && !dc.cosine) &&
+		!(OidIsValid(dc.postgis_nsp) && !dc.geography && dc.dims == 2))
+		return OnCoordinator(spec, "PostgreSQL's order is kept for pgvector's <-> and 2-D geometry points only");
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
 		return OnCoordinator(spec, "its key is a row");

@@ -198,7 +198,8 @@ GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 	double	   *bound;
 	int64		moved = 0;
 
-	if (dc->spec->pg_order)
+	/* pgvector's order; geometry points' is the engine's own (dist_join.c) */
+	if (dc->spec->pg_order && dc->vector != 0)
 		return LateralKnn(dc, dist, cxt);
 
 	/* references of a reference table: every strip reads them all, one pass */

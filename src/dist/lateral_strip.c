@@ -16,8 +16,9 @@
  * whole).  Such a join gives a query row's neighbours together and in
  * the subquery's order, one query row after another, as a nested loop
  * over a LATERAL subquery does: so a row's rank is its place in the run
- * of rows of one ctid.  A run longer than k would mean the rows of one
- * query row came apart (an error, never a wrong rank).
+ * of rows of one ctid.  (Rows of one query row apart would restart its
+ * ranks; the join's form rules that out, and citus_check looks at the
+ * ranks.  A run longer than k is an error.)
  *
  * The query runs as the caller, read-only, and its rows go to a
  * tuplestore (the function is materialised, as every gpujoin function

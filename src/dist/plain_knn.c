@@ -9,8 +9,8 @@
  * becomes
  *
  *	  (SELECT (p.q).c1, .., (p.q).cn, p.r
- *	   FROM knn_join(q, r, ARRAY['g'], 5, query_key => NULL::q,
- *					 ref_key => NULL::r, ref_cols => ARRAY['g']) p
+ *	   FROM knn_lateral_join(q, r, ARRAY['g'], 5, query_key => NULL::q,
+ *							 ref_key => NULL::r, ref_cols => ARRAY['g']) p
  *	   UNION ALL
  *	   SELECT (f.q).c1, .., (f.q).cn, f.r
  *	   FROM knn_lateral_fill(q, r, 'g', 'g', 5, NULL::q, NULL::r) f)
@@ -20,6 +20,9 @@
  * returns it), and the subquery becomes (SELECT (q.r).id, (q.r).g <-> q.g),
  * its own target list over the neighbour's row.  So PostgreSQL computes
  * every column, and only the neighbours' rows travel to this node.
+ * knn_lateral_join (0.10) is knn_join asked for PostgreSQL's order and
+ * without its NOTICE of the rows it skips (knn_lateral_fill returns
+ * them); an installation of 0.9 gets knn_join itself, with the NOTICE.
  *
  * Why the rows are PostgreSQL's (the subquery's first k rows, of which
  * ties may give any):
@@ -102,7 +105,7 @@ typedef struct KnnCandidate
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	bool		left;			/* LEFT JOIN LATERAL .. ON true */
-	bool		pg_order;		/* pgvector's <->: knn_lateral_join, PostgreSQL's order */
+	bool		pg_order;		/* pgvector's <->: only knn_lateral_join has its order */
 	int			k;
 } KnnCandidate;
 
@@ -404,7 +407,7 @@ FindInLevel(Query *q, void *arg)
 
 /* Entry q: each q row once for each of its neighbours, q's columns by number, then the neighbour. */
 static Query *
-NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp)
+NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp, bool lateral_fns)
 {
 	const char *qtype = format_type_be_qualified(get_rel_type_id(q_relid));
 	const char *rtype = format_type_be_qualified(get_rel_type_id(r_relid));
@@ -421,14 +424,14 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
 					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p",
 					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp,
-					   c->pg_order ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
+					   lateral_fns ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
 	else
 	{
 		/* the other rows: the self join's (r is q) */
 		knn = psprintf("SELECT %sp.b FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s) p",
 					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp,
-					   c->pg_order ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype);
+					   lateral_fns ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype);
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
 	sql = psprintf("%s UNION ALL "
@@ -512,13 +515,13 @@ NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neig
 }
 
 static void
-Rewrite(const KnnCandidate *c, const char *nsp, List **relids)
+Rewrite(const KnnCandidate *c, const char *nsp, bool lateral_fns, List **relids)
 {
 	RangeTblEntry *qr = rt_fetch(c->qe, c->q->rtable);
 	RangeTblEntry *nr = rt_fetch(c->ne, c->q->rtable);
 	Oid			q_relid = qr->relid;
 	Oid			r_relid = rt_fetch(c->r_rti, nr->subquery->rtable)->relid;
-	Query	   *neighbours = NeighboursQuery(c, q_relid, r_relid, nsp);
+	Query	   *neighbours = NeighboursQuery(c, q_relid, r_relid, nsp, lateral_fns);
 	Query	   *row = NeighbourRowQuery(c, nr->subquery, r_relid, list_length(neighbours->targetList));
 
 	*relids = lappend_oid(lappend_oid(*relids, q_relid), r_relid);
@@ -534,6 +537,7 @@ GjPlainKnn(Query *parse, List **relids)
 	ListCell   *lc;
 	Oid			nsp;
 	const char *nspname;
+	bool		lateral_fns;
 
 	GjPlainEachLevel(parse, FindInLevel, &f, 0);
 	if (f.found == NIL)
@@ -552,13 +556,13 @@ GjPlainKnn(Query *parse, List **relids)
 	if (!OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
 											  makeString("knn_lateral_fill")), -1, NULL, true)))
 		return;
+	lateral_fns = OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+													  makeString("knn_lateral_join")), -1, NULL, true));
 	foreach(lc, f.found)
-		if (((KnnCandidate *) lfirst(lc))->pg_order &&
-			!OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
-												  makeString("knn_lateral_join")), -1, NULL, true)))
+		if (((KnnCandidate *) lfirst(lc))->pg_order && !lateral_fns)
 			return;
 	foreach(lc, f.found)
-		Rewrite((KnnCandidate *) lfirst(lc), nspname, relids);
+		Rewrite((KnnCandidate *) lfirst(lc), nspname, lateral_fns, relids);
 	elog(DEBUG1, "gpujoin: %d LATERAL kNN subqueries of distributed tables run on the workers",
 		 list_length(f.found));
 }
