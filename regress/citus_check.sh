@@ -703,15 +703,21 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n" \
 		"SELECT a.id, n.d FROM {H} a, LATERAL (SELECT a.h <-> b.h AS d FROM {H} b WHERE a.id <> b.id ORDER BY a.h <-> b.h LIMIT 3) n" \
 		"SELECT a.id, n.d, n.one FROM {CV} a LEFT JOIN LATERAL (SELECT b.v <-> a.v AS d, 1 AS one FROM {CV} b ORDER BY b.v <-> a.v LIMIT 6) n ON true" \
-		"SELECT a.id % 5 AS m, count(*), max(n.d) FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b ORDER BY b.v <-> a.v LIMIT 40) n WHERE n.d < 1 GROUP BY 1"; do
+		"SELECT a.id % 5 AS m, count(*), max(n.d) FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b ORDER BY b.v <-> a.v LIMIT 40) n WHERE n.d < 1 GROUP BY 1" \
+		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b ORDER BY b.v <=> a.v LIMIT 5) n" \
+		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b WHERE b.id <> a.id ORDER BY b.v <=> a.v LIMIT 4) n" \
+		"SELECT a.id, n.d FROM {CQ} a LEFT JOIN LATERAL (SELECT a.v <=> b.v AS d FROM {CQ} b WHERE a.id <> b.id ORDER BY a.v <=> b.v LIMIT 3) n ON true" \
+		"SELECT a.id, n.d FROM {V2} a, LATERAL (SELECT b.v <=> a.v AS d FROM {V} b ORDER BY b.v <=> a.v LIMIT 7) n"; do
 		d=${j//\{V2\}/d_v2}
 		d=${d//\{V\}/d_v1}
 		d=${d//\{H\}/d_h}
 		d=${d//\{CV\}/d_cv}
+		d=${d//\{CQ\}/d_cq}
 		l=${j//\{V2\}/l_v2}
 		l=${l//\{V\}/l_v1}
 		l=${l//\{H\}/l_h}
 		l=${l//\{CV\}/l_cv}
+		l=${l//\{CQ\}/l_cq}
 		same_as_own "pgvector LATERAL kNN on the workers: ${j:0:80}, pgvector's rows" "$d" "$l"
 		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
 		grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
@@ -743,19 +749,15 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	want=$(psql -X -q -At -c "SELECT count(*) * 3 || '|' || count(*) || '|1|3|0|' || count(*) * 3 || '|0' FROM l_v2 WHERE v IS NOT NULL" 2>&1)
 	[ "$out" = "$want" ] && check "knn_lateral_join: k rows a query row, ranked 1 .. k in order of dist, dist is <->" ok ||
 		check "knn_lateral_join: k rows a query row, ranked 1 .. k in order of dist, dist is <->" "$out (want $want)"
-	# only on the workers, only pgvector's <->: an error elsewhere, never other rows
+	# only on the workers, only pgvector's distances and 2-D points: an error elsewhere, never other rows
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_join('l_v2', 'l_v1', '{v}', 3, NULL::l_v2, NULL::l_v1)" 2>&1)
 	grep -q "knn_lateral_join: runs on the workers of Citus-distributed tables only" <<<"$out" &&
 		check "knn_lateral_join of plain tables: an error" ok || check "knn_lateral_join of plain tables: an error" "$out"
-	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_selfjoin('d_cv', '{v}', 3, NULL::d_cv, metric => 'cosine')" 2>&1)
-	grep -q "knn_lateral_selfjoin: cannot run on the workers: PostgreSQL's order is kept for pgvector's <-> and 2-D geometry points only" <<<"$out" &&
-		check "knn_lateral_selfjoin by the cosine metric: an error" ok || check "knn_lateral_selfjoin by the cosine metric: an error" "$out"
-	# <=> stays Citus's error, with the hint; so does a halfvec cast to vector
-	# (no column on one side: not a distance of two columns), without it
-	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_cv a CROSS JOIN LATERAL (SELECT b.id FROM d_cv b ORDER BY b.v <=> a.v LIMIT 4) n" 2>&1)
-	grep -q "^ERROR:  complex joins" <<<"$out" && grep -q "knn_join" <<<"$out" &&
-		check "plain SQL: a pgvector <=> LATERAL kNN left to Citus, with a hint" ok ||
-		check "plain SQL: a pgvector <=> LATERAL kNN left to Citus, with a hint" "$out"
+	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM knn_lateral_selfjoin('d_pts', '{x,y}', 3, NULL::d_pts)" 2>&1)
+	grep -q "knn_lateral_selfjoin: cannot run on the workers: PostgreSQL's order is kept for pgvector's <-> and <=> and 2-D geometry points only" <<<"$out" &&
+		check "knn_lateral_selfjoin of numeric columns: an error" ok || check "knn_lateral_selfjoin of numeric columns: an error" "$out"
+	# a halfvec cast to vector (no column on one side: not a distance of two
+	# columns) stays Citus's error
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*) FROM d_cq a CROSS JOIN LATERAL (SELECT b.id FROM d_cv b ORDER BY b.v <-> a.v::vector LIMIT 4) n" 2>&1)
 	grep -q "^ERROR:  complex joins" <<<"$out" &&
 		check "plain SQL: a LATERAL kNN of a cast halfvec left to Citus" ok ||

@@ -154,3 +154,37 @@ REVOKE ALL ON jv FROM gj_tid_reader;
 DROP ROLE gj_tid_reader;
 DROP FUNCTION read_lines(text);
 RESET gpujoin.parallel_read_min_rows;
+-- knn_lateral_fill by <=> (op): a zero vector's distance is NaN, after
+-- every number and before NULL.  A query row with a zero or NULL vector
+-- gets k references (nonzero ones first, then zero, then NULL); with fewer
+-- than k nonzero references, the others make up k in that order.  Against
+-- PostgreSQL's own LATERAL, with the nonzero rows' pairs from knn_join by
+-- the cosine metric: the same distances (ties may pick other rows)
+CREATE TABLE cq (id int, v vector(3));
+INSERT INTO cq VALUES (1, '[1,0,0]'), (2, '[0,0,0]'), (3, NULL), (4, '[0,2,1]');
+CREATE TABLE cr (id int PRIMARY KEY, v vector(3));
+INSERT INTO cr VALUES (10, '[1,1,0]'), (11, '[0,0,0]'), (12, NULL), (13, '[0,0,0]');
+SELECT (f.q).id, string_agg(coalesce(((f.r).v <=> (f.q).v)::text, 'null'), ' ' ORDER BY (f.r).v <=> (f.q).v) AS dists
+FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<=>') f GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r ORDER BY r.v <=> q.v LIMIT 3) s
+     EXCEPT ALL
+     SELECT (p.q).id, (p.r).v <=> (p.q).v FROM knn_join('cq', 'cr', '{v}', 3, query_key => NULL::cq, ref_key => NULL::cr, metric => 'cosine') p
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).v <=> (f.q).v FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<=>') f)) x;
+SELECT count(*) AS rows FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r ORDER BY r.v <=> q.v LIMIT 3) s;
+-- the other rows of one table, by <=> and by <->
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM cr q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> q.id ORDER BY r.v <=> q.v LIMIT 2) s
+     EXCEPT ALL
+     SELECT (p.a).id, (p.b).v <=> (p.a).v FROM knn_selfjoin('cr', '{v}', 2, key => NULL::cr, metric => 'cosine') p
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).v <=> (f.q).v FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id', op => '<=>') f)) x;
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM cr q CROSS JOIN LATERAL (SELECT r.v <-> q.v AS d FROM cr r WHERE r.id <> q.id ORDER BY r.v <-> q.v LIMIT 2) s
+     EXCEPT ALL
+     SELECT (p.a).id, (p.b).v <-> (p.a).v FROM knn_selfjoin('cr', '{v}', 2, key => NULL::cr) p
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).v <-> (f.q).v FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id') f)) x;
+SELECT * FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<#>');
+DROP TABLE cq, cr;

@@ -325,13 +325,13 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 			return OnCoordinator(spec, "its coordinates are neither numeric columns, geometry or geography points, arrays nor vectors");
 	}
 	/*
-	 * PostgreSQL's order: pgvector's <-> (its own strips' queries, dist_knn.c),
+	 * PostgreSQL's order: pgvector's <-> or <=> (its own strips' queries, dist_knn.c),
 	 * or 2-D geometry points, whose <-> PostGIS computes as the engine does
 	 * (knn_join's rows are its)
 	 */
-	if (spec->pg_order && !(dc.vector != 0 && !dc.cosine) &&
+	if (spec->pg_order && dc.vector == 0 &&
 		!(OidIsValid(dc.postgis_nsp) && !dc.geography && dc.dims == 2))
-		return OnCoordinator(spec, "PostgreSQL's order is kept for pgvector's <-> and 2-D geometry points only");
+		return OnCoordinator(spec, "PostgreSQL's order is kept for pgvector's <-> and <=> and 2-D geometry points only");
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
 		return OnCoordinator(spec, "its key is a row");

@@ -151,6 +151,8 @@ Halos(const DistCall *dc, const double *bound)
  * reference at that <-> distance is within GjJoinMargins' eps of it.
  * Past 1e19 a float32 sum of squares may overflow to infinity, which
  * <-> ranks after every finite distance: every reference may count.
+ * The cosine metric's bounds are cosine distances (at most 2), its
+ * margins absolute.
  */
 static double
 PgOrderBound(const DistCall *dc, double b)
@@ -160,6 +162,14 @@ PgOrderBound(const DistCall *dc, double b)
 
 	if (!isfinite(b) || b > 1e18)
 		return INFINITY;
+	/*
+	 * <=>: pgvector's cosine distance is within 4 gam (and 5e-10 of the
+	 * engine's own rounding) of the exact one, both ways (GjJoinMargins'
+	 * cosine case): the k-th by <=> is at most b + that, and a reference
+	 * within it by <=> is within that again by the engine's
+	 */
+	if (dc->cosine)
+		return b + 2 * (4 * gam + 5e-10);
 	/* the k-th <-> distance at most d (GjJoinMargins' in2, solved for d) */
 	d = sqrt((b * b * (1 + gam) * (1 + 1e-9) + dc->dims * 1e-44) / (1 - 1e-9)) * (1 + 1e-12);
 	/* a reference within d by <-> is within this by the engine's (its eps2) */

@@ -70,8 +70,10 @@
  * strips each answer by their own LATERAL query on the worker, by <->
  * itself (dist_knn.c), knn_join's arguments and rows otherwise.  A NULL
  * vector is the only value without a distance, which knn_lateral_fill
- * handles as it does a point's.  <=> (NaN for a zero vector, which sorts
- * before NULL) keeps Citus's error.
+ * handles as it does a point's.  So does <=> (metric => 'cosine'), whose
+ * distance of a zero vector is NaN, which sorts after every number and
+ * before NULL: knn_lateral_fill (op => '<=>') returns those rows in that
+ * order too.
  */
 #include "postgres.h"
 
@@ -105,7 +107,8 @@ typedef struct KnnCandidate
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	bool		left;			/* LEFT JOIN LATERAL .. ON true */
-	bool		pg_order;		/* pgvector's <->: only knn_lateral_join has its order */
+	bool		pg_order;		/* pgvector's <-> or <=>: only knn_lateral_join has its order */
+	bool		cosine;			/* <=>: metric => 'cosine', and the fill's op */
 	int			k;
 } KnnCandidate;
 
@@ -345,7 +348,8 @@ Consider(KnnFinder *f, Index ne)
 	tle = get_sortgroupclause_tle(sgc, sq->targetList);
 	if (!GjDistanceOf((Node *) tle->expr, KnnSide, &r_rti, &jc))
 		return;
-	pg_order = (jc.kind == GJ_KEY_VECTOR || jc.kind == GJ_KEY_HALFVEC) && jc.metric == GJ_JM_L2;
+	pg_order = (jc.kind == GJ_KEY_VECTOR || jc.kind == GJ_KEY_HALFVEC) &&
+		(jc.metric == GJ_JM_L2 || jc.metric == GJ_JM_COSINE);
 	if (!pg_order && (jc.kind != GJ_KEY_GEOMETRY || jc.metric != GJ_JM_PLANAR))
 		return;
 	rv = (Var *) GjPlainStripRelabel((Node *) jc.outer_key);
@@ -381,6 +385,7 @@ Consider(KnnFinder *f, Index ne)
 	c->other = other;
 	c->left = left;
 	c->pg_order = pg_order;
+	c->cosine = jc.metric == GJ_JM_COSINE;
 	c->k = k;
 	f->found = lappend(f->found, c);
 }
@@ -422,23 +427,26 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	if (c->other == 0)
 		knn = psprintf("SELECT %sp.r FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
-					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]) p",
+					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]%s) p",
 					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp,
-					   lateral_fns ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol);
+					   lateral_fns ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol,
+					   c->cosine ? ", metric => 'cosine'" : "");
 	else
 	{
 		/* the other rows: the self join's (r is q) */
 		knn = psprintf("SELECT %sp.b FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
-					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s) p",
+					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s%s) p",
 					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp,
-					   lateral_fns ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype);
+					   lateral_fns ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype,
+					   c->cosine ? ", metric => 'cosine'" : "");
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
 	sql = psprintf("%s UNION ALL "
 				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
-				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s) f",
+				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s%s) f",
 				   knn, GjPlainRowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
-				   qtype, rtype, other, c->left ? ", keep_alone => true" : "");
+				   qtype, rtype, other, c->left ? ", keep_alone => true" : "",
+				   c->cosine ? ", op => '<=>'" : "");
 	sub = GjPlainAnalyze(sql);
 	if (sub->commandType != CMD_SELECT ||
 		list_length(sub->targetList) != natts + 1)

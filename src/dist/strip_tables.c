@@ -651,7 +651,7 @@ ReferenceQueries(const DistCall *dc)
 
 /*
  * knn_lateral_join's query of each strip (lq), a LATERAL kNN over its
- * shards by the column type's own <-> (knn_lateral_strip, lateral_strip.c,
+ * shards by the column type's own <-> or <=> (knn_lateral_strip, lateral_strip.c,
  * runs it on the worker): a format() of the query rows' shard (%2$I),
  * the references' (%3$I) and the strip (%4$s), schema %1$s.  The query
  * rows are r's of the strip (a self join: its own rows of s, and each
@@ -660,7 +660,8 @@ ReferenceQueries(const DistCall *dc)
 static char *
 LateralQueryFormat(const DistCall *dc)
 {
-	char	   *op = psprintf("OPERATOR(%s.<->)", quote_identifier(VectorSchema(dc->s)));
+	char	   *op = psprintf("OPERATOR(%s.%s)", quote_identifier(VectorSchema(dc->s)),
+							  dc->cosine ? "<=>" : "<->");
 
 	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q CROSS JOIN LATERAL "
 					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s "
