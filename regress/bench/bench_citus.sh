@@ -6,6 +6,7 @@
 # goes (EXPLAIN ANALYZE: plan, repartition, workers' join and rows back)
 # and how much the coordinator's backend grows.  Not a test.
 #   regress/citus_cluster.sh regress/bench/bench_citus.sh [rows]
+# GJ_BENCH_ONLY=lateral: only the LATERAL kNN rows (at the end).
 # On one machine the coordinator and both workers share its cores: the
 # ratios say what the distributed path costs, not what more machines give.
 set -uo pipefail
@@ -88,6 +89,7 @@ case " $kinds " in *" vector "*) calls+=(
 case " $kinds " in *" geography "*) calls+=(
 	"geo_eps_join:SELECT * FROM eps_join('{GR}', '{GS}', '{g}', $geps)"
 	"geo_knn_self5:SELECT * FROM knn_selfjoin('{GR}', '{g}', 5)") ;; esac
+[ "${GJ_BENCH_ONLY:-}" = lateral ] && calls=()
 for f in "${calls[@]}"; do
 	name=${f%%:*}
 	call=${f#*:}
@@ -128,9 +130,9 @@ plain() {
 	psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
 		grep -E "Function Call|Distributed:|Rows Moved|Plan Time|Repartition Time|Workers' Join Time|Execution Time" | sed 's/^ */    /' | cut -c1-160
 }
-case " $kinds " in *" geometry "*)
+[ "${GJ_BENCH_ONLY:-}" = lateral ] || case " $kinds " in *" geometry "*)
 	plain plain_dwithin "SELECT a.id, b.id FROM {A} a JOIN {B} b ON ST_DWithin(a.g, b.g, $eps)" 1 pr ps ;; esac
-case " $kinds " in *" vector "*)
+[ "${GJ_BENCH_ONLY:-}" = lateral ] || case " $kinds " in *" vector "*)
 	plain plain_vec_l2 "SELECT a.id, b.id FROM {A} a JOIN {B} b ON a.v <-> b.v <= $eps" $([ "$n" -le 20000 ] && echo 1 || echo 0) vr vs ;; esac
 
 # Plain SQL: a LATERAL kNN of two distributed tables (on the workers: one
@@ -186,4 +188,6 @@ case " $kinds " in *" vector "*)
 	   ANALYZE lwr; ANALYZE lws;" >/dev/null
 	lateral lateral_v32_10 "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b ORDER BY b.v <-> a.v LIMIT 10) n" \
 		"SELECT * FROM knn_join('wr', 'ws', '{v}', 10)" ws wr "$([ "$m" -le 20000 ] && echo 1 || echo 0)"
+	lateral lateral_v32cos "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <=> a.v AS d FROM {B} b ORDER BY b.v <=> a.v LIMIT 10) n" \
+		"SELECT * FROM knn_join('wr', 'ws', '{v}', 10, metric => 'cosine')" ws wr "$([ "$m" -le 20000 ] && echo 1 || echo 0)"
 	;; esac
