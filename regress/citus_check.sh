@@ -147,6 +147,16 @@ same_as_own() {
 	esac
 	q "DROP TABLE IF EXISTS own_gpu, own_pg" >/dev/null 2>&1
 }
+# $1 name, $2 whose rows, $3 a LATERAL kNN of distributed tables, $4 the same of
+# their plain copies: the rows (same_as_own), and EXPLAIN: the call on the workers
+lateral_on_workers() {
+	local plan
+	same_as_own "$1, $2 rows" "$3" "$4"
+	plan=$(psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $3" 2>&1)
+	grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+		! grep -q "Distributed Subplan" <<<"$plan" && check "$1: EXPLAIN" ok ||
+		check "$1: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+}
 same eps_selfjoin "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.75)"
 same "eps_selfjoin symmetric" "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.5, \"symmetric\" => true)"
 same eps_join "SELECT * FROM eps_join('{Q}', '{P}', '{x,y}', 0.6)"
@@ -523,11 +533,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		l=${l//\{O\}/l_g1}
 		l=${l//\{XQ\}/l_xq}
 		l=${l//\{XR\}/l_xr}
-		same_as_own "LATERAL kNN on the workers: ${j:0:80}, PostGIS's rows" "$d" "$l"
-		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
-		grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
-			! grep -q "Distributed Subplan" <<<"$plan" && check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
-			check "LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+		lateral_on_workers "LATERAL kNN on the workers: ${j:0:80}" "PostGIS's" "$d" "$l"
 	done
 	# knn_lateral_join of 2-D points: PostGIS's order is the engine's, knn_join's rows
 	out=$(psql -X -q -At -c "$load" -c "CREATE TEMP TABLE kl AS SELECT (q).id AS q, (r).id AS r, rank, dist FROM knn_lateral_join('d_gd', 'd_gp', '{g}', 4, NULL::d_gd, NULL::d_gp)" \
@@ -718,11 +724,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		l=${l//\{H\}/l_h}
 		l=${l//\{CV\}/l_cv}
 		l=${l//\{CQ\}/l_cq}
-		same_as_own "pgvector LATERAL kNN on the workers: ${j:0:80}, pgvector's rows" "$d" "$l"
-		plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $d" 2>&1)
-		grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
-			! grep -q "Distributed Subplan" <<<"$plan" && check "pgvector LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" ok ||
-			check "pgvector LATERAL kNN on the workers: ${j:0:80}: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+		lateral_on_workers "pgvector LATERAL kNN on the workers: ${j:0:80}" "pgvector's" "$d" "$l"
 	done
 	# an order float32 reverses: from [0,0], [0.760496974,0.912635505] is
 	# nearer than [1.0324409,0.587643623] exactly (the engine's order, which
