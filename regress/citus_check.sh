@@ -927,6 +927,43 @@ times_out dbscan "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)"
 [ "$(q "SELECT to_regclass('d_big_gr') IS NOT NULL")" = t ] &&
 	times_out "plain ST_DWithin join" "LOAD 'gpujoin'; SELECT count(*) FROM d_big_gr a JOIN d_big_gs b ON ST_DWithin(a.g, b.g, 0.002)"
 
+# A cancel of a pgvector LATERAL kNN while the workers run their strips'
+# LATERAL queries (knn_lateral_strip): the query ends within a second, no
+# strip's query still runs on a worker, no intermediate table is left
+if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ]; then
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_lw (id bigint PRIMARY KEY, v vector(32));
+	   SELECT create_distributed_table('d_lw', 'id');
+	   INSERT INTO d_lw SELECT i, (SELECT array_agg((hashint8(i * 32 + d) % 1000) / 1000.0)
+	          FROM generate_series(1, 32) d)::vector FROM generate_series(1, 30000) i;" >/dev/null
+	w1=${GJ_WORKER_PORTS%% *}
+	(psql -X -q -At -c "SET application_name = 'gj_lateral_cancel'" -c "LOAD 'gpujoin'" \
+		-c "SELECT count(*) FROM d_lw a CROSS JOIN LATERAL (SELECT b.id FROM d_lw b ORDER BY b.v <=> a.v LIMIT 10) n" \
+		>/tmp/gj_lateral_cancel.$$ 2>&1; date +%s%N >/tmp/gj_lateral_cancel_end.$$) &
+	seen=0
+	for _ in $(seq 1 600); do
+		[ "$(psql -X -q -At -p "$w1" -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%knn\_lateral\_strip(c.lq%'
+			AND state = 'active' AND pid <> pg_backend_pid()")" -gt 0 ] && { seen=1; break; }
+		sleep 0.1
+	done
+	t0=$(date +%s%N)
+	q "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'gj_lateral_cancel'" >/dev/null
+	wait
+	ms=$((($(cat /tmp/gj_lateral_cancel_end.$$) - t0) / 1000000))
+	sleep 0.5
+	left=$(psql -X -q -At -p "$w1" -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%knn\_lateral\_strip(c.lq%'
+		AND state = 'active' AND pid <> pg_backend_pid()")
+	tables=$(q "SELECT count(*) FROM pg_class WHERE relname LIKE 'gpujoin\_%\_cells'")
+	if [ "$seen" = 1 ] && grep -q "canceling statement" /tmp/gj_lateral_cancel.$$ && [ "$ms" -lt 1000 ] && [ "$left" = 0 ] && [ "$tables" = 0 ]; then
+		check "a cancel during the workers' LATERAL queries: ends within 1 s, nothing left running or made" ok
+	else
+		check "a cancel during the workers' LATERAL queries: ends within 1 s, nothing left running or made" \
+			"seen $seen, $ms ms, $left still running, $tables tables: $(tr '\n' ' ' </tmp/gj_lateral_cancel.$$ | cut -c1-200)"
+	fi
+	echo "citus: measure: a cancel during the workers' LATERAL queries: the query ended $ms ms later"
+	rm -f /tmp/gj_lateral_cancel.$$ /tmp/gj_lateral_cancel_end.$$
+fi
+
 # A worker lost mid-join (its backends terminated): a clear error, no row
 out=$(mktemp)
 (psql -X -q -At -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)" >"$out" 2>&1) &
