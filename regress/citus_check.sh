@@ -743,6 +743,24 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT a.id, n.id AS n, n.d FROM l_rq a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM l_rr b ORDER BY b.v <-> a.v LIMIT 1) n"
 	echo "citus: measure: float32 reverses the order of the two rows: $(psql -X -q -At -c "SELECT '[1.0324409,0.587643623]'::vector <-> '[0,0]' < '[0.760496974,0.912635505]'::vector <-> '[0,0]'")," \
 		"the nearest by knn_join: $(psql -X -q -At -c "$load" -c "SELECT r FROM knn_join('d_rq', 'd_rr', '{v}', 1, query_id_col => 'id', ref_id_col => 'id') WHERE q = 1" 2>&1 | tail -1) (2 exactly)"
+	# near-ties across many strip borders: vector(8) rows on the lattice
+	# {0, 0.5, 1}^8, each element moved by a multiple of 2^-20, so that many
+	# pairs' distances differ by about float32's rounding, and 32 strips cut
+	# inside the lattice's dense levels (rows within 1e-5 of each other on
+	# both sides of a border)
+	q "CREATE TABLE d_nt (id bigint PRIMARY KEY, v vector(8));
+	   SELECT create_distributed_table('d_nt', 'id', shard_count => 4);
+	   INSERT INTO d_nt SELECT i, (SELECT array_agg((hashint8(i * 8 + d) % 3 + 3) % 3 * 0.5
+	          + ((hashint8(i * 16 + d) % 7) * 2 ^ -20)::float8 ORDER BY d) FROM generate_series(1, 8) d)::vector
+	          FROM generate_series(1, 3000) i;
+	   CREATE TABLE l_nt AS SELECT * FROM d_nt;
+	   ALTER TABLE l_nt ADD PRIMARY KEY (id);" >/dev/null || check "near-tie rows" "not made"
+	for op in "<->" "<=>"; do
+		PGOPTIONS="${PGOPTIONS:-} -c gpujoin.distributed_strips=32" same_as_own \
+			"pgvector LATERAL kNN on the workers: near-ties by $op over 32 strips, pgvector's rows" \
+			"SELECT a.id, n.d FROM d_nt a CROSS JOIN LATERAL (SELECT b.v $op a.v AS d FROM d_nt b WHERE b.id <> a.id ORDER BY b.v $op a.v LIMIT 6) n" \
+			"SELECT a.id, n.d FROM l_nt a CROSS JOIN LATERAL (SELECT b.v $op a.v AS d FROM l_nt b WHERE b.id <> a.id ORDER BY b.v $op a.v LIMIT 6) n"
+	done
 	# each row's neighbours ranked 1 .. k by <->, as PostgreSQL's ORDER BY
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*), count(DISTINCT q), min(rank), max(rank), count(*) FILTER (WHERE dist <> (q).v <-> (r).v),
 	        count(DISTINCT (q, rank)), count(*) FILTER (WHERE dist < before)
