@@ -381,6 +381,17 @@ INSERT INTO fe VALUES (1, 'SRID=3857;POINT(5 5)');
 SELECT (f.q).id, f.r IS NULL AS no_reference FROM knn_lateral_fill('fe', 'fe', 'g', 'g', 3, NULL::fe, NULL::fe, 'id', true) f;
 SELECT count(*) FROM knn_lateral_fill('fq', 'fe', 'g', 'g', 3, NULL::fq, NULL::fe, keep_alone => true) f WHERE f.r IS NULL;
 DROP TABLE fe;
+-- knn_lateral_strip (a strip's LATERAL query on a worker) numbers each query
+-- row's run of rows 1, 2, ..; a run longer than k, one that starts again
+-- (the rows of a query row apart) or rows of other types are errors
+SELECT (s.q).id, (s.r).id, s.rank, s.dist FROM knn_lateral_strip(
+    $$SELECT x.ctid, x, y, (y.id - x.id)::float8 FROM fq x, fr y WHERE x.id <= 2 ORDER BY x.ctid, y.id$$,
+    4, NULL::fq, NULL::fr) s;
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, 0::float8 FROM fq x, fr y ORDER BY x.ctid$$,
+    3, NULL::fq, NULL::fr);
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, 0::float8 FROM fq x, fr y ORDER BY y.id, x.ctid$$,
+    4, NULL::fq, NULL::fr);
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, x, 0::float8 FROM fq x$$, 4, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr, other_col => 'id');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);

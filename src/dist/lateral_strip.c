@@ -16,9 +16,10 @@
  * whole).  Such a join gives a query row's neighbours together and in
  * the subquery's order, one query row after another, as a nested loop
  * over a LATERAL subquery does: so a row's rank is its place in the run
- * of rows of one ctid.  (Rows of one query row apart would restart its
- * ranks; the join's form rules that out, and citus_check looks at the
- * ranks.  A run longer than k is an error.)
+ * of rows of one ctid.  The join's form rules out a query row's rows
+ * coming apart, and they would restart its ranks: so the ctids whose run
+ * has ended are kept (a bit each, by block and line), and a run that
+ * starts again is an error, as is one longer than k.  Never a wrong rank.
  *
  * The query runs as the caller, read-only, and its rows go to a
  * tuplestore (the function is materialised, as every gpujoin function
@@ -41,6 +42,48 @@
 
 #define STRIP_FETCH 10000		/* rows a fetch */
 
+/* The query rows whose run of rows has ended: a bit a heap tuple slot, grown as needed. */
+typedef struct EndedRuns
+{
+	uint8	   *bits;
+	uint64		nbytes;
+} EndedRuns;
+
+static uint64
+SlotOf(ItemPointer t)
+{
+	return (uint64) ItemPointerGetBlockNumber(t) * MaxHeapTuplesPerPage + ItemPointerGetOffsetNumber(t) - 1;
+}
+
+static bool
+RunEnded(const EndedRuns *e, ItemPointer t)
+{
+	uint64		i = SlotOf(t);
+
+	return i / 8 < e->nbytes && (e->bits[i / 8] & (1 << (i % 8))) != 0;
+}
+
+static void
+EndRun(EndedRuns *e, ItemPointer t)
+{
+	uint64		i = SlotOf(t);
+
+	if (i / 8 >= e->nbytes)
+	{
+		uint64		n = Max(Max(e->nbytes * 2, i / 8 + 1), 4096);
+		uint8	   *b = palloc0(n);
+
+		if (e->nbytes > 0)
+		{
+			memcpy(b, e->bits, e->nbytes);
+			pfree(e->bits);
+		}
+		e->bits = b;
+		e->nbytes = n;
+	}
+	e->bits[i / 8] |= 1 << (i % 8);
+}
+
 PG_FUNCTION_INFO_V1(knn_lateral_strip);
 
 /* knn_lateral_strip(sql, k, query_key, ref_key) */
@@ -56,6 +99,7 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 	ItemPointerData prev;
 	int32		rank = 0;
 	int			nest;
+	EndedRuns	ended = {NULL, 0};
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -118,9 +162,18 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 			if (n[0])
 				elog(ERROR, "knn_lateral_strip: a row without its query row's ctid");
 			tid = (ItemPointer) DatumGetPointer(v[0]);
-			rank = ItemPointerEquals(tid, &prev) ? rank + 1 : 1;
+			if (ItemPointerEquals(tid, &prev))
+				rank++;
+			else
+			{
+				if (ItemPointerIsValid(&prev))
+					EndRun(&ended, &prev);
+				if (RunEnded(&ended, tid))
+					elog(ERROR, "knn_lateral_strip: the rows of one query row came apart");
+				rank = 1;
+			}
 			if (rank > k)
-				elog(ERROR, "knn_lateral_strip: more than %d rows of one query row, or its rows apart", k);
+				elog(ERROR, "knn_lateral_strip: more than %d rows of one query row", k);
 			ItemPointerCopy(tid, &prev);
 			values[0] = v[1];
 			nulls[0] = n[1];
