@@ -82,6 +82,7 @@ extern char *GjDistStripAt(const DistCall *dc, const char *x);
 extern void GjDistMakeTables(DistCall *dc, uint32 seq);
 extern void GjDistDropTables(const DistCall *dc);
 extern int64 GjDistMoveRows(DistCall *dc, int halo);
+extern bool GjDistLateralStrips(const DistCall *dc);
 extern void GjDistFillCells(DistCall *dc);
 extern char *GjDistKeyWitness(const char *name, const GjInputSpec *in);
 extern char *GjDistOperator(Oid opno);

@@ -208,8 +208,7 @@ GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 	double	   *bound;
 	int64		moved = 0;
 
-	/* pgvector's order; geometry points' is the engine's own (dist_join.c) */
-	if (dc->spec->pg_order && dc->vector != 0)
+	if (GjDistLateralStrips(dc))
 		return LateralKnn(dc, dist, cxt);
 
 	/* references of a reference table: every strip reads them all, one pass */

@@ -650,6 +650,17 @@ ReferenceQueries(const DistCall *dc)
 }
 
 /*
+ * Whether each strip answers by its own LATERAL query (knn_lateral_join of
+ * pgvector columns, whose order is float32's); points' order is the
+ * engine's own, and knn_join's path answers them.
+ */
+bool
+GjDistLateralStrips(const DistCall *dc)
+{
+	return dc->spec->pg_order && dc->vector != 0;
+}
+
+/*
  * knn_lateral_join's query of each strip (lq), a LATERAL kNN over its
  * shards by the column type's own <-> or <=> (knn_lateral_strip, lateral_strip.c,
  * runs it on the worker): a format() of the query rows' shard (%2$I),
@@ -702,7 +713,7 @@ GjDistFillCells(DistCall *dc)
 				  dc->cells,
 				  cols, dc->self ? " AND own" : "", quote_literal_cstr(nsp), quote_literal_cstr(r_base), r_tab,
 				  cols, s_rows, quote_literal_cstr(nsp), quote_literal_cstr(dc->s_base), dc->s_tab,
-				  !dc->spec->pg_order ? "" :
+				  !GjDistLateralStrips(dc) ? "" :
 				  psprintf(", pg_catalog.format(%s, %s, %s || '_' || "
 						   "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), %s || '_' || "
 						   "pg_catalog.get_shard_id_for_distribution_column('%s'::regclass, v), v)",
