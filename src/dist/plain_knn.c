@@ -538,6 +538,14 @@ Rewrite(const KnnCandidate *c, const char *nsp, bool lateral_fns, List **relids)
 	nr->subquery = row;
 }
 
+/* Has the installation in schema nsp a function of this name (its version's)? */
+static bool
+HasFunction(Oid nsp, const char *name)
+{
+	return OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+												makeString(pstrdup(name))), -1, NULL, true));
+}
+
 void
 GjPlainKnn(Query *parse, List **relids)
 {
@@ -561,11 +569,9 @@ GjPlainKnn(Query *parse, List **relids)
 	 * An installation not updated to 0.9 has no knn_lateral_fill, to 0.10
 	 * no knn_lateral_join: Citus's error
 	 */
-	if (!OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
-											  makeString("knn_lateral_fill")), -1, NULL, true)))
+	if (!HasFunction(nsp, "knn_lateral_fill"))
 		return;
-	lateral_fns = OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
-													  makeString("knn_lateral_join")), -1, NULL, true));
+	lateral_fns = HasFunction(nsp, "knn_lateral_join");
 	foreach(lc, f.found)
 		if (((KnnCandidate *) lfirst(lc))->pg_order && !lateral_fns)
 			return;
