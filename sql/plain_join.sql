@@ -383,7 +383,8 @@ SELECT count(*) FROM knn_lateral_fill('fq', 'fe', 'g', 'g', 3, NULL::fq, NULL::f
 DROP TABLE fe;
 -- knn_lateral_strip (a strip's LATERAL query on a worker) numbers each query
 -- row's run of rows 1, 2, ..; a run longer than k, one that starts again
--- (the rows of a query row apart) or rows of other types are errors
+-- (the rows of a query row apart), one whose distances go down (NaN after
+-- numbers and NULL last, as ORDER BY) or rows of other types are errors
 SELECT (s.q).id, (s.r).id, s.rank, s.dist FROM knn_lateral_strip(
     $$SELECT x.ctid, x, y, (y.id - x.id)::float8 FROM fq x, fr y WHERE x.id <= 2 ORDER BY x.ctid, y.id$$,
     4, NULL::fq, NULL::fr) s;
@@ -392,6 +393,15 @@ SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, 0::float8 FROM fq 
 SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, 0::float8 FROM fq x, fr y ORDER BY y.id, x.ctid$$,
     4, NULL::fq, NULL::fr);
 SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, x, 0::float8 FROM fq x$$, 4, NULL::fq, NULL::fr);
+SELECT (s.q).id, s.rank, s.dist FROM knn_lateral_strip(
+    $$SELECT x.ctid, x, y, d FROM fq x, fr y, (VALUES (1, 0.5::float8), (2, 'NaN'), (3, NULL)) v(i, d)
+      WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 3, NULL::fq, NULL::fr) s;
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, (20 - y.id)::float8 FROM fq x, fr y
+    WHERE x.id = 1 ORDER BY y.id$$, 4, NULL::fq, NULL::fr);
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, d FROM fq x, fr y, (VALUES (1, 'NaN'::float8), (2, 1e300)) v(i, d)
+    WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 4, NULL::fq, NULL::fr);
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, d FROM fq x, fr y, (VALUES (1, NULL::float8), (2, 'NaN')) v(i, d)
+    WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 4, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr, other_col => 'id');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);

@@ -19,7 +19,9 @@
  * of rows of one ctid.  The join's form rules out a query row's rows
  * coming apart, and they would restart its ranks: so the ctids whose run
  * has ended are kept (a bit each, by block and line), and a run that
- * starts again is an error, as is one longer than k.  Never a wrong rank.
+ * starts again is an error, as is one longer than k, or one whose
+ * distances go down (in float8's order: NaN after every number, NULL
+ * last, as ORDER BY sorts them).  Never a wrong rank.
  *
  * The query runs as the caller, read-only, and its rows go to a
  * tuplestore (the function is materialised, as every gpujoin function
@@ -35,6 +37,7 @@
 #include "miscadmin.h"
 #include "storage/itemptr.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 
@@ -98,6 +101,8 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 	Portal		portal;
 	ItemPointerData prev;
 	int32		rank = 0;
+	double		prev_d = 0.0;
+	bool		prev_null = false;
 	int			nest;
 	EndedRuns	ended = {NULL, 0};
 
@@ -174,6 +179,11 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 			}
 			if (rank > k)
 				elog(ERROR, "knn_lateral_strip: more than %d rows of one query row", k);
+			/* a run in the subquery's order: its distances never go down */
+			if (rank > 1 && (prev_null ? !n[3] : !n[3] && float8_cmp_internal(DatumGetFloat8(v[3]), prev_d) < 0))
+				elog(ERROR, "knn_lateral_strip: the rows of one query row are not in order of distance");
+			prev_null = n[3];
+			prev_d = n[3] ? 0.0 : DatumGetFloat8(v[3]);
 			ItemPointerCopy(tid, &prev);
 			values[0] = v[1];
 			nulls[0] = n[1];
