@@ -518,7 +518,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.id, n.d, n.one FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {E} b ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
 		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
 		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b WHERE a.id <> b.id ORDER BY a.g <-> b.g LIMIT 2) n ON true WHERE n.d IS NULL" \
-		"SELECT a.id, n.d FROM {XQ} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {XR} b ORDER BY b.g <-> a.g LIMIT 4) n"; do
+		"SELECT a.id, n.d FROM {XQ} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {XR} b ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {D} b WHERE b.tag LIKE 't%1' ORDER BY b.g <-> a.g LIMIT 3) n" \
+		"SELECT a.id, n.d, n.one FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {P} b WHERE b.id % 5 = 0 AND b.id < 40 ORDER BY b.g <-> a.g LIMIT 12) n ON true"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
@@ -575,7 +577,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id < a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g DESC LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4 OFFSET 1) n" \
-		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON n.id > 3"; do
+		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON n.id > 3" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id <> a.id AND b.tag <> 'x' ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b WHERE random() < 2 ORDER BY b.g <-> a.g LIMIT 4) n"; do
 		out=$(psql -X -q -At -c "$load" -c "$j" 2>&1)
 		grep -q "complex joins\|cannot push down\|not supported" <<<"$out" && grep -q "HINT:.*knn_join" <<<"$out" &&
 			check "plain SQL: the LATERAL kNN left to Citus, with a hint: ${j:34:80}" ok ||
@@ -713,7 +717,10 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b ORDER BY b.v <=> a.v LIMIT 5) n" \
 		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b WHERE b.id <> a.id ORDER BY b.v <=> a.v LIMIT 4) n" \
 		"SELECT a.id, n.d FROM {CQ} a LEFT JOIN LATERAL (SELECT a.v <=> b.v AS d FROM {CQ} b WHERE a.id <> b.id ORDER BY a.v <=> b.v LIMIT 3) n ON true" \
-		"SELECT a.id, n.d FROM {V2} a, LATERAL (SELECT b.v <=> a.v AS d FROM {V} b ORDER BY b.v <=> a.v LIMIT 7) n"; do
+		"SELECT a.id, n.d FROM {V2} a, LATERAL (SELECT b.v <=> a.v AS d FROM {V} b ORDER BY b.v <=> a.v LIMIT 7) n" \
+		"SELECT a.id, n.d FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id % 3 <> 0 AND vector_norm(b.v) < 2 ORDER BY b.v <-> a.v LIMIT 5) n" \
+		"SELECT a.id, n.d, n.one FROM {CV} a LEFT JOIN LATERAL (SELECT b.v <=> a.v AS d, 1 AS one FROM {CV} b WHERE b.id <= 4 ORDER BY b.v <=> a.v LIMIT 6) n ON true" \
+		"SELECT a.id, n.d FROM {V} a LEFT JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE false ORDER BY b.v <-> a.v LIMIT 2) n ON true"; do
 		d=${j//\{V2\}/d_v2}
 		d=${d//\{V\}/d_v1}
 		d=${d//\{H\}/d_h}

@@ -517,12 +517,15 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 -- is ref_tbl, and a row's references are the rows whose other_col differs
 -- from its own (a unique, non-NULL column: the others).  keep_alone: a row
 -- with no reference at all (ref_tbl empty, or only the row itself) comes
--- once with a NULL reference (LEFT JOIN LATERAL's row).  Returns whole
--- rows: query_row and ref_row are NULL::query_tbl and NULL::ref_tbl.
+-- once with a NULL reference (LEFT JOIN LATERAL's row).  ref_filter
+-- (0.11): an SQL condition on ref_tbl's columns, the subquery's WHERE on r
+-- alone; ref_tbl's references are its rows where it holds (not with
+-- other_col).  It runs as the caller, as their query.  Returns whole rows:
+-- query_row and ref_row are NULL::query_tbl and NULL::ref_tbl.
 CREATE FUNCTION knn_lateral_fill(query_tbl regclass, ref_tbl regclass, query_col text, ref_col text,
                                  k integer, query_row anyelement, ref_row anycompatible,
                                  other_col text DEFAULT NULL, keep_alone boolean DEFAULT false,
-                                 op text DEFAULT '<->')
+                                 op text DEFAULT '<->', ref_filter text DEFAULT NULL)
 RETURNS TABLE (q anyelement, r anycompatible)
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE AS $fn$
 DECLARE
@@ -532,6 +535,8 @@ DECLARE
     rtype text := pg_catalog.pg_typeof(ref_row);
     self integer := CASE WHEN other_col IS NULL THEN 0 ELSE 1 END;
     other text := 'true';
+    -- ref_tbl's rows that are references (the alias x's columns, unqualified)
+    refs text := pg_catalog.format('(%s)', coalesce(ref_filter, 'true'));
     -- proper(column, operator, alias): its distance to itself a number
     proper text := '(%3$s.%1$I %2$s %3$s.%1$I) OPERATOR(pg_catalog.<>) ''NaN''::pg_catalog.float8';
     points bigint;
@@ -548,6 +553,10 @@ BEGIN
        OR pg_catalog.pg_typeof(ref_row)::oid IS DISTINCT FROM
            (SELECT c.reltype FROM pg_catalog.pg_class c WHERE c.oid = ref_tbl) THEN
         RAISE EXCEPTION 'knn_lateral_fill: query_row and ref_row must be NULL::query_tbl and NULL::ref_tbl'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF other_col IS NOT NULL AND ref_filter IS NOT NULL THEN
+        RAISE EXCEPTION 'knn_lateral_fill: other_col and ref_filter cannot both be given'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF other_col IS NOT NULL THEN
@@ -575,8 +584,8 @@ BEGIN
     END IF;
     -- no reference at all: each row once, with a NULL one (keep_alone)
     IF keep_alone THEN
-        EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s u LIMIT 2) s', ref_tbl)
-            INTO total;
+        EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s LIMIT 2) s',
+            ref_tbl, refs) INTO total;
         IF total <= self THEN
             RETURN QUERY EXECUTE pg_catalog.format('SELECT t.*::%s, NULL::%s FROM %s t', qtype, rtype, query_tbl);
             RETURN;
@@ -589,30 +598,30 @@ BEGIN
     -- are not itself
     RETURN QUERY EXECUTE pg_catalog.format(
         'WITH t AS MATERIALIZED (SELECT x.*::%1$s AS row FROM %2$s x WHERE (%3$s) IS NOT TRUE), '
-        'p AS MATERIALIZED (SELECT x.*::%4$s AS row FROM %5$s x WHERE %6$s LIMIT %7$s), '
-        'n AS MATERIALIZED (SELECT x.*::%4$s AS row FROM %5$s x WHERE (%6$s) IS NOT TRUE '
+        'p AS MATERIALIZED (SELECT x.*::%4$s AS row FROM %5$s x WHERE %6$s AND %12$s LIMIT %7$s), '
+        'n AS MATERIALIZED (SELECT x.*::%4$s AS row FROM %5$s x WHERE (%6$s) IS NOT TRUE AND %12$s '
         'ORDER BY (x.%8$I %9$s x.%8$I) IS NULL LIMIT %7$s), '
         'c AS (SELECT pg_catalog.array_agg(a.row ORDER BY a.o) AS rows FROM '
         '(SELECT p.row, 0 AS o FROM p UNION ALL SELECT n.row, 1 FROM n) a) '
         'SELECT t.row, e.row FROM t, c, LATERAL (SELECT c.rows[i] AS row FROM pg_catalog.generate_subscripts(c.rows, 1) i '
         'WHERE %10$s ORDER BY i LIMIT %11$s) e',
         qtype, query_tbl, pg_catalog.format(proper, query_col, qop, 'x'), rtype, ref_tbl,
-        pg_catalog.format(proper, ref_col, rop, 'x'), k + 1, ref_col, rop, other, k);
+        pg_catalog.format(proper, ref_col, rop, 'x'), k + 1, ref_col, rop, other, k, refs);
     -- fewer than k proper rows among a row's references: the others make up k
-    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s LIMIT %s) s',
-        ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), k + 1) INTO points;
+    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s AND %s LIMIT %s) s',
+        ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, k + 1) INTO points;
     IF points - self < k THEN
         RETURN QUERY EXECUTE pg_catalog.format(
             'SELECT t.*::%s, s.row FROM %s t, '
-            '(SELECT x.*::%s AS row FROM %s x WHERE (%s) IS NOT TRUE ORDER BY (x.%I %s x.%I) IS NULL LIMIT %s) s '
+            '(SELECT x.*::%s AS row FROM %s x WHERE (%s) IS NOT TRUE AND %s ORDER BY (x.%I %s x.%I) IS NULL LIMIT %s) s '
             'WHERE %s',
-            qtype, query_tbl, rtype, ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), ref_col, rop, ref_col,
+            qtype, query_tbl, rtype, ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, ref_col, rop, ref_col,
             k - (points - self), pg_catalog.format(proper, query_col, qop, 't'));
     END IF;
 END
 $fn$;
 
-COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text, boolean, text) IS
+COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text, boolean, text, text) IS
 'internal to the LATERAL kNN of distributed tables: the rows knn_join leaves out, query rows '
 'without a proper value with any k references, and references without one where fewer than k have one';
 
@@ -627,18 +636,22 @@ COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, an
 -- and computes them, ties in no particular order, and no NOTICE of the
 -- rows without a value (knn_lateral_fill returns theirs).  Run on the
 -- workers only; elsewhere an error.  The C functions are knn_join's and
--- knn_selfjoin's, which tell these by their names.
+-- knn_selfjoin's, which tell these by their names.  ref_filter (0.11): the
+-- subquery's WHERE on r alone, an SQL condition on ref_tbl's columns: the
+-- references are ref_tbl's rows where it holds, read so on the workers.
+-- It runs as the caller, as their query.
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
                                  use_spheroid boolean DEFAULT false,
-                                 query_id_col text DEFAULT NULL, ref_id_col text DEFAULT NULL)
+                                 query_id_col text DEFAULT NULL, ref_id_col text DEFAULT NULL,
+                                 ref_filter text DEFAULT NULL)
 RETURNS TABLE (q anyelement, r anycompatible, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text) IS
+COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text) IS
 'internal to the LATERAL kNN of distributed tables: knn_join ranked by the column''s own <->, '
 'on the workers';
 

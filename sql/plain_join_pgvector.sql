@@ -187,4 +187,19 @@ SELECT count(*) AS differ FROM (
      EXCEPT ALL
      SELECT (f.q).id, (f.r).v <-> (f.q).v FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id') f)) x;
 SELECT * FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<#>');
+-- ref_filter (0.11): the references are cr's rows where it holds.  Without
+-- row 10 no reference is proper, so knn_join has no rows and the fill
+-- returns all of PostgreSQL's (both ways); a filter no row passes leaves
+-- each query row alone (keep_alone); not with other_col
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> 10 ORDER BY r.v <=> q.v LIMIT 3) s
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).v <=> (f.q).v FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<=>', ref_filter => 'id <> 10') f)
+    UNION ALL
+    (SELECT (f.q).id, (f.r).v <=> (f.q).v FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<=>', ref_filter => 'id <> 10') f
+     EXCEPT ALL
+     SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> 10 ORDER BY r.v <=> q.v LIMIT 3) s)) x;
+SELECT (f.q).id, (f.r).id FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, ref_filter => 'id >= 12') f ORDER BY 1, 2;
+SELECT (f.q).id, f.r IS NULL AS alone FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, keep_alone => true, ref_filter => 'false') f ORDER BY 1;
+SELECT * FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id', ref_filter => 'id > 10');
 DROP TABLE cq, cr;

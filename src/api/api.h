@@ -58,6 +58,7 @@ extern bool GjFilterableColumn(GjFunction fn, int column);
 extern int	GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2]);
 extern bool GjKeyedFunction(Oid funcid);
 extern bool GjPgOrderFunction(Oid funcid);
+extern int	GjArgPosition(Oid funcid, const char *name);
 
 /*
  * args.c: check arguments (values/nulls as the function receives them,

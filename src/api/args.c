@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "nodes/params.h"
+#include "parser/parser.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -212,6 +213,35 @@ GjArgsWithoutKeys(Oid funcid, List *args)
 	return out;
 }
 
+/*
+ * knn_lateral_join's ref_filter: the rewrite's WHERE on the reference
+ * table alone, deparsed (plain_knn.c), which dist/ puts in the query that
+ * reads the references (GjDistSource).  It must be one condition and
+ * nothing else: "SELECT FROM t WHERE <filter>" parses to a SELECT with a
+ * WHERE and no other clause, so it cannot end the WHERE and add a LIMIT,
+ * a UNION or another statement.  It runs as the caller, as their query.
+ */
+static char *
+RowFilter(const char *fname, Datum d)
+{
+	char	   *filter = TextDatumGetCString(d);
+	char	   *sql = psprintf("SELECT FROM gpujoin_filtered WHERE %s", filter);
+	List	   *parsed = raw_parser(sql, RAW_PARSE_DEFAULT);
+	SelectStmt *s = list_length(parsed) == 1 && IsA(linitial_node(RawStmt, parsed)->stmt, SelectStmt) ?
+		(SelectStmt *) linitial_node(RawStmt, parsed)->stmt : NULL;
+
+	if (s == NULL || s->whereClause == NULL || s->targetList != NIL ||
+		list_length(s->fromClause) != 1 || s->distinctClause != NIL || s->intoClause != NULL ||
+		s->groupClause != NIL || s->havingClause != NULL || s->windowClause != NIL ||
+		s->valuesLists != NIL || s->sortClause != NIL || s->limitOffset != NULL ||
+		s->limitCount != NULL || s->lockingClause != NIL || s->withClause != NULL ||
+		s->op != SETOP_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: ref_filter must be one condition on ref_tbl's columns", fname)));
+	return filter;
+}
+
 /* The call of fn (funcid) with these arguments as a job. */
 void
 GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
@@ -223,7 +253,10 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 				full = GjFunctionArgs(fn),
 				map[FUNC_MAX_ARGS],
 				kpos[2],
-				nclassic = GjKeyedArgs(funcid, map, kpos);
+				nclassic = GjKeyedArgs(funcid, map, kpos),
+				nargs_given = nargs,
+				filter_arg;
+	char	   *filter = NULL;
 	Datum		values[FUNC_MAX_ARGS];
 	bool		nulls[FUNC_MAX_ARGS];
 
@@ -254,6 +287,9 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	{
 		spec->pg_order = true;
 		spec->fname = fn == GJ_FN_KNN_JOIN ? "knn_lateral_join" : "knn_lateral_selfjoin";
+		filter_arg = GjArgPosition(funcid, "ref_filter");	/* 0.11's knn_lateral_join */
+		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+			filter = RowFilter(spec->fname, args[filter_arg]);
 	}
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
@@ -422,4 +458,5 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 		SetKeys(spec, fn, argtypes, kpos);
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
+	spec->input.where = filter;	/* the references' (knn_join's input is ref_tbl) */
 }

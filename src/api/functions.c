@@ -327,6 +327,24 @@ GjPgOrderFunction(Oid funcid)
 							strcmp(name, "knn_lateral_selfjoin") == 0);
 }
 
+/* The position of funcid's argument of this name; -1 when it has none. */
+int
+GjArgPosition(Oid funcid, const char *name)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	char	  **names;
+	int			pos = -1;
+
+	if (!HeapTupleIsValid(tup))
+		return -1;
+	names = ArgNames(tup, ((Form_pg_proc) GETSTRUCT(tup))->pronargs);
+	for (int i = 0; i < ((Form_pg_proc) GETSTRUCT(tup))->pronargs && pos < 0; i++)
+		if (names[i] != NULL && strcmp(names[i], name) == 0)
+			pos = i;
+	ReleaseSysCache(tup);
+	return pos;
+}
+
 /* Is funcid a keyed form? */
 bool
 GjKeyedFunction(Oid funcid)

@@ -50,7 +50,10 @@
  *	  WHERE, or where r is q's table, r.c <> q.c on a column c NOT NULL and
  *	  alone a unique index's key: the other rows, and knn_selfjoin(q, ..,
  *	  key => NULL::q) in place of knn_join (its rows: each row's k nearest
- *	  others), knn_lateral_fill told so (other_col);
+ *	  others), knn_lateral_fill told so (other_col); or (0.11) a WHERE on
+ *	  r alone, which knn_lateral_join and knn_lateral_fill apply to r's
+ *	  rows as they read them (ref_filter): the subquery's rows are the
+ *	  first k of the rows where it holds, whatever the query row;
  *	- q and the subquery are reached from the query's FROM through inner
  *	  joins only (a q row without neighbours has no rows), or the subquery
  *	  is the right of a LEFT JOIN .. ON true whose left reaches q through
@@ -87,11 +90,14 @@
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/typcache.h"
 
+#include "api/api.h"
 #include "compat.h"
 #include "dist/plain_internal.h"
 #include "read/read.h"
@@ -106,6 +112,7 @@ typedef struct KnnCandidate
 	Index		r_rti;			/* r in the subquery */
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
+	char	   *ref_filter;		/* WHERE on r alone, as SQL over r's columns (or NULL) */
 	bool		left;			/* LEFT JOIN LATERAL .. ON true */
 	bool		pg_order;		/* pgvector's <-> or <=>: only knn_lateral_join has its order */
 	bool		cosine;			/* <=>: metric => 'cosine', and the fill's op */
@@ -177,28 +184,22 @@ UniqueNotNull(Oid relid, AttrNumber att)
 	return found;
 }
 
-/*
- * The subquery's WHERE, if any: r.c <> q.c (either way round), c a column
- * of both, by its type's own <>: *other is c (0 for no WHERE).
- */
-static bool
-OtherRowQual(Node *quals, Index r_rti, Index qe, AttrNumber *other)
+/* r.c <> q.c (either way round), c a column of both, by its type's own <>: c, else 0 */
+static AttrNumber
+OtherRowQual(Node *qual, Index r_rti, Index qe)
 {
 	OpExpr	   *op;
 	Var		   *a,
 			   *b;
 	TypeCacheEntry *tc;
 
-	*other = 0;
-	if (quals == NULL)
-		return true;
-	if (!IsA(quals, OpExpr) || list_length(((OpExpr *) quals)->args) != 2)
-		return false;
-	op = (OpExpr *) quals;
+	if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
+		return 0;
+	op = (OpExpr *) qual;
 	a = (Var *) GjPlainStripRelabel(linitial(op->args));
 	b = (Var *) GjPlainStripRelabel(lsecond(op->args));
 	if (a == NULL || b == NULL || !IsA(a, Var) || !IsA(b, Var))
-		return false;
+		return 0;
 	if (a->varlevelsup == 1)
 	{
 		Var		   *t = a;
@@ -208,11 +209,62 @@ OtherRowQual(Node *quals, Index r_rti, Index qe, AttrNumber *other)
 	}
 	if (a->varlevelsup != 0 || a->varno != r_rti || b->varlevelsup != 1 || b->varno != qe ||
 		a->varattno <= 0 || a->varattno != b->varattno || a->vartype != b->vartype)
-		return false;
+		return 0;
 	tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR);
 	if (!OidIsValid(tc->eq_opr) || get_negator(tc->eq_opr) != op->opno)
+		return 0;
+	return a->varattno;
+}
+
+/* Anything but r's own user columns, constants and functions of them? */
+static bool
+NotOnRAlone(Node *n, Index *r_rti)
+{
+	if (n == NULL)
 		return false;
-	*other = a->varattno;
+	if (IsA(n, Var))
+		return ((Var *) n)->varlevelsup != 0 || ((Var *) n)->varno != *r_rti ||
+			((Var *) n)->varattno <= 0;
+	if (IsA(n, Param) || IsA(n, SubLink) || IsA(n, Aggref) || IsA(n, GroupingFunc) ||
+		IsA(n, WindowFunc) || IsA(n, CurrentOfExpr) || IsA(n, NextValueExpr))
+		return true;
+	return expression_tree_walker(n, NotOnRAlone, (void *) r_rti);
+}
+
+/*
+ * The subquery's WHERE: no WHERE; r.c <> q.c alone, the other rows
+ * (*other is c); or conditions on r alone, the references (*ref_filter,
+ * deparsed over r's columns, unqualified, for knn_lateral_join, which
+ * reads r's rows where they hold, and knn_lateral_fill).  Such a condition
+ * reads no other table, no parameter and no volatile function: it is
+ * evaluated once a row where the rows are read (on the workers), not once
+ * a query row.  Both kinds at once are not taken: the other rows are
+ * knn_selfjoin's, which reads every row of the table.
+ */
+static bool
+SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other, char **ref_filter)
+{
+	List	   *conds = NIL;
+	ListCell   *lc;
+	Node	   *e;
+
+	*other = 0;
+	*ref_filter = NULL;
+	if (quals == NULL)
+		return true;
+	if ((*other = OtherRowQual(quals, r_rti, qe)) != 0)
+		return true;
+	foreach(lc, make_ands_implicit((Expr *) quals))
+	{
+		Node	   *c = lfirst(lc);
+
+		if (NotOnRAlone(c, &r_rti) || contain_volatile_functions(c))
+			return false;
+		conds = lappend(conds, c);
+	}
+	e = copyObject((Node *) make_ands_explicit(conds));
+	ChangeVarNodes(e, r_rti, 1, 0);
+	*ref_filter = deparse_expression(e, deparse_context_for(get_rel_name(r_relid), r_relid), false, false);
 	return true;
 }
 
@@ -334,6 +386,7 @@ Consider(KnnFinder *f, Index ne)
 	int32		srid_r,
 				srid_q;
 	AttrNumber	other;
+	char	   *ref_filter;
 	bool		left;
 	bool		pg_order;
 	RangeTblEntry *rr,
@@ -366,7 +419,7 @@ Consider(KnnFinder *f, Index ne)
 		return;
 	rr = rt_fetch(r_rti, sq->rtable);
 	qr = rt_fetch(qv->varno, q->rtable);
-	if (!OtherRowQual(sq->jointree->quals, r_rti, qv->varno, &other) ||
+	if (!SubqueryWhere(sq->jointree->quals, r_rti, qv->varno, rr->relid, &other, &ref_filter) ||
 		(other != 0 && (rr->relid != qr->relid || !UniqueNotNull(rr->relid, other))))
 		return;
 	if (!GjPlainReadAsCaller(sq, rr) || !GjPlainReadAsCaller(q, qr) ||
@@ -383,6 +436,7 @@ Consider(KnnFinder *f, Index ne)
 	c->r_rti = r_rti;
 	c->r_col = rv->varattno;
 	c->other = other;
+	c->ref_filter = ref_filter;
 	c->left = left;
 	c->pg_order = pg_order;
 	c->cosine = jc.metric == GJ_JM_COSINE;
@@ -421,16 +475,18 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	int			natts;
 	char	   *knn;
 	char	   *other = "";
+	char	   *filter = c->ref_filter != NULL ?
+		psprintf(", ref_filter => %s", quote_literal_cstr(c->ref_filter)) : "";
 	char	   *sql;
 	Query	   *sub;
 
 	if (c->other == 0)
 		knn = psprintf("SELECT %sp.r FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
-					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]%s) p",
+					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]%s%s) p",
 					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp,
 					   lateral_fns ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol,
-					   c->cosine ? ", metric => 'cosine'" : "");
+					   c->cosine ? ", metric => 'cosine'" : "", filter);
 	else
 	{
 		/* the other rows: the self join's (r is q) */
@@ -443,10 +499,10 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	}
 	sql = psprintf("%s UNION ALL "
 				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
-				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s%s) f",
+				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s%s%s) f",
 				   knn, GjPlainRowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
 				   qtype, rtype, other, c->left ? ", keep_alone => true" : "",
-				   c->cosine ? ", op => '<=>'" : "");
+				   c->cosine ? ", op => '<=>'" : "", filter);
 	sub = GjPlainAnalyze(sql);
 	if (sub->commandType != CMD_SELECT ||
 		list_length(sub->targetList) != natts + 1)
@@ -538,12 +594,17 @@ Rewrite(const KnnCandidate *c, const char *nsp, bool lateral_fns, List **relids)
 	nr->subquery = row;
 }
 
-/* Has the installation in schema nsp a function of this name (its version's)? */
+/*
+ * Has the installation in schema nsp a function of this name (its
+ * version's), with an argument of this name if arg is not NULL?
+ */
 static bool
-HasFunction(Oid nsp, const char *name)
+HasFunction(Oid nsp, const char *name, const char *arg)
 {
-	return OidIsValid(LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
-												makeString(pstrdup(name))), -1, NULL, true));
+	Oid			f = LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+											  makeString(pstrdup(name))), -1, NULL, true);
+
+	return OidIsValid(f) && (arg == NULL || GjArgPosition(f, arg) >= 0);
 }
 
 void
@@ -553,7 +614,8 @@ GjPlainKnn(Query *parse, List **relids)
 	ListCell   *lc;
 	Oid			nsp;
 	const char *nspname;
-	bool		lateral_fns;
+	bool		lateral_fns,
+				filter_fns;
 
 	GjPlainEachLevel(parse, FindInLevel, &f, 0);
 	if (f.found == NIL)
@@ -569,12 +631,18 @@ GjPlainKnn(Query *parse, List **relids)
 	 * An installation not updated to 0.9 has no knn_lateral_fill, to 0.10
 	 * no knn_lateral_join: Citus's error
 	 */
-	if (!HasFunction(nsp, "knn_lateral_fill"))
+	if (!HasFunction(nsp, "knn_lateral_fill", NULL))
 		return;
-	lateral_fns = HasFunction(nsp, "knn_lateral_join");
+	lateral_fns = HasFunction(nsp, "knn_lateral_join", NULL);
+	/* ... to 0.11 no ref_filter */
+	filter_fns = lateral_fns && HasFunction(nsp, "knn_lateral_join", "ref_filter");
 	foreach(lc, f.found)
-		if (((KnnCandidate *) lfirst(lc))->pg_order && !lateral_fns)
+	{
+		KnnCandidate *c = lfirst(lc);
+
+		if ((c->pg_order && !lateral_fns) || (c->ref_filter != NULL && !filter_fns))
 			return;
+	}
 	foreach(lc, f.found)
 		Rewrite((KnnCandidate *) lfirst(lc), nspname, lateral_fns, relids);
 	elog(DEBUG1, "gpujoin: %d LATERAL kNN subqueries of distributed tables run on the workers",

@@ -157,8 +157,13 @@ GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 		appendStringInfo(&s, " FROM %s", from != NULL ? from :
 						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(in->relid)),
 													get_rel_name(in->relid)));
+		/* knn_lateral_join's ref_filter: the only rows there are (a condition, args.c) */
+		if (in->where != NULL)
+			appendStringInfo(&s, " WHERE (%s)", in->where);
 		base = s.data;
 	}
+	else if (in->where != NULL)
+		elog(ERROR, "gpujoin: a filtered input of numeric columns");
 	else
 		base = GjBuildRelationQuery(in, 0);
 	if (in->keys != NULL && !in->keys->kept)

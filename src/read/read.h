@@ -62,6 +62,7 @@ typedef struct GjInputSpec
 	Oid			relid;
 	ArrayType  *cols;			/* coordinate column names */
 	text	   *id_col;			/* NULL: the primary key */
+	const char *where;			/* only rows where this SQL condition holds (dist/ only) */
 	GjKeys	   *keys;			/* NULL: an integer id (else the read fills it) */
 	/* query form, and the values of its $1, $2, ... (nparams of them) */
 	const char *query;
