@@ -11,7 +11,8 @@
  *	   any of its query rows must look: the k nearest within the strip
  *	   are at most that far, so the true k nearest are too.  Only the
  *	   strips' largest distances come back, and the counts of their
- *	   references: a strip with fewer than k looks everywhere.
+ *	   references and query rows: a strip with fewer than k references
+ *	   looks everywhere, and one without query rows nowhere.
  *	2. Halos and the join.  Every reference is copied into each other
  *	   strip whose rows it may be a neighbour of (within the strip's
  *	   bound of its edges, with a margin for rounding), and each strip
@@ -50,23 +51,13 @@ KnnCall(const DistCall *dc, int k)
 					dc->call_args);
 }
 
-/*
- * Pass 1: each strip's bound on its query rows' k-th distance; -1 for a
- * strip without query rows, infinity where it has fewer than k
- * references.
- */
-static double *
-Bounds(const DistCall *dc, int k)
+/* Each strip's rows of table tab (where cond), by strip i, into counts. */
+static void
+StripCounts(const DistCall *dc, const char *tab, const char *cond, int64 *counts)
 {
-	int			n = dc->strips.n;
-	double	   *bound = palloc(sizeof(double) * n);
-	int64	   *refs = palloc0(sizeof(int64) * n);
-
-	for (int i = 0; i < n; i++)
-		bound[i] = -1.0;
 	/* the rows skipped are not in the tables (GjDistMoveRows) */
-	GjDistExec(psprintf("SELECT strip, count(*) FROM %s WHERE own GROUP BY 1",
-						dc->s_tab), SPI_OK_SELECT);
+	GjDistExec(psprintf("SELECT strip, count(*) FROM %s WHERE %s GROUP BY 1", tab, cond),
+			   SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		n1,
@@ -74,11 +65,32 @@ Bounds(const DistCall *dc, int k)
 		int32		v = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1));
 		int64		c = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2));
 
-		for (int j = 0; j < n; j++)
+		for (int j = 0; j < dc->strips.n; j++)
 			if (dc->values[j] == v)
-				refs[j] = c;
+				counts[j] = c;
 	}
 	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Pass 1: each strip's bound on its query rows' k-th distance; infinity
+ * where it has fewer than k references, minus infinity where it has no
+ * query row (no reference need come: a query filtered down to a few rows,
+ * or rows only of r in a part of space, used to copy every reference
+ * into each such strip).
+ */
+static double *
+Bounds(const DistCall *dc, int k)
+{
+	int			n = dc->strips.n;
+	double	   *bound = palloc(sizeof(double) * n);
+	int64	   *refs = palloc0(sizeof(int64) * n);
+	int64	   *queries = palloc0(sizeof(int64) * n);
+
+	for (int i = 0; i < n; i++)
+		bound[i] = -1.0;
+	StripCounts(dc, dc->s_tab, "own", refs);
+	StripCounts(dc, dc->self ? dc->s_tab : dc->r_tab, dc->self ? "own" : "true", queries);
 
 	GjDistExec(psprintf("SELECT c.strip, max(j.dist) FROM %s c, LATERAL %s j GROUP BY 1",
 						dc->cells, KnnCall(dc, k)), SPI_OK_SELECT);
@@ -96,19 +108,22 @@ Bounds(const DistCall *dc, int k)
 	SPI_freetuptable(SPI_tuptable);
 
 	/*
-	 * Fewer than k references: the strip's query rows look everywhere.  A
-	 * strip with no answer has no query row the engine reads, or no
-	 * reference: infinity covers both.
+	 * Fewer than k references: the strip's query rows look everywhere (a
+	 * strip with query rows and no answer has no reference).  No query row:
+	 * nothing to look for.
 	 */
 	for (int j = 0; j < n; j++)
-		if (refs[j] < k || bound[j] < 0)
+		if (queries[j] == 0)
+			bound[j] = -INFINITY;
+		else if (refs[j] < k || bound[j] < 0)
 			bound[j] = INFINITY;
 	return bound;
 }
 
 /*
  * Pass 2's halos: each reference into every other strip within that
- * strip's bound of the strip's edges.  Returns the rows written.
+ * strip's bound of the strip's edges (none for a bound of minus
+ * infinity).  Returns the rows written.
  */
 static int64
 Halos(const DistCall *dc, const double *bound)
@@ -127,8 +142,12 @@ Halos(const DistCall *dc, const double *bound)
 		double		hi = i == n - 1 ? INFINITY : dc->strips.cuts[i];
 		double		m = GjDistReach(dc, bound[i]) * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
-		appendStringInfo(&lows, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? -INFINITY : lo - m));
-		appendStringInfo(&highs, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(isinf(bound[i]) ? INFINITY : hi + m));
+		if (bound[i] == -INFINITY)
+			lo = INFINITY, hi = -INFINITY, m = 0.0;	/* an empty range */
+		else if (isinf(bound[i]))
+			lo = -INFINITY, hi = INFINITY, m = 0.0;
+		appendStringInfo(&lows, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(lo - m));
+		appendStringInfo(&highs, "%s%s", i > 0 ? ", " : "", GjFloat8Literal(hi + m));
 	}
 	if (n == 1)
 		return 0;
@@ -160,6 +179,8 @@ PgOrderBound(const DistCall *dc, double b)
 	double		gam = (dc->dims + 4) * ldexp(1.0, -24);
 	double		d;
 
+	if (b == -INFINITY)
+		return b;				/* a strip without query rows */
 	if (!isfinite(b) || b > 1e18)
 		return INFINITY;
 	/*
