@@ -520,12 +520,15 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 -- once with a NULL reference (LEFT JOIN LATERAL's row).  ref_filter
 -- (0.11): an SQL condition on ref_tbl's columns, the subquery's WHERE on r
 -- alone; ref_tbl's references are its rows where it holds (not with
--- other_col).  It runs as the caller, as their query.  Returns whole rows:
--- query_row and ref_row are NULL::query_tbl and NULL::ref_tbl.
+-- other_col).  query_filter (0.11): one on query_tbl's columns, the outer
+-- query's WHERE on q alone; only its rows where it holds are query rows.
+-- They run as the caller, as their query.  Returns whole rows: query_row
+-- and ref_row are NULL::query_tbl and NULL::ref_tbl.
 CREATE FUNCTION knn_lateral_fill(query_tbl regclass, ref_tbl regclass, query_col text, ref_col text,
                                  k integer, query_row anyelement, ref_row anycompatible,
                                  other_col text DEFAULT NULL, keep_alone boolean DEFAULT false,
-                                 op text DEFAULT '<->', ref_filter text DEFAULT NULL)
+                                 op text DEFAULT '<->', ref_filter text DEFAULT NULL,
+                                 query_filter text DEFAULT NULL)
 RETURNS TABLE (q anyelement, r anycompatible)
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE AS $fn$
 DECLARE
@@ -537,6 +540,8 @@ DECLARE
     other text := 'true';
     -- ref_tbl's rows that are references (the alias x's columns, unqualified)
     refs text := pg_catalog.format('(%s)', coalesce(ref_filter, 'true'));
+    -- ... and query_tbl's that are query rows (the alias x's too)
+    queries text := pg_catalog.format('(%s)', coalesce(query_filter, 'true'));
     -- proper(column, operator, alias): its distance to itself a number
     proper text := '(%3$s.%1$I %2$s %3$s.%1$I) OPERATOR(pg_catalog.<>) ''NaN''::pg_catalog.float8';
     points bigint;
@@ -587,7 +592,8 @@ BEGIN
         EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s LIMIT 2) s',
             ref_tbl, refs) INTO total;
         IF total <= self THEN
-            RETURN QUERY EXECUTE pg_catalog.format('SELECT t.*::%s, NULL::%s FROM %s t', qtype, rtype, query_tbl);
+            RETURN QUERY EXECUTE pg_catalog.format('SELECT x.*::%s, NULL::%s FROM %s x WHERE %s',
+                qtype, rtype, query_tbl, queries);
             RETURN;
         END IF;
     END IF;
@@ -597,7 +603,7 @@ BEGIN
     -- x), then each query row that is not proper takes the first k that
     -- are not itself
     RETURN QUERY EXECUTE pg_catalog.format(
-        'WITH t AS MATERIALIZED (SELECT x.*::%1$s AS row FROM %2$s x WHERE (%3$s) IS NOT TRUE), '
+        'WITH t AS MATERIALIZED (SELECT x.*::%1$s AS row FROM %2$s x WHERE (%3$s) IS NOT TRUE AND %13$s), '
         'p AS MATERIALIZED (SELECT x.*::%4$s AS row FROM %5$s x WHERE %6$s AND %12$s LIMIT %7$s), '
         'n AS MATERIALIZED (SELECT x.*::%4$s AS row FROM %5$s x WHERE (%6$s) IS NOT TRUE AND %12$s '
         'ORDER BY (x.%8$I %9$s x.%8$I) IS NULL LIMIT %7$s), '
@@ -606,22 +612,22 @@ BEGIN
         'SELECT t.row, e.row FROM t, c, LATERAL (SELECT c.rows[i] AS row FROM pg_catalog.generate_subscripts(c.rows, 1) i '
         'WHERE %10$s ORDER BY i LIMIT %11$s) e',
         qtype, query_tbl, pg_catalog.format(proper, query_col, qop, 'x'), rtype, ref_tbl,
-        pg_catalog.format(proper, ref_col, rop, 'x'), k + 1, ref_col, rop, other, k, refs);
+        pg_catalog.format(proper, ref_col, rop, 'x'), k + 1, ref_col, rop, other, k, refs, queries);
     -- fewer than k proper rows among a row's references: the others make up k
     EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s AND %s LIMIT %s) s',
         ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, k + 1) INTO points;
     IF points - self < k THEN
         RETURN QUERY EXECUTE pg_catalog.format(
-            'SELECT t.*::%s, s.row FROM %s t, '
-            '(SELECT x.*::%s AS row FROM %s x WHERE (%s) IS NOT TRUE AND %s ORDER BY (x.%I %s x.%I) IS NULL LIMIT %s) s '
-            'WHERE %s',
-            qtype, query_tbl, rtype, ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, ref_col, rop, ref_col,
-            k - (points - self), pg_catalog.format(proper, query_col, qop, 't'));
+            'SELECT t.row, s.row FROM (SELECT x.*::%s AS row FROM %s x WHERE %s AND %s) t, '
+            '(SELECT x.*::%s AS row FROM %s x WHERE (%s) IS NOT TRUE AND %s ORDER BY (x.%I %s x.%I) IS NULL LIMIT %s) s',
+            qtype, query_tbl, pg_catalog.format(proper, query_col, qop, 'x'), queries,
+            rtype, ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, ref_col, rop, ref_col,
+            k - (points - self));
     END IF;
 END
 $fn$;
 
-COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text, boolean, text, text) IS
+COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text, boolean, text, text, text) IS
 'internal to the LATERAL kNN of distributed tables: the rows knn_join leaves out, query rows '
 'without a proper value with any k references, and references without one where fewer than k have one';
 
@@ -638,20 +644,21 @@ COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, an
 -- workers only; elsewhere an error.  The C functions are knn_join's and
 -- knn_selfjoin's, which tell these by their names.  ref_filter (0.11): the
 -- subquery's WHERE on r alone, an SQL condition on ref_tbl's columns: the
--- references are ref_tbl's rows where it holds, read so on the workers.
--- It runs as the caller, as their query.
+-- references are ref_tbl's rows where it holds, read so on the workers;
+-- query_filter (0.11): the outer WHERE on q alone, the same for the query
+-- rows.  They run as the caller, as their query.
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
                                  use_spheroid boolean DEFAULT false,
                                  query_id_col text DEFAULT NULL, ref_id_col text DEFAULT NULL,
-                                 ref_filter text DEFAULT NULL)
+                                 ref_filter text DEFAULT NULL, query_filter text DEFAULT NULL)
 RETURNS TABLE (q anyelement, r anycompatible, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text) IS
+COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text, text) IS
 'internal to the LATERAL kNN of distributed tables: knn_join ranked by the column''s own <->, '
 'on the workers';
 

@@ -402,6 +402,11 @@ SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, d FROM fq x, fr y,
     WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 4, NULL::fq, NULL::fr);
 SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, d FROM fq x, fr y, (VALUES (1, NULL::float8), (2, 'NaN')) v(i, d)
     WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 4, NULL::fq, NULL::fr);
+-- knn_lateral_join's filters are each one condition, nothing else
+SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, ref_filter => 'true LIMIT 1');
+SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'true; SELECT 1');
+SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'id = 1) UNION (SELECT');
+SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'id = 1');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr, other_col => 'id');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);

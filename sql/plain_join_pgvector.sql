@@ -202,4 +202,15 @@ SELECT count(*) AS differ FROM (
 SELECT (f.q).id, (f.r).id FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, ref_filter => 'id >= 12') f ORDER BY 1, 2;
 SELECT (f.q).id, f.r IS NULL AS alone FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, keep_alone => true, ref_filter => 'false') f ORDER BY 1;
 SELECT * FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id', ref_filter => 'id > 10');
+-- query_filter (0.11): only query_tbl's rows where it holds are query rows
+SELECT count(*) AS differ FROM (
+    (SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> 10 ORDER BY r.v <=> q.v LIMIT 3) s WHERE q.id >= 2
+     EXCEPT ALL
+     SELECT (f.q).id, (f.r).v <=> (f.q).v FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<=>', ref_filter => 'id <> 10', query_filter => 'id >= 2') f)
+    UNION ALL
+    (SELECT (f.q).id, (f.r).v <=> (f.q).v FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 3, NULL::cq, NULL::cr, op => '<=>', ref_filter => 'id <> 10', query_filter => 'id >= 2') f
+     EXCEPT ALL
+     SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> 10 ORDER BY r.v <=> q.v LIMIT 3) s WHERE q.id >= 2)) x;
+SELECT (f.q).id, (f.r).id FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, ref_filter => 'id >= 12', query_filter => 'id IN (1, 3)') f ORDER BY 1, 2;
+SELECT (f.q).id, f.r IS NULL AS alone FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, keep_alone => true, ref_filter => 'false', query_filter => 'id < 3') f ORDER BY 1;
 DROP TABLE cq, cr;

@@ -214,22 +214,44 @@ GjArgsWithoutKeys(Oid funcid, List *args)
 }
 
 /*
- * knn_lateral_join's ref_filter: the rewrite's WHERE on the reference
- * table alone, deparsed (plain_knn.c), which dist/ puts in the query that
- * reads the references (GjDistSource).  It must be one condition and
- * nothing else: "SELECT FROM t WHERE <filter>" parses to a SELECT with a
- * WHERE and no other clause, so it cannot end the WHERE and add a LIMIT,
- * a UNION or another statement.  It runs as the caller, as their query.
+ * knn_lateral_join's ref_filter and query_filter: the rewrite's WHERE on
+ * the reference table alone, and the outer query's on the query table,
+ * deparsed (plain_knn.c), which dist/ puts in the queries that read the
+ * rows (GjDistSource).  Each must be one condition and nothing else:
+ * "SELECT FROM t WHERE <filter>" parses to a SELECT with a WHERE and no
+ * other clause, so it cannot end the WHERE and add a LIMIT, a UNION or
+ * another statement.  It runs as the caller, as their query.
  */
 static char *
-RowFilter(const char *fname, Datum d)
+RowFilter(const char *fname, const char *argname, Datum d)
 {
 	char	   *filter = TextDatumGetCString(d);
 	char	   *sql = psprintf("SELECT FROM gpujoin_filtered WHERE %s", filter);
-	List	   *parsed = raw_parser(sql, RAW_PARSE_DEFAULT);
-	SelectStmt *s = list_length(parsed) == 1 && IsA(linitial_node(RawStmt, parsed)->stmt, SelectStmt) ?
-		(SelectStmt *) linitial_node(RawStmt, parsed)->stmt : NULL;
+	const char *table = strcmp(argname, "ref_filter") == 0 ? "ref_tbl" : "query_tbl";
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *parsed = NIL;
+	SelectStmt *s;
 
+	/* a syntax error's position would point into the caller's query: none */
+	PG_TRY();
+	{
+		parsed = raw_parser(sql, RAW_PARSE_DEFAULT);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: %s must be one condition on %s's columns", fname, argname, table),
+				 errdetail("%s", e->message)));
+	}
+	PG_END_TRY();
+	s = list_length(parsed) == 1 && IsA(linitial_node(RawStmt, parsed)->stmt, SelectStmt) ?
+		(SelectStmt *) linitial_node(RawStmt, parsed)->stmt : NULL;
 	if (s == NULL || s->whereClause == NULL || s->targetList != NIL ||
 		list_length(s->fromClause) != 1 || s->distinctClause != NIL || s->intoClause != NULL ||
 		s->groupClause != NIL || s->havingClause != NULL || s->windowClause != NIL ||
@@ -238,7 +260,7 @@ RowFilter(const char *fname, Datum d)
 		s->op != SETOP_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s: ref_filter must be one condition on ref_tbl's columns", fname)));
+				 errmsg("%s: %s must be one condition on %s's columns", fname, argname, table)));
 	return filter;
 }
 
@@ -256,7 +278,8 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 				nclassic = GjKeyedArgs(funcid, map, kpos),
 				nargs_given = nargs,
 				filter_arg;
-	char	   *filter = NULL;
+	char	   *filter = NULL,
+			   *query_filter = NULL;
 	Datum		values[FUNC_MAX_ARGS];
 	bool		nulls[FUNC_MAX_ARGS];
 
@@ -287,9 +310,13 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	{
 		spec->pg_order = true;
 		spec->fname = fn == GJ_FN_KNN_JOIN ? "knn_lateral_join" : "knn_lateral_selfjoin";
-		filter_arg = GjArgPosition(funcid, "ref_filter");	/* 0.11's knn_lateral_join */
+		/* 0.11's knn_lateral_join */
+		filter_arg = GjArgPosition(funcid, "ref_filter");
 		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
-			filter = RowFilter(spec->fname, args[filter_arg]);
+			filter = RowFilter(spec->fname, "ref_filter", args[filter_arg]);
+		filter_arg = GjArgPosition(funcid, "query_filter");
+		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+			query_filter = RowFilter(spec->fname, "query_filter", args[filter_arg]);
 	}
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
@@ -459,4 +486,5 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	/* the parallel read calls our aggregate by this schema, not search_path */
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 	spec->input.where = filter;	/* the references' (knn_join's input is ref_tbl) */
+	spec->query.where = query_filter;
 }

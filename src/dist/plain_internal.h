@@ -50,6 +50,6 @@ extern void GjPlainPairs(Query *parse, List **relids);
  * plain_knn.c: rewrite the LATERAL kNN subqueries of parse whose
  * neighbours the workers can find, likewise.
  */
-extern void GjPlainKnn(Query *parse, List **relids);
+extern void GjPlainKnn(Query *parse, List **relids, ParamListInfo params);
 
 #endif							/* GJ_PLAIN_INTERNAL_H */

@@ -53,7 +53,9 @@
  *	  others), knn_lateral_fill told so (other_col); or (0.11) a WHERE on
  *	  r alone, which knn_lateral_join and knn_lateral_fill apply to r's
  *	  rows as they read them (ref_filter): the subquery's rows are the
- *	  first k of the rows where it holds, whatever the query row;
+ *	  first k of the rows where it holds, whatever the query row (and the
+ *	  query's own WHERE on q alone is passed on too, query_filter, so
+ *	  that only the rows it keeps are query rows: QueryFilter);
  *	- q and the subquery are reached from the query's FROM through inner
  *	  joins only (a q row without neighbours has no rows), or the subquery
  *	  is the right of a LEFT JOIN .. ON true whose left reaches q through
@@ -87,6 +89,7 @@
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
@@ -113,6 +116,7 @@ typedef struct KnnCandidate
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	char	   *ref_filter;		/* WHERE on r alone, as SQL over r's columns (or NULL) */
+	char	   *query_filter;	/* the query's WHERE on q alone, the same over q's */
 	bool		left;			/* LEFT JOIN LATERAL .. ON true */
 	bool		pg_order;		/* pgvector's <-> or <=>: only knn_lateral_join has its order */
 	bool		cosine;			/* <=>: metric => 'cosine', and the fill's op */
@@ -121,6 +125,7 @@ typedef struct KnnCandidate
 
 typedef struct KnnFinder
 {
+	ParamListInfo params;		/* the values of $1 .. of a custom plan, or NULL */
 	Query	   *q;
 	int			citus;			/* Citus installed: -1 not asked yet */
 	List	   *found;			/* KnnCandidate * */
@@ -216,19 +221,29 @@ OtherRowQual(Node *qual, Index r_rti, Index qe)
 	return a->varattno;
 }
 
-/* Anything but r's own user columns, constants and functions of them? */
+/* Anything but entry rti's own user columns, constants and functions of them? */
 static bool
-NotOnRAlone(Node *n, Index *r_rti)
+NotOnOneEntry(Node *n, Index *rti)
 {
 	if (n == NULL)
 		return false;
 	if (IsA(n, Var))
-		return ((Var *) n)->varlevelsup != 0 || ((Var *) n)->varno != *r_rti ||
+		return ((Var *) n)->varlevelsup != 0 || ((Var *) n)->varno != *rti ||
 			((Var *) n)->varattno <= 0;
 	if (IsA(n, Param) || IsA(n, SubLink) || IsA(n, Aggref) || IsA(n, GroupingFunc) ||
 		IsA(n, WindowFunc) || IsA(n, CurrentOfExpr) || IsA(n, NextValueExpr))
 		return true;
-	return expression_tree_walker(n, NotOnRAlone, (void *) r_rti);
+	return expression_tree_walker(n, NotOnOneEntry, (void *) rti);
+}
+
+/* Conditions on entry rti (of relation relid) as SQL over its columns, unqualified. */
+static char *
+DeparseOnEntry(List *conds, Index rti, Oid relid)
+{
+	Node	   *e = copyObject((Node *) make_ands_explicit(conds));
+
+	ChangeVarNodes(e, rti, 1, 0);
+	return deparse_expression(e, deparse_context_for(get_rel_name(relid), relid), false, false);
 }
 
 /*
@@ -246,7 +261,6 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
 {
 	List	   *conds = NIL;
 	ListCell   *lc;
-	Node	   *e;
 
 	*other = 0;
 	*ref_filter = NULL;
@@ -258,14 +272,59 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
 	{
 		Node	   *c = lfirst(lc);
 
-		if (NotOnRAlone(c, &r_rti) || contain_volatile_functions(c))
+		if (NotOnOneEntry(c, &r_rti) || contain_volatile_functions(c))
 			return false;
 		conds = lappend(conds, c);
 	}
-	e = copyObject((Node *) make_ands_explicit(conds));
-	ChangeVarNodes(e, r_rti, 1, 0);
-	*ref_filter = deparse_expression(e, deparse_context_for(get_rel_name(r_relid), r_relid), false, false);
+	*ref_filter = DeparseOnEntry(conds, r_rti, r_relid);
 	return true;
+}
+
+static bool
+ContainsParam(Node *n, void *arg)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, Param))
+		return true;
+	return expression_tree_walker(n, ContainsParam, arg);
+}
+
+/*
+ * The conditions of q's level's WHERE on table q (entry qe) alone, as SQL
+ * over its columns for knn_lateral_join's and knn_lateral_fill's
+ * query_filter, or NULL: those rows alone are query rows (`WHERE a.id =
+ * 42`: one row's neighbours, not every row's).  The WHERE stays as it is,
+ * so it is the same query either way; this only reads fewer rows.  The
+ * value of a parameter of a custom plan is bound first, as the planner
+ * binds it (a generic plan has none: nothing is filtered then).  q is
+ * never on the nullable side of a join here (Placement).
+ */
+static char *
+QueryFilter(Query *q, Index qe, Oid relid, ParamListInfo params)
+{
+	List	   *conds = NIL;
+	ListCell   *lc;
+
+	if (q->jointree == NULL || q->jointree->quals == NULL)
+		return NULL;
+	foreach(lc, make_ands_implicit((Expr *) q->jointree->quals))
+	{
+		Node	   *c = lfirst(lc);
+
+		if (params != NULL && ContainsParam(c, NULL))
+		{
+			PlannerGlobal *glob = makeNode(PlannerGlobal);
+			PlannerInfo *root = makeNode(PlannerInfo);
+
+			glob->boundParams = params;
+			root->glob = glob;
+			c = eval_const_expressions(root, c);
+		}
+		if (!NotOnOneEntry(c, &qe) && !contain_volatile_functions(c))
+			conds = lappend(conds, c);
+	}
+	return conds != NIL ? DeparseOnEntry(conds, qe, relid) : NULL;
 }
 
 /* A table's row type with an order: knn_join breaks ties on the rows. */
@@ -437,6 +496,8 @@ Consider(KnnFinder *f, Index ne)
 	c->r_col = rv->varattno;
 	c->other = other;
 	c->ref_filter = ref_filter;
+	/* the other rows' form is knn_selfjoin's, over every row */
+	c->query_filter = other == 0 ? QueryFilter(q, qv->varno, qr->relid, f->params) : NULL;
 	c->left = left;
 	c->pg_order = pg_order;
 	c->cosine = jc.metric == GJ_JM_COSINE;
@@ -466,7 +527,8 @@ FindInLevel(Query *q, void *arg)
 
 /* Entry q: each q row once for each of its neighbours, q's columns by number, then the neighbour. */
 static Query *
-NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp, bool lateral_fns)
+NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp, bool lateral_fns,
+				bool filter_fns)
 {
 	const char *qtype = format_type_be_qualified(get_rel_type_id(q_relid));
 	const char *rtype = format_type_be_qualified(get_rel_type_id(r_relid));
@@ -475,8 +537,11 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	int			natts;
 	char	   *knn;
 	char	   *other = "";
-	char	   *filter = c->ref_filter != NULL ?
-		psprintf(", ref_filter => %s", quote_literal_cstr(c->ref_filter)) : "";
+	char	   *filter = psprintf("%s%s",
+								  c->ref_filter != NULL ?
+								  psprintf(", ref_filter => %s", quote_literal_cstr(c->ref_filter)) : "",
+								  c->query_filter != NULL && filter_fns ?
+								  psprintf(", query_filter => %s", quote_literal_cstr(c->query_filter)) : "");
 	char	   *sql;
 	Query	   *sub;
 
@@ -579,13 +644,13 @@ NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neig
 }
 
 static void
-Rewrite(const KnnCandidate *c, const char *nsp, bool lateral_fns, List **relids)
+Rewrite(const KnnCandidate *c, const char *nsp, bool lateral_fns, bool filter_fns, List **relids)
 {
 	RangeTblEntry *qr = rt_fetch(c->qe, c->q->rtable);
 	RangeTblEntry *nr = rt_fetch(c->ne, c->q->rtable);
 	Oid			q_relid = qr->relid;
 	Oid			r_relid = rt_fetch(c->r_rti, nr->subquery->rtable)->relid;
-	Query	   *neighbours = NeighboursQuery(c, q_relid, r_relid, nsp, lateral_fns);
+	Query	   *neighbours = NeighboursQuery(c, q_relid, r_relid, nsp, lateral_fns, filter_fns);
 	Query	   *row = NeighbourRowQuery(c, nr->subquery, r_relid, list_length(neighbours->targetList));
 
 	*relids = lappend_oid(lappend_oid(*relids, q_relid), r_relid);
@@ -608,9 +673,9 @@ HasFunction(Oid nsp, const char *name, const char *arg)
 }
 
 void
-GjPlainKnn(Query *parse, List **relids)
+GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 {
-	KnnFinder	f = {NULL, -1, NIL};
+	KnnFinder	f = {params, NULL, -1, NIL};
 	ListCell   *lc;
 	Oid			nsp;
 	const char *nspname;
@@ -644,7 +709,7 @@ GjPlainKnn(Query *parse, List **relids)
 			return;
 	}
 	foreach(lc, f.found)
-		Rewrite((KnnCandidate *) lfirst(lc), nspname, lateral_fns, relids);
+		Rewrite((KnnCandidate *) lfirst(lc), nspname, lateral_fns, filter_fns, relids);
 	elog(DEBUG1, "gpujoin: %d LATERAL kNN subqueries of distributed tables run on the workers",
 		 list_length(f.found));
 }

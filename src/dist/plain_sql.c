@@ -303,7 +303,7 @@ GjDistPlanner(Query *parse, const char *query_string, int cursor_options,
 		if (dist != NULL && strcmp(dist, "on") == 0)
 		{
 			GjPlainPairs(parse, &relids);
-			GjPlainKnn(parse, &relids);
+			GjPlainKnn(parse, &relids, bound_params);
 		}
 		GjPlainEachLevel(parse, FindInLevel, &f, 0);
 		if (f.pairs != NIL && !GjCitusInstalled())
