@@ -521,7 +521,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.id, n.d FROM {XQ} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {XR} b ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {D} b WHERE b.tag LIKE 't%1' ORDER BY b.g <-> a.g LIMIT 3) n" \
 		"SELECT a.id, n.d, n.one FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {P} b WHERE b.id % 5 = 0 AND b.id < 40 ORDER BY b.g <-> a.g LIMIT 12) n ON true" \
-		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 4) n WHERE a.tag IN ('null', 't5', 'nan', 't77') AND n.d < 0.9"; do
+		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 4) n WHERE a.tag IN ('null', 't5', 'nan', 't77') AND n.d < 0.9" \
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 4) n WHERE a.id % 9 = 2" \
+		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON true WHERE a.id > 0"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
@@ -724,7 +726,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT a.id, n.d FROM {V} a LEFT JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE false ORDER BY b.v <-> a.v LIMIT 2) n ON true" \
 		"SELECT a.id, n.d FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id % 50 = 7" \
 		"SELECT a.id, n.d, n.one FROM {CV} a LEFT JOIN LATERAL (SELECT b.v <=> a.v AS d, 1 AS one FROM {CV} b WHERE b.id <= 4 ORDER BY b.v <=> a.v LIMIT 6) n ON true WHERE a.id % 3 = 1" \
-		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n WHERE a.id < 100"; do
+		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n WHERE a.id < 100" \
+		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b WHERE b.id <> a.id ORDER BY b.v <=> a.v LIMIT 4) n WHERE a.id % 7 = 3"; do
 		d=${j//\{V2\}/d_v2}
 		d=${d//\{V\}/d_v1}
 		d=${d//\{H\}/d_h}
@@ -805,6 +808,11 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	grep "Function Call: knn_lateral_join" <<<"$plan" | grep -q "'((id % (50)::bigint) = 7)'::text)" &&
 		check "pgvector LATERAL kNN on the workers: an outer WHERE on the query table reads only its rows" ok ||
 		check "pgvector LATERAL kNN on the workers: an outer WHERE on the query table reads only its rows" "$(grep "Function Call" <<<"$plan" | cut -c1-300)"
+	# ... and in the other rows' form, those rows' nearest others among all
+	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT a.id, n.d FROM d_v1 a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM d_v1 b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n WHERE a.id < 100" 2>&1)
+	grep "Function Call: knn_lateral_selfjoin" <<<"$plan" | grep -q "'(id < 100)'::text)" &&
+		check "pgvector LATERAL kNN on the workers: an outer WHERE in the other rows' form reads only its rows" ok ||
+		check "pgvector LATERAL kNN on the workers: an outer WHERE in the other rows' form reads only its rows" "$(grep "Function Call" <<<"$plan" | cut -c1-300)"
 	j="SELECT a.id, n.d FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id % 2 = 0 ORDER BY b.v <-> a.v LIMIT 3) n WHERE a.id = \$1"
 	d=${j//\{V2\}/d_v2}
 	d=${d//\{V\}/d_v1}

@@ -2,11 +2,13 @@
 -- WHERE on the reference table alone, and reads only the query rows an outer
 -- WHERE on the query table keeps.  knn_lateral_join and knn_lateral_fill (both
 -- called only by the planner's rewrite) get ref_filter and query_filter, the
--- conditions, so they are made again with them.  Nothing else changes.
+-- conditions, and knn_lateral_selfjoin query_filter, so they are made again
+-- with them.  Nothing else changes.
 \echo Use "ALTER EXTENSION gpujoin UPDATE TO '0.11'" to load this file. \quit
 
 DROP FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, anyelement, anycompatible, text, boolean, text);
 DROP FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text);
+DROP FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text);
 
 -- The rows of a LATERAL kNN that knn_join leaves out (internal: the
 -- planner's rewrite of q JOIN LATERAL (SELECT .. FROM r [WHERE r.c <> q.c]
@@ -155,7 +157,8 @@ COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, an
 -- subquery's WHERE on r alone, an SQL condition on ref_tbl's columns: the
 -- references are ref_tbl's rows where it holds, read so on the workers;
 -- query_filter (0.11): the outer WHERE on q alone, the same for the query
--- rows.  They run as the caller, as their query.
+-- rows (knn_lateral_selfjoin's too: those rows' nearest others among all
+-- the table's).  They run as the caller, as their query.
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
@@ -169,4 +172,17 @@ SUPPORT gpujoin_support;
 
 COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text, text) IS
 'internal to the LATERAL kNN of distributed tables: knn_join ranked by the column''s own <->, '
+'on the workers';
+
+CREATE FUNCTION knn_lateral_selfjoin(tbl regclass, cols text[], k integer, key anyelement,
+                                     metric text DEFAULT 'l2',
+                                     use_spheroid boolean DEFAULT false,
+                                     id_col text DEFAULT NULL, query_filter text DEFAULT NULL)
+RETURNS TABLE (a anyelement, b anyelement, rank integer, dist float8)
+AS 'MODULE_PATHNAME', 'knn_selfjoin'
+LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
+SUPPORT gpujoin_support;
+
+COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text) IS
+'internal to the LATERAL kNN of distributed tables: knn_selfjoin ranked by the column''s own <->, '
 'on the workers';

@@ -181,6 +181,9 @@ case " $kinds " in *" vector "*)
 	# with the query rows, 0.11)
 	lateral lateral_vec5one "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id = 42" \
 		"SELECT (q).id, (r).id, dist FROM knn_lateral_join('vr', 'vs', '{v}', 5, NULL::vr, NULL::vs, query_filter => 'id = 42')" vs vr 1
+	# ... and one row's nearest others of its own table
+	lateral lateral_vself5one "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id = 42" \
+		"SELECT (a).id, (b).id, dist FROM knn_lateral_selfjoin('vr', '{v}', 5, NULL::vr, query_filter => 'id = 42')" vr vr 1
 	# 32-D uniform rows (at most 50,000 a table): a k-th distance wider than
 	# a strip, so each strip's halo holds nearly every reference
 	m=$((n < 50000 ? n : 50000))

@@ -487,4 +487,12 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 	spec->input.where = filter;	/* the references' (knn_join's input is ref_tbl) */
 	spec->query.where = query_filter;
+	if (query_filter != NULL && fn == GJ_FN_KNN_SELFJOIN)
+	{
+		/* knn_lateral_selfjoin's query rows, some of the table's: two sides */
+		spec->query = spec->input;
+		spec->query.where = query_filter;
+		spec->has_query = true;
+		spec->others = true;
+	}
 }

@@ -31,6 +31,8 @@ typedef struct DistCall
 {
 	const GjJobSpec *spec;
 	bool		self;			/* eps_selfjoin, eps_neighbor_counts, eps_neighbors: one table */
+	bool		others;			/* kNN of some of a table's rows (r) among all of them (s): a
+								 * row is not its own neighbour, as in a self join */
 	const GjInputSpec *r;		/* the rows whose strip owns their pairs */
 	const GjInputSpec *s;		/* the rows copied into halos (self: r) */
 	int			dims;			/* coordinates */

@@ -256,6 +256,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	memset(&dc, 0, sizeof(dc));
 	dc.spec = spec;
 	dc.self = !spec->has_query;
+	dc.others = spec->others;
 	dc.s = &spec->input;
 	dc.r = dc.self ? &spec->input : &spec->query;
 	dc.per_unit = 1.0;
@@ -335,7 +336,7 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	GjDistCoords(&dc);
 	if (!GjDistKeyFits(dc.r) || !GjDistKeyFits(dc.s))
 		return OnCoordinator(spec, "its key is a row");
-	if (dc.self && spec->shape != GJ_SHAPE_COUNTS && !GjDistIdsUnique(dc.s))
+	if ((dc.self || dc.others) && spec->shape != GJ_SHAPE_COUNTS && !GjDistIdsUnique(dc.s))
 		return OnCoordinator(spec, "its id column has no unique index of its own");
 	if (XactReadOnly || RecoveryInProgress())
 		return OnCoordinator(spec, "the transaction is read-only");

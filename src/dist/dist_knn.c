@@ -20,9 +20,10 @@
  *	   The rows are the single node's: every reference within a query
  *	   row's k-th distance is in its strip, ties included, and the
  *	   engine breaks ties on the smaller id as it does there.  A self join
- *	   asks for k + 1, drops each row's pair with itself and moves the
- *	   neighbours after it up one rank (the ids are unique: the caller
- *	   checked).
+ *	   (or some of a table's rows among all of them, others: 
+ *	   knn_lateral_selfjoin's query_filter) asks for k + 1, drops each
+ *	   row's pair with itself and moves the neighbours after it up one
+ *	   rank (the ids are unique: the caller checked).
  *
  * The first pass's work is done again in the second (only its bounds are
  * kept): its cost is one more kNN join of the strips without their halos.
@@ -208,7 +209,7 @@ static int64
 LateralKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 {
 	int			k = dc->spec->k;
-	double	   *bound = Bounds(dc, dc->self ? k + 1 : k);
+	double	   *bound = Bounds(dc, dc->self || dc->others ? k + 1 : k);
 	int64		moved;
 
 	for (int i = 0; i < dc->strips.n; i++)
@@ -235,12 +236,12 @@ GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 	/* references of a reference table: every strip reads them all, one pass */
 	if (dc->s_ref == NULL)
 	{
-		bound = Bounds(dc, dc->self ? k + 1 : k);
+		bound = Bounds(dc, dc->self || dc->others ? k + 1 : k);
 		moved = Halos(dc, bound);
 	}
 
 	CHECK_FOR_INTERRUPTS();
-	if (!dc->self)
+	if (!dc->self && !dc->others)
 		GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s j", dc->cells, KnnCall(dc, k)),
 					false, cxt);
 	else

@@ -55,7 +55,8 @@
  *	  rows as they read them (ref_filter): the subquery's rows are the
  *	  first k of the rows where it holds, whatever the query row (and the
  *	  query's own WHERE on q alone is passed on too, query_filter, so
- *	  that only the rows it keeps are query rows: QueryFilter);
+ *	  that only the rows it keeps are query rows: QueryFilter, for the
+ *	  other rows' form too);
  *	- q and the subquery are reached from the query's FROM through inner
  *	  joins only (a q row without neighbours has no rows), or the subquery
  *	  is the right of a LEFT JOIN .. ON true whose left reaches q through
@@ -298,7 +299,9 @@ ContainsParam(Node *n, void *arg)
  * so it is the same query either way; this only reads fewer rows.  The
  * value of a parameter of a custom plan is bound first, as the planner
  * binds it (a generic plan has none: nothing is filtered then).  q is
- * never on the nullable side of a join here (Placement).
+ * never on the nullable side of a join here (Placement).  The other rows'
+ * form passes it to knn_lateral_selfjoin: those rows' nearest others
+ * among all of the table's.
  */
 static char *
 QueryFilter(Query *q, Index qe, Oid relid, ParamListInfo params)
@@ -496,8 +499,7 @@ Consider(KnnFinder *f, Index ne)
 	c->r_col = rv->varattno;
 	c->other = other;
 	c->ref_filter = ref_filter;
-	/* the other rows' form is knn_selfjoin's, over every row */
-	c->query_filter = other == 0 ? QueryFilter(q, qv->varno, qr->relid, f->params) : NULL;
+	c->query_filter = QueryFilter(q, qv->varno, qr->relid, f->params);
 	c->left = left;
 	c->pg_order = pg_order;
 	c->cosine = jc.metric == GJ_JM_COSINE;
@@ -556,10 +558,10 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	{
 		/* the other rows: the self join's (r is q) */
 		knn = psprintf("SELECT %sp.b FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
-					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s%s) p",
+					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s%s%s) p",
 					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp,
 					   lateral_fns ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype,
-					   c->cosine ? ", metric => 'cosine'" : "");
+					   c->cosine ? ", metric => 'cosine'" : "", filter);
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
 	sql = psprintf("%s UNION ALL "

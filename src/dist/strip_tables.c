@@ -682,7 +682,7 @@ LateralQueryFormat(const DistCall *dc)
 	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q CROSS JOIN LATERAL "
 					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s "
 					"ORDER BY s.c1 %s q.c1 LIMIT %d) n WHERE q.strip = %%4$s%s",
-					op, dc->self ? " AND s.id IS DISTINCT FROM q.id" : "", op, dc->spec->k,
+					op, dc->self || dc->others ? " AND s.id IS DISTINCT FROM q.id" : "", op, dc->spec->k,
 					dc->self ? " AND q.own" : "");
 }
 

@@ -57,6 +57,12 @@ typedef struct GjJobSpec
 	 * on the Citus workers only (dist/dist_knn.c).
 	 */
 	bool		pg_order;
+	/*
+	 * knn_lateral_selfjoin with a query_filter: the query rows are some of
+	 * the table's (query, filtered), the references all of them (input),
+	 * and a query row is not its own reference, as in a self join
+	 */
+	bool		others;
 
 	/*
 	 * Only the output rows whose id column filter_column (0: the first, 1:
