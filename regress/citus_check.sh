@@ -1020,12 +1020,13 @@ mem=$(psql -X -q -At -c "SET gpujoin.distributed = off" -c "SELECT count(*) FROM
 read -r _ hwm0 pairs hwm1 <<<"$mem"
 echo "citus: measure: the same with gpujoin.distributed = off (every row read here): peaked at ${hwm1:-?} kB, ${hwm0:-?} kB after a warm-up call"
 if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
+	# (tables of their own: d_g1 is the LATERAL checks' one-row table)
 	err=$(psql -X -q -At -c "SET citus.shard_count = 4;
-		CREATE TABLE d_g1 (id int PRIMARY KEY, g geometry(Point));
-		CREATE TABLE d_g2 (id int PRIMARY KEY, g geometry(Point));
-		SELECT create_distributed_table('d_g1', 'id');
-		SELECT create_distributed_table('d_g2', 'id');" \
-		-c "SELECT count(*) FROM d_g1 a JOIN d_g2 b ON ST_DWithin(a.g, b.g, 0.5)" 2>&1 | grep ERROR | head -1)
+		CREATE TABLE d_gn1 (id int PRIMARY KEY, g geometry(Point));
+		CREATE TABLE d_gn2 (id int PRIMARY KEY, g geometry(Point));
+		SELECT create_distributed_table('d_gn1', 'id');
+		SELECT create_distributed_table('d_gn2', 'id');" \
+		-c "SELECT count(*) FROM d_gn1 a JOIN d_gn2 b ON ST_DWithin(a.g, b.g, 0.5)" 2>&1 | grep ERROR | head -1)
 	echo "citus: measure: a plain ST_DWithin join of two distributed tables, gpujoin not loaded: ${err:-planned}"
 else
 	echo "citus: measure: PostGIS is not installed on the coordinator: the plain-SQL case did not run"
