@@ -223,11 +223,10 @@ GjArgsWithoutKeys(Oid funcid, List *args)
  * another statement.  It runs as the caller, as their query.
  */
 static char *
-RowFilter(const char *fname, const char *argname, Datum d)
+RowFilter(const char *fname, const char *argname, const char *table, Datum d)
 {
 	char	   *filter = TextDatumGetCString(d);
 	char	   *sql = psprintf("SELECT FROM gpujoin_filtered WHERE %s", filter);
-	const char *table = strcmp(argname, "ref_filter") == 0 ? "ref_tbl" : "query_tbl";
 	MemoryContext cxt = CurrentMemoryContext;
 	List	   *parsed = NIL;
 	SelectStmt *s;
@@ -313,10 +312,11 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 		/* 0.11's knn_lateral_join */
 		filter_arg = GjArgPosition(funcid, "ref_filter");
 		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
-			filter = RowFilter(spec->fname, "ref_filter", args[filter_arg]);
+			filter = RowFilter(spec->fname, "ref_filter", "ref_tbl", args[filter_arg]);
 		filter_arg = GjArgPosition(funcid, "query_filter");
 		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
-			query_filter = RowFilter(spec->fname, "query_filter", args[filter_arg]);
+			query_filter = RowFilter(spec->fname, "query_filter",
+									 fn == GJ_FN_KNN_JOIN ? "query_tbl" : "tbl", args[filter_arg]);
 	}
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;

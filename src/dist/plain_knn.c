@@ -281,16 +281,6 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
 	return true;
 }
 
-static bool
-ContainsParam(Node *n, void *arg)
-{
-	if (n == NULL)
-		return false;
-	if (IsA(n, Param))
-		return true;
-	return expression_tree_walker(n, ContainsParam, arg);
-}
-
 /*
  * The conditions of q's level's WHERE on table q (entry qe) alone, as SQL
  * over its columns for knn_lateral_join's and knn_lateral_fill's
@@ -308,22 +298,24 @@ QueryFilter(Query *q, Index qe, Oid relid, ParamListInfo params)
 {
 	List	   *conds = NIL;
 	ListCell   *lc;
+	PlannerInfo *root = NULL;
 
 	if (q->jointree == NULL || q->jointree->quals == NULL)
 		return NULL;
+	if (params != NULL)
+	{
+		/* what eval_const_expressions reads of the planner: the bound values */
+		root = makeNode(PlannerInfo);
+		root->glob = makeNode(PlannerGlobal);
+		root->glob->boundParams = params;
+	}
 	foreach(lc, make_ands_implicit((Expr *) q->jointree->quals))
 	{
 		Node	   *c = lfirst(lc);
 
-		if (params != NULL && ContainsParam(c, NULL))
-		{
-			PlannerGlobal *glob = makeNode(PlannerGlobal);
-			PlannerInfo *root = makeNode(PlannerInfo);
-
-			glob->boundParams = params;
-			root->glob = glob;
+		/* a condition with a parameter: again, with its value */
+		if (NotOnOneEntry(c, &qe) && root != NULL)
 			c = eval_const_expressions(root, c);
-		}
 		if (!NotOnOneEntry(c, &qe) && !contain_volatile_functions(c))
 			conds = lappend(conds, c);
 	}
