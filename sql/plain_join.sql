@@ -402,6 +402,15 @@ SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, d FROM fq x, fr y,
     WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 4, NULL::fq, NULL::fr);
 SELECT count(*) FROM knn_lateral_strip($$SELECT x.ctid, x, y, d FROM fq x, fr y, (VALUES (1, NULL::float8), (2, 'NaN')) v(i, d)
     WHERE x.id = 1 AND y.id = 10 ORDER BY i$$, 4, NULL::fq, NULL::fr);
+-- ... or runs by a row number from 1 (a shard answering query rows read
+-- from a Citus intermediate result, which have no ctid): the same rules
+SELECT s.q, (s.r).id, s.rank, s.dist FROM knn_lateral_strip(
+    $$SELECT x.id::int8, x.id::int8, y, (y.id - x.id)::float8 FROM fq x, fr y WHERE x.id <= 2 ORDER BY x.id, y.id$$,
+    4, NULL::bigint, NULL::fr) s;
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.id::int8, x.id::int8, y, 0::float8 FROM fq x, fr y ORDER BY y.id, x.id$$,
+    4, NULL::bigint, NULL::fr);
+SELECT count(*) FROM knn_lateral_strip($$SELECT x.id::int8 - 1, x.id::int8, y, 0::float8 FROM fq x, fr y WHERE x.id = 1$$,
+    4, NULL::bigint, NULL::fr);
 -- knn_lateral_join's filters are each one condition, nothing else
 SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, ref_filter => 'true LIMIT 1');
 SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'true; SELECT 1');

@@ -23,6 +23,10 @@
  * distances go down (in float8's order: NaN after every number, NULL
  * last, as ORDER BY sorts them).  Never a wrong rank.
  *
+ * A shard of the references answering a few query rows read from a Citus
+ * intermediate result (shard_knn.c), which has no ctid, numbers them
+ * instead (WITH ORDINALITY): the first column may be an int8 from 1.
+ *
  * The query runs as the caller, read-only, and its rows go to a
  * tuplestore (the function is materialised, as every gpujoin function
  * outside the custom scan).
@@ -45,7 +49,10 @@
 
 #define STRIP_FETCH 10000		/* rows a fetch */
 
-/* The query rows whose run of rows has ended: a bit a heap tuple slot, grown as needed. */
+/*
+ * The query rows whose run of rows has ended: a bit a heap tuple slot (or
+ * a row number, less one), grown as needed.
+ */
 typedef struct EndedRuns
 {
 	uint8	   *bits;
@@ -59,18 +66,14 @@ SlotOf(ItemPointer t)
 }
 
 static bool
-RunEnded(const EndedRuns *e, ItemPointer t)
+RunEnded(const EndedRuns *e, uint64 i)
 {
-	uint64		i = SlotOf(t);
-
 	return i / 8 < e->nbytes && (e->bits[i / 8] & (1 << (i % 8))) != 0;
 }
 
 static void
-EndRun(EndedRuns *e, ItemPointer t)
+EndRun(EndedRuns *e, uint64 i)
 {
-	uint64		i = SlotOf(t);
-
 	if (i / 8 >= e->nbytes)
 	{
 		uint64		n = Max(Max(e->nbytes * 2, i / 8 + 1), 4096);
@@ -99,7 +102,8 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 	TupleDesc	out;
 	SPIPlanPtr	plan;
 	Portal		portal;
-	ItemPointerData prev;
+	uint64		prev = 0;
+	bool		started = false;
 	int32		rank = 0;
 	double		prev_d = 0.0;
 	bool		prev_null = false;
@@ -116,7 +120,6 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 	out = rsinfo->setDesc;
 	if (out->natts != 4)
 		elog(ERROR, "knn_lateral_strip: a result of %d columns", out->natts);
-	ItemPointerSetInvalid(&prev);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "knn_lateral_strip: SPI_connect failed");
@@ -148,32 +151,38 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 			break;
 		tt = SPI_tuptable;
 		td = tt->tupdesc;
-		if (td->natts != 4 || TupleDescAttr(td, 0)->atttypid != TIDOID ||
+		if (td->natts != 4 ||
+			(TupleDescAttr(td, 0)->atttypid != TIDOID && TupleDescAttr(td, 0)->atttypid != INT8OID) ||
 			TupleDescAttr(td, 1)->atttypid != TupleDescAttr(out, 0)->atttypid ||
 			TupleDescAttr(td, 2)->atttypid != TupleDescAttr(out, 1)->atttypid ||
 			TupleDescAttr(td, 3)->atttypid != FLOAT8OID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("knn_lateral_strip: the query must return a tid, the query row's key, the reference's key and a float8")));
+					 errmsg("knn_lateral_strip: the query must return a tid (or a row number), the query row's key, the reference's key and a float8")));
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
 			Datum		v[4];
 			bool		n[4];
 			Datum		values[4];
 			bool		nulls[4];
-			ItemPointer tid;
+			uint64		run;
 
 			heap_deform_tuple(tt->vals[i], td, v, n);
 			if (n[0])
-				elog(ERROR, "knn_lateral_strip: a row without its query row's ctid");
-			tid = (ItemPointer) DatumGetPointer(v[0]);
-			if (ItemPointerEquals(tid, &prev))
+				elog(ERROR, "knn_lateral_strip: a row without its query row's ctid or number");
+			if (TupleDescAttr(td, 0)->atttypid == TIDOID)
+				run = SlotOf((ItemPointer) DatumGetPointer(v[0]));
+			else if (DatumGetInt64(v[0]) < 1)
+				elog(ERROR, "knn_lateral_strip: a query row's number below 1");
+			else
+				run = (uint64) DatumGetInt64(v[0]) - 1;
+			if (started && run == prev)
 				rank++;
 			else
 			{
-				if (ItemPointerIsValid(&prev))
-					EndRun(&ended, &prev);
-				if (RunEnded(&ended, tid))
+				if (started)
+					EndRun(&ended, prev);
+				if (RunEnded(&ended, run))
 					elog(ERROR, "knn_lateral_strip: the rows of one query row came apart");
 				rank = 1;
 			}
@@ -184,7 +193,8 @@ knn_lateral_strip(PG_FUNCTION_ARGS)
 				elog(ERROR, "knn_lateral_strip: the rows of one query row are not in order of distance");
 			prev_null = n[3];
 			prev_d = n[3] ? 0.0 : DatumGetFloat8(v[3]);
-			ItemPointerCopy(tid, &prev);
+			prev = run;
+			started = true;
 			values[0] = v[1];
 			nulls[0] = n[1];
 			values[1] = v[2];
