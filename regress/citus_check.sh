@@ -148,14 +148,22 @@ same_as_own() {
 	q "DROP TABLE IF EXISTS own_gpu, own_pg" >/dev/null 2>&1
 }
 # $1 name, $2 whose rows, $3 a LATERAL kNN of distributed tables, $4 the same of
-# their plain copies: the rows (same_as_own), and EXPLAIN: the call on the workers
+# their plain copies: the rows (same_as_own), and EXPLAIN: the call on the
+# workers.  Both ways: the query rows sent to every shard of the references
+# (gpujoin.distributed_broadcast_rows above any table here), and both tables
+# repartitioned into strips (0)
 lateral_on_workers() {
-	local plan
-	same_as_own "$1, $2 rows" "$3" "$4"
-	plan=$(psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $3" 2>&1)
-	grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
-		! grep -q "Distributed Subplan" <<<"$plan" && check "$1: EXPLAIN" ok ||
-		check "$1: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	local plan b way want opts=${PGOPTIONS:-}
+	for b in 1000000 0; do
+		[ "$b" = 0 ] && way=", in strips" want="Distributed: [0-9]+ strips of" ||
+			way=", by shard" want="Distributed: [0-9]+ query rows to every worker, answered by the [0-9]+ shards"
+		PGOPTIONS="$opts -c gpujoin.distributed_broadcast_rows=$b" same_as_own "$1$way, $2 rows" "$3" "$4"
+		plan=$(PGOPTIONS="$opts -c gpujoin.distributed_broadcast_rows=$b" psql -X -q -At -c "LOAD 'gpujoin'" \
+			-c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $3" 2>&1)
+		grep -Eq "Function Call: knn_lateral_(self)?join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
+			grep -Eq "$want" <<<"$plan" && ! grep -q "Distributed Subplan" <<<"$plan" && check "$1$way: EXPLAIN" ok ||
+			check "$1$way: EXPLAIN" "$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	done
 }
 same eps_selfjoin "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.75)"
 same "eps_selfjoin symmetric" "SELECT * FROM eps_selfjoin('{P}', '{x,y}', 0.5, \"symmetric\" => true)"
@@ -796,7 +804,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		PGOPTIONS="${PGOPTIONS:-} -c gpujoin.distributed_strips=2" lateral_on_workers \
 			"pgvector LATERAL kNN on the workers: a pair $op reverses across a strip border" "pgvector's" \
 			"$j" "${j//d_${t}/l_${t}}"
-		plan=$(PGOPTIONS="${PGOPTIONS:-} -c gpujoin.distributed_strips=2" psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $j" 2>&1)
+		plan=$(PGOPTIONS="${PGOPTIONS:-} -c gpujoin.distributed_strips=2 -c gpujoin.distributed_broadcast_rows=0" \
+			psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $j" 2>&1)
 		grep -q "Distributed: 2 strips of dimension 1," <<<"$plan" &&
 			check "pgvector LATERAL kNN on the workers: a pair $op reverses across a strip border: two strips" ok ||
 			check "pgvector LATERAL kNN on the workers: a pair $op reverses across a strip border: two strips" "$(grep Distributed <<<"$plan")"
@@ -842,12 +851,31 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	   CREATE TABLE l_skr AS SELECT * FROM d_skr;" >/dev/null || check "skewed query rows" "not made"
 	j="SELECT a.id, n.d FROM d_skq a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM d_skr b ORDER BY b.v <-> a.v LIMIT 5) n"
 	lateral_on_workers "pgvector LATERAL kNN on the workers: query rows in one part of space" "pgvector's" "$j" "${j//d_sk/l_sk}"
-	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $j" 2>&1)
+	plan=$(PGOPTIONS="${PGOPTIONS:-} -c gpujoin.distributed_broadcast_rows=0" psql -X -q -At -c "$load" \
+		-c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $j" 2>&1)
 	moved=$(sed -n 's/.*Rows Moved: //p' <<<"$plan")
 	echo "citus: measure: query rows in one part of space: $moved rows moved for 5,500"
 	grep -q "strips of dimension 1," <<<"$plan" && [ -n "$moved" ] && [ "$moved" -lt 15000 ] &&
 		check "pgvector LATERAL kNN on the workers: the strips without query rows take no halo" ok ||
 		check "pgvector LATERAL kNN on the workers: the strips without query rows take no halo" "${moved:-no count} rows moved for 5,500"
+	# a few query rows (gpujoin.distributed_broadcast_rows, 1000 by default):
+	# sent to every worker, each shard of the references answering them where
+	# it lies; more rows, or a transaction that ran on the workers before
+	# (its writes may be on other connections than the shards' reads), take
+	# the strips.  A row written in the transaction is among the rows.
+	id=$(psql -X -q -At -c "SELECT min(id) FROM l_v2 WHERE v IS NOT NULL" 2>&1)
+	j="SELECT a.id, n.id AS n, n.d FROM d_v2 a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM d_v1 b ORDER BY b.v <-> a.v LIMIT 3) n WHERE a.id = $id"
+	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $j" 2>&1)
+	grep -Eq "Distributed: 1 query rows to every worker, answered by the [0-9]+ shards of the references" <<<"$plan" &&
+		grep -q "Rows Made: 3" <<<"$plan" &&
+		check "pgvector LATERAL kNN of one query row: by the shards, by default" ok ||
+		check "pgvector LATERAL kNN of one query row: by the shards, by default" "$(grep -E "Distributed|Rows Made" <<<"$plan" | tr '\n' ' ')"
+	out=$(psql -X -q -At -c "$load" -c "BEGIN" -c "INSERT INTO d_v1 SELECT 90001, v FROM d_v2 WHERE id = $id" \
+		-c "SELECT n || ':' || d FROM ($j) x ORDER BY d, n LIMIT 1" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $j" \
+		-c "ROLLBACK" 2>&1 | grep -E "^90001:|Distributed:" | tr '\n' ' ')
+	grep -q "^90001:0 .*Distributed: [0-9]* strips of" <<<"$out" &&
+		check "pgvector LATERAL kNN of one query row after a write in its transaction: in strips, the row written among its rows" ok ||
+		check "pgvector LATERAL kNN of one query row after a write in its transaction: in strips, the row written among its rows" "$out"
 	# near-ties across many strip borders: vector(8) rows on the lattice
 	# {0, 0.5, 1}^8, each element moved by a multiple of 2^-20, so that many
 	# pairs' distances differ by about float32's rounding, and 32 strips cut
@@ -866,6 +894,10 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 			"SELECT a.id, n.d FROM d_nt a CROSS JOIN LATERAL (SELECT b.v $op a.v AS d FROM d_nt b WHERE b.id <> a.id ORDER BY b.v $op a.v LIMIT 6) n" \
 			"SELECT a.id, n.d FROM l_nt a CROSS JOIN LATERAL (SELECT b.v $op a.v AS d FROM l_nt b WHERE b.id <> a.id ORDER BY b.v $op a.v LIMIT 6) n"
 	done
+	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT a.id, n.d FROM d_nt a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM d_nt b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 6) n" 2>&1)
+	grep -q "Distributed: [0-9]* strips of" <<<"$plan" &&
+		check "pgvector LATERAL kNN of 3,000 query rows: in strips, by default" ok ||
+		check "pgvector LATERAL kNN of 3,000 query rows: in strips, by default" "$(grep Distributed <<<"$plan")"
 	# each row's neighbours ranked 1 .. k by <->, as PostgreSQL's ORDER BY
 	out=$(psql -X -q -At -c "$load" -c "SELECT count(*), count(DISTINCT q), min(rank), max(rank), count(*) FILTER (WHERE dist <> (q).v <-> (r).v),
 	        count(DISTINCT (q, rank)), count(*) FILTER (WHERE dist < before)
@@ -1051,9 +1083,10 @@ times_out dbscan "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)"
 [ "$(q "SELECT to_regclass('d_big_gr') IS NOT NULL")" = t ] &&
 	times_out "plain ST_DWithin join" "LOAD 'gpujoin'; SELECT count(*) FROM d_big_gr a JOIN d_big_gs b ON ST_DWithin(a.g, b.g, 0.002)"
 
-# A cancel of a pgvector LATERAL kNN while the workers run their strips'
-# LATERAL queries (knn_lateral_strip): the query ends within a second, no
-# strip's query still runs on a worker, no intermediate table is left
+# A cancel of a pgvector LATERAL kNN while the workers run their
+# LATERAL queries (knn_lateral_strip), in strips and by shard (every row a
+# query row, sent to every worker): the query ends within a second, no
+# such query still runs on a worker, no intermediate table is left
 if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ]; then
 	q "SET citus.shard_count = 8;
 	   CREATE TABLE d_lw (id bigint PRIMARY KEY, v vector(32));
@@ -1061,31 +1094,34 @@ if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ]; 
 	   INSERT INTO d_lw SELECT i, (SELECT array_agg((hashint8(i * 32 + d) % 1000) / 1000.0)
 	          FROM generate_series(1, 32) d)::vector FROM generate_series(1, 30000) i;" >/dev/null
 	w1=${GJ_WORKER_PORTS%% *}
-	(psql -X -q -At -c "SET application_name = 'gj_lateral_cancel'" -c "LOAD 'gpujoin'" \
-		-c "SELECT count(*) FROM d_lw a CROSS JOIN LATERAL (SELECT b.id FROM d_lw b ORDER BY b.v <=> a.v LIMIT 10) n" \
-		>/tmp/gj_lateral_cancel.$$ 2>&1; date +%s%N >/tmp/gj_lateral_cancel_end.$$) &
-	seen=0
-	for _ in $(seq 1 600); do
-		[ "$(psql -X -q -At -p "$w1" -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%knn\_lateral\_strip(c.lq%'
-			AND state = 'active' AND pid <> pg_backend_pid()")" -gt 0 ] && { seen=1; break; }
-		sleep 0.1
+	for way in "in strips:0" "by shard:100000"; do
+		(psql -X -q -At -c "SET application_name = 'gj_lateral_cancel'" -c "LOAD 'gpujoin'" \
+			-c "SET gpujoin.distributed_broadcast_rows = ${way#*:}" \
+			-c "SELECT count(*) FROM d_lw a CROSS JOIN LATERAL (SELECT b.id FROM d_lw b ORDER BY b.v <=> a.v LIMIT 10) n" \
+			>/tmp/gj_lateral_cancel.$$ 2>&1; date +%s%N >/tmp/gj_lateral_cancel_end.$$) &
+		seen=0
+		for _ in $(seq 1 600); do
+			[ "$(psql -X -q -At -p "$w1" -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%knn\_lateral\_strip(c.lq%'
+				AND state = 'active' AND pid <> pg_backend_pid()")" -gt 0 ] && { seen=1; break; }
+			sleep 0.1
+		done
+		t0=$(date +%s%N)
+		q "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'gj_lateral_cancel'" >/dev/null
+		wait
+		ms=$((($(cat /tmp/gj_lateral_cancel_end.$$) - t0) / 1000000))
+		sleep 0.5
+		left=$(psql -X -q -At -p "$w1" -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%knn\_lateral\_strip(c.lq%'
+			AND state = 'active' AND pid <> pg_backend_pid()")
+		tables=$(q "SELECT count(*) FROM pg_class WHERE relname LIKE 'gpujoin\_%\_cells'")
+		name="a cancel during the workers' LATERAL queries, ${way%%:*}: ends within 1 s, nothing left running or made"
+		if [ "$seen" = 1 ] && grep -q "canceling statement" /tmp/gj_lateral_cancel.$$ && [ "$ms" -lt 1000 ] && [ "$left" = 0 ] && [ "$tables" = 0 ]; then
+			check "$name" ok
+		else
+			check "$name" "seen $seen, $ms ms, $left still running, $tables tables: $(tr '\n' ' ' </tmp/gj_lateral_cancel.$$ | cut -c1-200)"
+		fi
+		echo "citus: measure: a cancel during the workers' LATERAL queries, ${way%%:*}: the query ended $ms ms later"
+		rm -f /tmp/gj_lateral_cancel.$$ /tmp/gj_lateral_cancel_end.$$
 	done
-	t0=$(date +%s%N)
-	q "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'gj_lateral_cancel'" >/dev/null
-	wait
-	ms=$((($(cat /tmp/gj_lateral_cancel_end.$$) - t0) / 1000000))
-	sleep 0.5
-	left=$(psql -X -q -At -p "$w1" -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%knn\_lateral\_strip(c.lq%'
-		AND state = 'active' AND pid <> pg_backend_pid()")
-	tables=$(q "SELECT count(*) FROM pg_class WHERE relname LIKE 'gpujoin\_%\_cells'")
-	if [ "$seen" = 1 ] && grep -q "canceling statement" /tmp/gj_lateral_cancel.$$ && [ "$ms" -lt 1000 ] && [ "$left" = 0 ] && [ "$tables" = 0 ]; then
-		check "a cancel during the workers' LATERAL queries: ends within 1 s, nothing left running or made" ok
-	else
-		check "a cancel during the workers' LATERAL queries: ends within 1 s, nothing left running or made" \
-			"seen $seen, $ms ms, $left still running, $tables tables: $(tr '\n' ' ' </tmp/gj_lateral_cancel.$$ | cut -c1-200)"
-	fi
-	echo "citus: measure: a cancel during the workers' LATERAL queries: the query ended $ms ms later"
-	rm -f /tmp/gj_lateral_cancel.$$ /tmp/gj_lateral_cancel_end.$$
 fi
 
 # A worker lost mid-join (its backends terminated): a clear error, no row

@@ -650,11 +650,18 @@ static void
 ExplainDistributed(const GjJobStats *js, ExplainState *es)
 {
 	ExplainPropertyText("Engine", js->engine, es);
-	ExplainPropertyText("Distributed",
-						psprintf("%d strips of %s, tasks on %d nodes: %s", js->dist.strips,
-								 js->dist.latitude ? "latitude" : psprintf("dimension %d", js->dist.dim + 1),
-								 js->dist.workers,
-								 js->dist.placement != NULL ? js->dist.placement : "?"), es);
+	if (js->dist.by_shard)
+		ExplainPropertyText("Distributed",
+							psprintf(INT64_FORMAT " query rows to every worker, answered by the %d shards of the references, "
+									 "tasks on %d nodes: %s", js->dist.query_rows, js->dist.strips,
+									 js->dist.workers,
+									 js->dist.placement != NULL ? js->dist.placement : "?"), es);
+	else
+		ExplainPropertyText("Distributed",
+							psprintf("%d strips of %s, tasks on %d nodes: %s", js->dist.strips,
+									 js->dist.latitude ? "latitude" : psprintf("dimension %d", js->dist.dim + 1),
+									 js->dist.workers,
+									 js->dist.placement != NULL ? js->dist.placement : "?"), es);
 	ExplainPropertyInteger("Rows Moved", NULL, js->dist.rows_moved, es);
 	ExplainPropertyInteger("Rows Made", NULL, js->rows_out, es);
 	if (es->timing)

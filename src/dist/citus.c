@@ -108,3 +108,19 @@ GjCitusWorkers(void)
 	return (int) CatalogCount("SELECT count(*) FROM pg_catalog.pg_dist_node "
 							  "WHERE isactive AND noderole = 'primary' AND shouldhaveshards", InvalidOid);
 }
+
+/*
+ * Has nothing of this transaction run on the workers yet?  Citus numbers
+ * a distributed transaction when it first opens a connection in it
+ * (get_current_transaction_id: 0 before).  Until then no connection of
+ * the transaction has written a worker's shard, so a shard's rows read by
+ * its name from any connection are the rows the transaction sees.  (What
+ * it wrote here, a CREATE TABLE AS around the query, is in no worker's
+ * shard.)  SPI connected by the caller.
+ */
+bool
+GjCitusFreshTransaction(void)
+{
+	return CatalogCount("SELECT transaction_number FROM pg_catalog.get_current_transaction_id()",
+						InvalidOid) == 0;
+}

@@ -15,6 +15,8 @@
  *	dist_join.c	the run: which calls, the eps joins' pushed-down queries,
  *				the rows back, the tables dropped
  *	dist_knn.c	the kNN joins: the strips' bounds, halos within them
+ *	shard_knn.c	the kNN joins of a few query rows: sent to every shard of
+ *				the references, which do not move
  *	dist_dbscan.c	dbscan: local clusters on the workers, joined here
  *	strip_tables.c	the intermediate tables, rows moved, SQL over them
  */
@@ -49,6 +51,7 @@ extern bool GjCitusTable(Oid relid);
 extern bool GjCitusReference(Oid relid);
 extern char *GjCitusReferenceShard(Oid relid);
 extern int	GjCitusWorkers(void);
+extern bool GjCitusFreshTransaction(void);
 
 /* strips.c: where to cut dimension dim of the rows of the queries */
 typedef struct GjStrips

@@ -6,6 +6,7 @@
  * The files call downwards only:
  *	dist_join.c		the eps calls: which run here, GjDistStart, rows out
  *	dist_knn.c		the kNN calls: bounds, halos, the join
+ *	shard_knn.c		the kNN calls of a few query rows: each shard answers them
  *	dist_dbscan.c	dbscan: local clusters on the workers, joined here
  *	strip_tables.c	the tables, the rows moved into them, the SQL over them
  *	strips.c, citus.c	leaves
@@ -62,6 +63,8 @@ typedef struct DistCall
 	GjStrips	strips;
 	int32	   *values;			/* strip i's distribution value */
 	int			k;				/* kNN: k, and k + 1 for a self join (the row itself) */
+	bool		fresh;			/* nothing of the transaction ran on the workers before
+								 * the call (GjCitusFreshTransaction) */
 } DistCall;
 
 /* strip_tables.c */
@@ -87,12 +90,21 @@ extern int64 GjDistMoveRows(DistCall *dc, int halo);
 extern bool GjDistLateralStrips(const DistCall *dc);
 extern void GjDistFillCells(DistCall *dc);
 extern char *GjDistKeyWitness(const char *name, const GjInputSpec *in);
+extern char *GjDistKeptRow(const DistCall *dc);
+extern char *GjDistColumnName(const GjInputSpec *in, int i);
+extern char *GjDistVectorSchema(const GjInputSpec *in);
+extern char *GjDistVectorNorm(const DistCall *dc, const char *col);
+extern char *GjDistVectorOperator(const DistCall *dc);
 extern char *GjDistOperator(Oid opno);
 typedef void (*GjDistRowFn) (TupleTableSlot *slot, void *arg);
 extern int64 GjDistEach(const char *sql, GjDistRowFn fn, void *arg);
 extern void GjDistStoreSlot(GjDist *dist, TupleDesc td, MemoryContext cxt);
 extern int64 GjDistFetch(GjDist *dist, const char *sql, bool both_orders, MemoryContext cxt);
 extern const char *GjDistPlacement(const DistCall *dc, MemoryContext cxt, int *workers);
+
+/* shard_knn.c: a kNN join of a few query rows by each shard of the references; false: not taken */
+extern void GjDistShardKnnInit(void);
+extern bool GjDistShardKnn(DistCall *dc, GjDist *dist, MemoryContext cxt, GjDistStats *stats, uint32 seq);
 
 /* dist_knn.c: the kNN join's bounds, halos and query; rows moved */
 extern int64 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt);

@@ -103,6 +103,7 @@ GjDistInit(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+	GjDistShardKnnInit();
 }
 
 /* The coordinator runs the call: say why, once a call. */
@@ -254,6 +255,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	}
 
 	memset(&dc, 0, sizeof(dc));
+	/* before any query of ours reaches the workers */
+	dc.fresh = GjCitusFreshTransaction();
 	dc.spec = spec;
 	dc.self = !spec->has_query;
 	dc.others = spec->others;
@@ -360,8 +363,20 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	if (spec->pg_order && (dc.s_ref != NULL || !s_dist || (!dc.self && !r_dist)))
 		return OnCoordinator(spec, "PostgreSQL's order is kept for two hash-distributed tables only");
 
-	/* 1. the strips */
+	/* a few query rows: each shard of the references answers them */
+	old = MemoryContextSwitchTo(cxt);
+	dist = palloc0(sizeof(GjDist));
+	dist->store = tuplestore_begin_heap(false, false, work_mem);
+	MemoryContextSwitchTo(old);
 	GjProgressPhase(GJ_PHASE_READ);
+	if (GjDistShardKnn(&dc, dist, cxt, stats, ++seq))
+	{
+		SPI_finish();
+		GjProgressPhase(GJ_PHASE_EMIT);
+		return dist;
+	}
+
+	/* 1. the strips */
 	want = strips_guc > 0 ? strips_guc : GJ_STRIPS_PER_WORKER * Max(1, GjCitusWorkers());
 	{
 		const char *from[2] = {dc.r_from, dc.s_from};
@@ -387,10 +402,6 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	/* 3, 4. the join on the workers, its rows here; the tables dropped */
 	t0 = gj_now_ms();
 	GjProgressPhase(GJ_PHASE_JOIN);
-	old = MemoryContextSwitchTo(cxt);
-	dist = palloc0(sizeof(GjDist));
-	dist->store = tuplestore_begin_heap(false, false, work_mem);
-	MemoryContextSwitchTo(old);
 	if (spec->is_knn)
 		stats->rows_moved += GjDistKnn(&dc, dist, cxt);
 	else if (dbscan)

@@ -129,6 +129,21 @@ GjDistColumnList(int ncols)
 	return psprintf("id, %s", CoordList(ncols));
 }
 
+/* The name of in's i-th coordinate column (0-based), from the catalog, quoted. */
+char *
+GjDistColumnName(const GjInputSpec *in, int i)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(in->cols, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (i >= n)
+		elog(ERROR, "gpujoin: coordinate column %d of %d", i + 1, n);
+	return (char *) quote_identifier(get_attname(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[i])),
+												 false));
+}
+
 /*
  * "(SELECT id, c.. FROM t) q(id, c1, .., cn)": the input, columns renamed;
  * a geometry or vector column as it is (the workers' _sql functions read it).  A
@@ -152,8 +167,7 @@ GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 		initStringInfo(&s);
 		appendStringInfo(&s, "SELECT %s", GjRelationIdExpr(in));
 		for (int i = 0; i < n; i++)
-			appendStringInfo(&s, ", %s",
-							 quote_identifier(get_attname(in->relid, GjLookupColumn(in->relid, TextDatumGetCString(elems[i])), false)));
+			appendStringInfo(&s, ", %s", GjDistColumnName(in, i));
 		appendStringInfo(&s, " FROM %s", from != NULL ? from :
 						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(in->relid)),
 													get_rel_name(in->relid)));
@@ -325,8 +339,8 @@ GjDistArrayDims(const char *const *from, int nfrom, const char *as_array)
 }
 
 /* The schema of in's pgvector column's type: pgvector's. */
-static char *
-VectorSchema(const GjInputSpec *in)
+char *
+GjDistVectorSchema(const GjInputSpec *in)
 {
 	Oid			t;
 	int32		typmod;
@@ -353,6 +367,16 @@ GjDistReach(const DistCall *dc, double d)
 	if (dc->cosine)
 		return sqrt(2.0 * d) + 1e-12;
 	return d * dc->per_unit;
+}
+
+/* pgvector's norm of a vector column col, in float64 (SQL) */
+char *
+GjDistVectorNorm(const DistCall *dc, const char *col)
+{
+	char	   *nsp = GjDistVectorSchema(dc->s);
+
+	return psprintf("%s(%s::%s)", quote_qualified_identifier(nsp, "vector_norm"), col,
+					quote_qualified_identifier(nsp, "vector"));
 }
 
 /*
@@ -386,9 +410,7 @@ GjDistCoords(DistCall *dc)
 		 * (no float4 element's square overflows): the two differ by
 		 * rounding, which GjDistReach's margin covers.
 		 */
-		char	   *nsp = VectorSchema(dc->s);
-		char	   *norm = psprintf("%s(c1::%s)", quote_qualified_identifier(nsp, "vector_norm"),
-									quote_qualified_identifier(nsp, "vector"));
+		char	   *norm = GjDistVectorNorm(dc, "c1");
 
 		for (int i = 0; i < dc->dims; i++)
 			c[i] = psprintf("(%s / NULLIF(%s, 0))", c[i], norm);
@@ -492,8 +514,8 @@ CutsLiteral(const DistCall *dc)
 }
 
 /* The rows the engine reads: no NULL id, no NULL, NaN or infinite coordinate (cosine: not all zero). */
-static char *
-KeptRow(const DistCall *dc)
+char *
+GjDistKeptRow(const DistCall *dc)
 {
 	return psprintf("NOT %s AND %s%s%s", dc->coords.null_row, dc->coords.finite_row,
 					dc->coords.zero_row != NULL ? " AND NOT " : "",
@@ -585,7 +607,7 @@ GjDistMoveRows(DistCall *dc, int halo)
 	char	   *near = "false";
 	char	   *vals = GjDistValuesLiteral(dc);
 	/* the rows the engine would skip stay out (GjDistStart says how many) */
-	char	   *kept = KeptRow(dc);
+	char	   *kept = GjDistKeptRow(dc);
 	int64		moved = 0;
 
 	if (halo > 0)
@@ -632,7 +654,7 @@ ReferenceQueries(const DistCall *dc)
 	StringInfoData a;
 	int			n = dc->strips.n;
 	const char *x = dc->coords.x[dc->strips.dim];
-	char	   *kept = KeptRow(dc);
+	char	   *kept = GjDistKeptRow(dc);
 	double		scale = Max(fabs(dc->strips.lo), fabs(dc->strips.hi));
 	double		m = GjDistReach(dc, dc->spec->eps) * (1 + 1e-9) + (isfinite(scale) ? scale * 1e-12 : 0.0);
 
@@ -665,6 +687,14 @@ GjDistLateralStrips(const DistCall *dc)
 	return dc->spec->pg_order && dc->vector != 0;
 }
 
+/* pgvector's <-> or <=>, as "OPERATOR(schema.<->)" */
+char *
+GjDistVectorOperator(const DistCall *dc)
+{
+	return psprintf("OPERATOR(%s.%s)", quote_identifier(GjDistVectorSchema(dc->s)),
+					dc->cosine ? "<=>" : "<->");
+}
+
 /*
  * knn_lateral_join's query of each strip (lq), a LATERAL kNN over its
  * shards by the column type's own <-> or <=> (knn_lateral_strip, lateral_strip.c,
@@ -676,8 +706,7 @@ GjDistLateralStrips(const DistCall *dc)
 static char *
 LateralQueryFormat(const DistCall *dc)
 {
-	char	   *op = psprintf("OPERATOR(%s.%s)", quote_identifier(VectorSchema(dc->s)),
-							  dc->cosine ? "<=>" : "<->");
+	char	   *op = GjDistVectorOperator(dc);
 
 	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q CROSS JOIN LATERAL "
 					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s "

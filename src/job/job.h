@@ -77,7 +77,11 @@ typedef struct GjJobSpec
 /* A join of Citus-distributed tables run on the workers (dist/), for EXPLAIN ANALYZE. */
 typedef struct GjDistStats
 {
-	int			strips;			/* tasks: one strip a shard of the cells table */
+	int			strips;			/* tasks: one strip a shard of the cells table (query_rows > 0:
+								 * the references' shards) */
+	bool		by_shard;		/* the query rows sent to every worker, the references
+								 * answering where they lie (shard_knn.c) */
+	int64		query_rows;		/* ... how many */
 	int			workers;		/* nodes they ran on */
 	const char *placement;		/* "host:port n, ..." tasks per node */
 	int			dim;			/* the dimension cut (0-based) */
