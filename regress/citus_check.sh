@@ -836,6 +836,19 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 	grep -q "'(id = ''$id''::bigint)'::text)" <<<"$out" && [ "$same" = "0 0 3" ] &&
 		check "pgvector LATERAL kNN on the workers: WHERE a.id = \$1 of a prepared statement, bound, pgvector's rows" ok ||
 		check "pgvector LATERAL kNN on the workers: WHERE a.id = \$1 of a prepared statement, bound, pgvector's rows" "$same; $(cut -c1-300 <<<"$out")"
+	# ... and in a generic plan (the plan cache's choice after five runs; forced
+	# here), whose parameter has no value while planning: bound when it runs
+	# (knn_lateral_bound_filter, 0.12), one query row, pgvector's rows
+	out=$(psql -X -q -At -c "$load" -c "SET plan_cache_mode = force_generic_plan" -c "PREPARE pd(bigint) AS $d" \
+		-c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE pd($id)" -c "CREATE TABLE own_gpu AS EXECUTE pd($id)" 2>&1 |
+		grep -E "Function Call|Distributed")
+	psql -X -q -At -c "PREPARE pl(bigint) AS $l" -c "CREATE TABLE own_pg AS EXECUTE pl($id)" >/dev/null 2>&1
+	same=$(psql -X -q -At -c "SELECT (SELECT count(*) FROM (TABLE own_gpu EXCEPT ALL TABLE own_pg) x) || ' ' || (SELECT count(*) FROM (TABLE own_pg EXCEPT ALL TABLE own_gpu) y) || ' ' || (SELECT count(*) FROM own_pg)" 2>&1)
+	q "DROP TABLE IF EXISTS own_gpu, own_pg" >/dev/null 2>&1
+	grep -q "knn_lateral_bound_filter('(id = \$1)'::text, ROW(\$1)" <<<"$out" && grep -q "Distributed: 1 query rows" <<<"$out" &&
+		[ "$same" = "0 0 3" ] &&
+		check "pgvector LATERAL kNN on the workers: WHERE a.id = \$1 of a generic plan, bound when it runs, pgvector's rows" ok ||
+		check "pgvector LATERAL kNN on the workers: WHERE a.id = \$1 of a generic plan, bound when it runs, pgvector's rows" "$same; $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
 	# query rows in one part of space, references everywhere: the strips
 	# (cut over both tables' rows, along the first element, the widest)
 	# without query rows take no halo.  Before, each took every reference

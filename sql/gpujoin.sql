@@ -687,3 +687,16 @@ LANGUAGE C STABLE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION knn_lateral_strip(text, integer, anyelement, anycompatible) IS
 'internal to knn_lateral_join: a strip''s LATERAL kNN on a worker, its rows ranked';
+
+-- A condition on tbl's columns with a prepared statement's parameters in
+-- it ($1 .., of params' field types), their values bound, as SQL over
+-- tbl's columns (internal: the LATERAL kNN rewrite's query_filter in a
+-- generic plan, whose parameters have values only when it runs).  Each
+-- value is written as a literal of its type, floats in full.
+CREATE FUNCTION knn_lateral_bound_filter(filter text, params record, tbl regclass)
+RETURNS text
+AS 'MODULE_PATHNAME', 'knn_lateral_bound_filter'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION knn_lateral_bound_filter(text, record, regclass) IS
+'internal to the LATERAL kNN of distributed tables: a condition with a prepared statement''s parameters, bound';

@@ -416,6 +416,25 @@ SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, 
 SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'true; SELECT 1');
 SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'id = 1) UNION (SELECT');
 SELECT count(*) FROM knn_lateral_join('fq', 'fr', '{g}', 3, NULL::fq, NULL::fr, query_filter => 'id = 1');
+-- knn_lateral_bound_filter binds a generic plan's parameters into the
+-- outer WHERE: each value a literal of its type that reads back the same
+-- whatever the session's float digits, DateStyle and IntervalStyle
+SET extra_float_digits = -10;
+SET DateStyle = 'SQL, DMY';
+SET IntervalStyle = 'sql_standard';
+SELECT knn_lateral_bound_filter('(id = $1) AND (tag <> $2)', ROW(42, 'it''s'::text), 'fq');
+SELECT knn_lateral_bound_filter('id::float8 < $1 AND id::float4 > $2', ROW(1::float8 / 3, 1::float4 / 3::float4), 'fq');
+SELECT knn_lateral_bound_filter('now()::date > $1 AND interval ''1 day'' < $2', ROW('2026-11-29'::date, '1 day 02:03:04'::interval), 'fq');
+SELECT knn_lateral_bound_filter('(id = $1) OR (id = $1 + 1)', ROW(NULL::int), 'fq');
+SELECT '0.3333333333333333'::float8 = 1::float8 / 3 AS same8, '0.33333334'::float4 = 1::float4 / 3::float4 AS same4;
+RESET extra_float_digits;
+RESET DateStyle;
+RESET IntervalStyle;
+SELECT knn_lateral_bound_filter('id = $2', ROW(1), 'fq');
+SELECT knn_lateral_bound_filter('true) UNION (SELECT', ROW(1), 'fq');
+SELECT knn_lateral_bound_filter('id = $1 LIMIT 1', ROW(1), 'fq');
+SELECT knn_lateral_bound_filter('nosuch = $1', ROW(1), 'fq');
+SELECT knn_lateral_bound_filter('id = $1', NULL, 'fq');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fq, NULL::fr, other_col => 'id');
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 0, NULL::fq, NULL::fr);
 SELECT * FROM knn_lateral_fill('fq', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr);

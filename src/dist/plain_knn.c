@@ -106,6 +106,8 @@
 #include "dist/plain_internal.h"
 #include "read/read.h"
 
+static bool HasFunction(Oid nsp, const char *name, const char *arg);
+
 /* One LATERAL kNN to rewrite: entries qe (the table) and ne (the subquery) of q. */
 typedef struct KnnCandidate
 {
@@ -118,6 +120,7 @@ typedef struct KnnCandidate
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	char	   *ref_filter;		/* WHERE on r alone, as SQL over r's columns (or NULL) */
 	char	   *query_filter;	/* the query's WHERE on q alone, the same over q's */
+	List	   *filter_params;	/* ... its parameters, $1 .. in it (a generic plan's), or NIL */
 	bool		left;			/* LEFT JOIN LATERAL .. ON true */
 	bool		pg_order;		/* pgvector's <-> or <=>: only knn_lateral_join has its order */
 	bool		cosine;			/* <=>: metric => 'cosine', and the fill's op */
@@ -129,6 +132,7 @@ typedef struct KnnFinder
 	ParamListInfo params;		/* the values of $1 .. of a custom plan, or NULL */
 	Query	   *q;
 	int			citus;			/* Citus installed: -1 not asked yet */
+	int			bind;			/* knn_lateral_bound_filter installed (0.12): -1 not asked yet */
 	List	   *found;			/* KnnCandidate * */
 } KnnFinder;
 
@@ -222,19 +226,64 @@ OtherRowQual(Node *qual, Index r_rti, Index qe)
 	return a->varattno;
 }
 
-/* Anything but entry rti's own user columns, constants and functions of them? */
+typedef struct OneEntry
+{
+	Index		rti;
+	bool		params;			/* a statement's parameters ($1 ..) allowed */
+} OneEntry;
+
 static bool
-NotOnOneEntry(Node *n, Index *rti)
+NotOnOneEntryWalker(Node *n, OneEntry *e)
 {
 	if (n == NULL)
 		return false;
 	if (IsA(n, Var))
-		return ((Var *) n)->varlevelsup != 0 || ((Var *) n)->varno != *rti ||
+		return ((Var *) n)->varlevelsup != 0 || ((Var *) n)->varno != e->rti ||
 			((Var *) n)->varattno <= 0;
-	if (IsA(n, Param) || IsA(n, SubLink) || IsA(n, Aggref) || IsA(n, GroupingFunc) ||
+	if (IsA(n, Param))
+		return !e->params || ((Param *) n)->paramkind != PARAM_EXTERN;
+	if (IsA(n, SubLink) || IsA(n, Aggref) || IsA(n, GroupingFunc) ||
 		IsA(n, WindowFunc) || IsA(n, CurrentOfExpr) || IsA(n, NextValueExpr))
 		return true;
-	return expression_tree_walker(n, NotOnOneEntry, (void *) rti);
+	return expression_tree_walker(n, NotOnOneEntryWalker, (void *) e);
+}
+
+/* Anything but entry rti's own user columns, constants and functions of them (and params: $1 ..)? */
+static bool
+NotOnOneEntry(Node *n, Index rti, bool params)
+{
+	OneEntry	e = {rti, params};
+
+	return NotOnOneEntryWalker(n, &e);
+}
+
+/* The statement's parameters in n as $1, $2 .. in their order of first use (*params, the originals). */
+static Node *
+RenumberParams(Node *n, List **params)
+{
+	if (n == NULL)
+		return NULL;
+	if (IsA(n, Param) && ((Param *) n)->paramkind == PARAM_EXTERN)
+	{
+		Param	   *p = (Param *) copyObject(n);
+		int			i = 0;
+		ListCell   *lc;
+
+		foreach(lc, *params)
+		{
+			i++;
+			if (((Param *) lfirst(lc))->paramid == p->paramid)
+				break;
+		}
+		if (lc == NULL)
+		{
+			*params = lappend(*params, copyObject(n));
+			i = list_length(*params);
+		}
+		p->paramid = i;
+		return (Node *) p;
+	}
+	return expression_tree_mutator(n, RenumberParams, (void *) params);
 }
 
 /* Conditions on entry rti (of relation relid) as SQL over its columns, unqualified. */
@@ -273,7 +322,7 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
 	{
 		Node	   *c = lfirst(lc);
 
-		if (NotOnOneEntry(c, &r_rti) || contain_volatile_functions(c))
+		if (NotOnOneEntry(c, r_rti, false) || contain_volatile_functions(c))
 			return false;
 		conds = lappend(conds, c);
 	}
@@ -288,18 +337,24 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
  * 42`: one row's neighbours, not every row's).  The WHERE stays as it is,
  * so it is the same query either way; this only reads fewer rows.  The
  * value of a parameter of a custom plan is bound first, as the planner
- * binds it (a generic plan has none: nothing is filtered then).  q is
- * never on the nullable side of a join here (Placement).  The other rows'
- * form passes it to knn_lateral_selfjoin: those rows' nearest others
- * among all of the table's.
+ * binds it.  A generic plan has no values: where bind (0.12), its
+ * conditions with the statement's parameters are taken too, written with
+ * $1 .. (*params, in that order), which knn_lateral_bound_filter binds
+ * when the plan runs; before 0.12 they are left out (every row is a
+ * query row then: the same rows, slower).  After five runs of a prepared
+ * statement the plan cache may choose the generic plan.  q is never on
+ * the nullable side of a join here (Placement).  The other rows' form
+ * passes it to knn_lateral_selfjoin: those rows' nearest others among all
+ * of the table's.
  */
 static char *
-QueryFilter(Query *q, Index qe, Oid relid, ParamListInfo params)
+QueryFilter(Query *q, Index qe, Oid relid, ParamListInfo params, bool bind, List **filter_params)
 {
 	List	   *conds = NIL;
 	ListCell   *lc;
 	PlannerInfo *root = NULL;
 
+	*filter_params = NIL;
 	if (q->jointree == NULL || q->jointree->quals == NULL)
 		return NULL;
 	if (params != NULL)
@@ -314,10 +369,10 @@ QueryFilter(Query *q, Index qe, Oid relid, ParamListInfo params)
 		Node	   *c = lfirst(lc);
 
 		/* a condition with a parameter: again, with its value */
-		if (NotOnOneEntry(c, &qe) && root != NULL)
+		if (NotOnOneEntry(c, qe, false) && root != NULL)
 			c = eval_const_expressions(root, c);
-		if (!NotOnOneEntry(c, &qe) && !contain_volatile_functions(c))
-			conds = lappend(conds, c);
+		if (!NotOnOneEntry(c, qe, bind && root == NULL) && !contain_volatile_functions(c))
+			conds = lappend(conds, RenumberParams(c, filter_params));
 	}
 	return conds != NIL ? DeparseOnEntry(conds, qe, relid) : NULL;
 }
@@ -491,7 +546,13 @@ Consider(KnnFinder *f, Index ne)
 	c->r_col = rv->varattno;
 	c->other = other;
 	c->ref_filter = ref_filter;
-	c->query_filter = QueryFilter(q, qv->varno, qr->relid, f->params);
+	if (f->bind < 0)
+	{
+		Oid			nsp = GjGpujoinSchema();
+
+		f->bind = OidIsValid(nsp) && HasFunction(nsp, "knn_lateral_bound_filter", NULL);
+	}
+	c->query_filter = QueryFilter(q, qv->varno, qr->relid, f->params, f->bind > 0, &c->filter_params);
 	c->left = left;
 	c->pg_order = pg_order;
 	c->cosine = jc.metric == GJ_JM_COSINE;
@@ -519,6 +580,60 @@ FindInLevel(Query *q, void *arg)
 	}
 }
 
+/*
+ * query_filter's argument: the condition as a literal, or (a generic
+ * plan's parameters in it) knn_lateral_bound_filter's call, which binds
+ * them when the plan runs: its ROW() of NULLs of their types becomes the
+ * parameters themselves once the SQL is parsed (SetFilterParams).
+ */
+static char *
+QueryFilterArgument(const KnnCandidate *c, Oid q_relid, const char *nsp)
+{
+	StringInfoData row;
+	ListCell   *lc;
+
+	if (c->filter_params == NIL)
+		return quote_literal_cstr(c->query_filter);
+	initStringInfo(&row);
+	foreach(lc, c->filter_params)
+	{
+		Param	   *p = lfirst_node(Param, lc);
+
+		appendStringInfo(&row, "%sNULL::%s", row.len > 0 ? ", " : "",
+						 format_type_with_typemod(p->paramtype, p->paramtypmod));
+	}
+	return psprintf("%s.knn_lateral_bound_filter(%s, ROW(%s), %u::pg_catalog.oid::pg_catalog.regclass)",
+					nsp, quote_literal_cstr(c->query_filter), row.data, q_relid);
+}
+
+typedef struct FilterParams
+{
+	List	   *params;
+	int		   *found;
+} FilterParams;
+
+/* knn_lateral_bound_filter's ROW(NULL::t, ..): the parameters instead */
+static bool
+SetFilterParams(Node *n, FilterParams *fp)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, FuncExpr) && strcmp(get_func_name(((FuncExpr *) n)->funcid), "knn_lateral_bound_filter") == 0 &&
+		list_length(((FuncExpr *) n)->args) == 3 && IsA(lsecond(((FuncExpr *) n)->args), RowExpr))
+	{
+		RowExpr    *row = lsecond_node(RowExpr, ((FuncExpr *) n)->args);
+
+		if (list_length(row->args) != list_length(fp->params))
+			elog(ERROR, "gpujoin: a LATERAL kNN's parameters do not match");
+		row->args = (List *) copyObject(fp->params);
+		(*fp->found)++;
+		return false;
+	}
+	if (IsA(n, Query))
+		return query_tree_walker((Query *) n, SetFilterParams, fp, 0);
+	return expression_tree_walker(n, SetFilterParams, fp);
+}
+
 /* Entry q: each q row once for each of its neighbours, q's columns by number, then the neighbour. */
 static Query *
 NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp, bool lateral_fns,
@@ -535,7 +650,7 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 								  c->ref_filter != NULL ?
 								  psprintf(", ref_filter => %s", quote_literal_cstr(c->ref_filter)) : "",
 								  c->query_filter != NULL && filter_fns ?
-								  psprintf(", query_filter => %s", quote_literal_cstr(c->query_filter)) : "");
+								  psprintf(", query_filter => %s", QueryFilterArgument(c, q_relid, nsp)) : "");
 	char	   *sql;
 	Query	   *sub;
 
@@ -566,6 +681,15 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	if (sub->commandType != CMD_SELECT ||
 		list_length(sub->targetList) != natts + 1)
 		elog(ERROR, "gpujoin: unexpected rewrite of a LATERAL kNN: %s", sql);
+	if (c->filter_params != NIL && filter_fns)
+	{
+		/* the parameters in place of their NULLs, in both calls */
+		int			found = 0;
+
+		(void) query_tree_walker(sub, SetFilterParams, &(FilterParams) {c->filter_params, &found}, 0);
+		if (found != 2)
+			elog(ERROR, "gpujoin: unexpected rewrite of a LATERAL kNN's parameters: %s", sql);
+	}
 	return sub;
 }
 
@@ -669,7 +793,7 @@ HasFunction(Oid nsp, const char *name, const char *arg)
 void
 GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 {
-	KnnFinder	f = {params, NULL, -1, NIL};
+	KnnFinder	f = {params, NULL, -1, -1, NIL};
 	ListCell   *lc;
 	Oid			nsp;
 	const char *nspname;
