@@ -141,20 +141,22 @@ plain() {
 # ids on the same tables, and one node's copies: a GpuJoin, and PostGIS
 # alone (a GiST kNN probe a row).
 # $1 name, $2 the query with {A} {B}, $3 the function's call
-# $4 the table {B}, $5 {A} (pr), $6 the extension alone too (1, the default) or not
+# $4 the table {B}, $5 {A} (pr), $6 the extension alone too (1, the default) or not.
+# $way: a SET before the workers' runs (strips: gpujoin.distributed_broadcast_rows = 0)
+way=""
 lateral() {
 	local j l a=${5:-pr} tp="-"
 	j=${2//\{A\}/$a}
 	j=${j//\{B\}/$4}
 	l=${2//\{A\}/l$a}
 	l=${l//\{B\}/l$4}
-	read -r tw rows gw <<<"$(timed "LOAD 'gpujoin'" "$j")"
-	read -r tk _ gk <<<"$(timed "SELECT 1" "$3")"
+	read -r tw rows gw <<<"$(timed "LOAD 'gpujoin'; $way" "$j")"
+	read -r tk _ gk <<<"$(timed "SELECT 1; $way" "$3")"
 	read -r tl _ _ <<<"$(timed "LOAD 'gpujoin'" "$l")"
 	[ "${6:-1}" = 1 ] && read -r tp _ _ <<<"$(timed "SET gpujoin.enable_join = off" "$l")"
 	printf "%-14s %10s %8ss %8ss %8ss %11s %11s   (workers / the function's ids on the workers / one node GpuJoin; the extension alone on one node: %ss)\n" \
 		"$1" "$rows" "$tw" "$tk" "$tl" "$gw" "$gk" "$tp"
-	psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
+	psql -X -q -At -c "LOAD 'gpujoin'; $way" -c "EXPLAIN (ANALYZE, COSTS OFF) $j" 2>/dev/null |
 		grep -E "Function Call|Function Scan|Distributed:|Rows Moved|Plan Time|Repartition Time|Workers' Join Time|Execution Time" | sed 's/^ */    /' | cut -c1-160
 }
 case " $kinds " in *" geometry "*)
@@ -184,6 +186,19 @@ case " $kinds " in *" vector "*)
 	# ... and one row's nearest others of its own table
 	lateral lateral_vself5one "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id = 42" \
 		"SELECT (a).id, (b).id, dist FROM knn_lateral_selfjoin('vr', '{v}', 5, NULL::vr, query_filter => 'id = 42')" vr vr 1
+	# a few query rows: sent to every shard of the references (by default up
+	# to 1,000 of them), and the same in strips (_st: both tables repartitioned)
+	for w in "" "SET gpujoin.distributed_broadcast_rows = 0"; do
+		way=$w
+		sfx=$([ -n "$w" ] && echo _st)
+		lateral "lateral_v1$sfx" "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id = 42" \
+			"SELECT (q).id, (r).id, dist FROM knn_lateral_join('vr', 'vs', '{v}', 5, NULL::vr, NULL::vs, query_filter => 'id = 42')" vs vr 0
+		for m in 100 1000; do
+			lateral "lateral_v$m$sfx" "SELECT a.id, n.id, n.d FROM {A} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {B} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id <= $m" \
+				"SELECT (a).id, (b).id, dist FROM knn_lateral_selfjoin('vr', '{v}', 5, NULL::vr, query_filter => 'id <= $m')" vr vr 0
+		done
+	done
+	way=""
 	# 32-D uniform rows (at most 50,000 a table): a k-th distance wider than
 	# a strip, so each strip's halo holds nearly every reference
 	m=$((n < 50000 ? n : 50000))
