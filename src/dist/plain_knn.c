@@ -685,8 +685,9 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	{
 		/* the parameters in place of their NULLs, in both calls */
 		int			found = 0;
+		FilterParams fp = {c->filter_params, &found};
 
-		(void) query_tree_walker(sub, SetFilterParams, &(FilterParams) {c->filter_params, &found}, 0);
+		(void) query_tree_walker(sub, SetFilterParams, &fp, 0);
 		if (found != 2)
 			elog(ERROR, "gpujoin: unexpected rewrite of a LATERAL kNN's parameters: %s", sql);
 	}
