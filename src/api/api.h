@@ -59,6 +59,7 @@ extern int	GjKeyedArgs(Oid funcid, int map[FUNC_MAX_ARGS], int pos[2]);
 extern bool GjKeyedFunction(Oid funcid);
 extern bool GjPgOrderFunction(Oid funcid);
 extern int	GjArgPosition(Oid funcid, const char *name);
+extern List *GjParseCondition(const char *sql, const char *fname, const char *argname, const char *table);
 
 /*
  * args.c: check arguments (values/nulls as the function receives them,

@@ -226,12 +226,36 @@ static char *
 RowFilter(const char *fname, const char *argname, const char *table, Datum d)
 {
 	char	   *filter = TextDatumGetCString(d);
-	char	   *sql = psprintf("SELECT FROM gpujoin_filtered WHERE %s", filter);
-	MemoryContext cxt = CurrentMemoryContext;
-	List	   *parsed = NIL;
+	List	   *parsed = GjParseCondition(psprintf("SELECT FROM gpujoin_filtered WHERE %s", filter),
+										  fname, argname, table);
 	SelectStmt *s;
 
-	/* a syntax error's position would point into the caller's query: none */
+	s = list_length(parsed) == 1 && IsA(linitial_node(RawStmt, parsed)->stmt, SelectStmt) ?
+		(SelectStmt *) linitial_node(RawStmt, parsed)->stmt : NULL;
+	if (s == NULL || s->whereClause == NULL || s->targetList != NIL ||
+		list_length(s->fromClause) != 1 || s->distinctClause != NIL || s->intoClause != NULL ||
+		s->groupClause != NIL || s->havingClause != NULL || s->windowClause != NIL ||
+		s->valuesLists != NIL || s->sortClause != NIL || s->limitOffset != NULL ||
+		s->limitCount != NULL || s->lockingClause != NIL || s->withClause != NULL ||
+		s->op != SETOP_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: %s must be one condition on %s's columns", fname, argname, table)));
+	return filter;
+}
+
+/*
+ * The raw parse of sql, "SELECT FROM t WHERE <a condition given as
+ * fname's argument argname>": a syntax error is that argument's error,
+ * the parser's message in the detail (its position would point into the
+ * caller's query).
+ */
+List *
+GjParseCondition(const char *sql, const char *fname, const char *argname, const char *table)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *parsed = NIL;
+
 	PG_TRY();
 	{
 		parsed = raw_parser(sql, RAW_PARSE_DEFAULT);
@@ -249,18 +273,7 @@ RowFilter(const char *fname, const char *argname, const char *table, Datum d)
 				 errdetail("%s", e->message)));
 	}
 	PG_END_TRY();
-	s = list_length(parsed) == 1 && IsA(linitial_node(RawStmt, parsed)->stmt, SelectStmt) ?
-		(SelectStmt *) linitial_node(RawStmt, parsed)->stmt : NULL;
-	if (s == NULL || s->whereClause == NULL || s->targetList != NIL ||
-		list_length(s->fromClause) != 1 || s->distinctClause != NIL || s->intoClause != NULL ||
-		s->groupClause != NIL || s->havingClause != NULL || s->windowClause != NIL ||
-		s->valuesLists != NIL || s->sortClause != NIL || s->limitOffset != NULL ||
-		s->limitCount != NULL || s->lockingClause != NIL || s->withClause != NULL ||
-		s->op != SETOP_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s: %s must be one condition on %s's columns", fname, argname, table)));
-	return filter;
+	return parsed;
 }
 
 /* The call of fn (funcid) with these arguments as a job. */

@@ -34,10 +34,10 @@
 #include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/ruleutils.h"
 #include "utils/typcache.h"
 
+#include "api/api.h"
 #include "compat.h"
 #include "dist/dist.h"
 
@@ -91,7 +91,6 @@ knn_lateral_bound_filter(PG_FUNCTION_ARGS)
 	Node	   *cond;
 	char	   *out;
 	int			nest;
-	MemoryContext cxt = CurrentMemoryContext;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -121,24 +120,7 @@ knn_lateral_bound_filter(PG_FUNCTION_ARGS)
 	/* one condition on tbl's columns, the parameters of these types, and nothing else */
 	sql = psprintf("SELECT FROM %s WHERE %s",
 				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname), filter);
-	/* a syntax error's position would point into the caller's query: none */
-	PG_TRY();
-	{
-		raw = raw_parser(sql, RAW_PARSE_DEFAULT);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("knn_lateral_bound_filter: filter must be one condition on %s's columns", relname),
-				 errdetail("%s", e->message)));
-	}
-	PG_END_TRY();
+	raw = GjParseCondition(sql, "knn_lateral_bound_filter", "filter", relname);
 	if (list_length(raw) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
