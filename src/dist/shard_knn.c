@@ -473,7 +473,11 @@ ShardKnn(DistCall *dc, GjDist *dist, MemoryContext cxt, GjDistStats *stats, uint
 	stats->rows_moved = m.nq * workers;
 	dc->cells = psprintf("%s.%s", dc->schema, quote_identifier(psprintf("%s_cells", prefix)));
 	if (!FillCells(dc, rows, nshards, workers, stats, cxt))
+	{
+		stats->by_shard = false;	/* the strips answer, and EXPLAIN says so */
+		stats->query_rows = 0;
 		return false;
+	}
 	stats->move_ms = gj_now_ms() - t0;
 
 	/*
