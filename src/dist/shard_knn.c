@@ -206,9 +206,9 @@ Candidate(TupleTableSlot *slot, void *arg)
 }
 
 /*
- * The query rows the engine reads, at most limit of them, into *rows (in
- * cxt): their text for the workers, o from 1 in this order.  Every
- * column goes as text, in Citus's binary format: Citus writes an
+ * The query rows the engine reads, fewer than limit of them (else NULL:
+ * too many), numbered from 1 in this order (o): their text for the
+ * workers.  Every column goes as text, in Citus's binary format: Citus writes an
  * intermediate result in binary where each column's type allows it, by
  * rules of its own that change between its versions (composite types,
  * arrays, types of extensions), and its reader must name the format.
@@ -237,6 +237,13 @@ QueryRows(const DistCall *dc, const char *from, int limit, const char *result,
 	td = tt->tupdesc;
 	key = TupleDescAttr(td, 0);
 	*nrows = (int64) SPI_processed;
+	if (*nrows >= limit)
+	{
+		/* too many: the strips answer, and nothing more is made of them */
+		SPI_freetuptable(tt);
+		AtEOXact_GUC(true, nest);
+		return NULL;
+	}
 	old = MemoryContextSwitchTo(cxt);
 	*keys = palloc(sizeof(Datum) * Max(*nrows, 1));
 	for (int64 i = 0; i < *nrows; i++)
@@ -310,35 +317,43 @@ LateralQuery(const DistCall *dc, const char *rows, const char *shard)
 					rows, key, col, op, shard, w.data, col, op, dc->spec->k);
 }
 
-/* How many tasks ran on each node: "host:port n, ..." (a task a cell shard, by its value). */
+/*
+ * How many tasks ran on each node: "host:port n, ..." (a task a cell
+ * shard, known by its value).  The distinct (node, value) pairs are at
+ * most the cell shards, one a worker: a pass over the shards, each
+ * looked up among them.
+ */
 static const char *
 Placement(char **nodes, const int32 *values, int n, int *workers, MemoryContext cxt)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int		   *pair = palloc(sizeof(int) * n);	/* a shard's index, first of its (node, value) */
+	int			npairs = 0;
 	StringInfoData s;
 
+	for (int i = 0; i < n; i++)
+	{
+		int			p = 0;
+
+		while (p < npairs && (values[pair[p]] != values[i] || strcmp(nodes[pair[p]], nodes[i]) != 0))
+			p++;
+		if (p == npairs)
+			pair[npairs++] = i;
+	}
 	initStringInfo(&s);
 	*workers = 0;
-	for (int i = 0; i < n; i++)
+	for (int p = 0; p < npairs; p++)
 	{
 		int			tasks = 0;
 		bool		seen = false;
 
-		for (int j = 0; j < i && !seen; j++)
-			seen = strcmp(nodes[j], nodes[i]) == 0;
+		for (int q = 0; q < p && !seen; q++)
+			seen = strcmp(nodes[pair[q]], nodes[pair[p]]) == 0;
 		if (seen)
 			continue;
-		for (int j = 0; j < n; j++)
-		{
-			bool		counted = false;
-
-			if (strcmp(nodes[j], nodes[i]) != 0)
-				continue;
-			for (int m = 0; m < j && !counted; m++)
-				counted = values[m] == values[j];
-			tasks += !counted;
-		}
-		appendStringInfo(&s, "%s%s %d", *workers > 0 ? ", " : "", nodes[i], tasks);
+		for (int q = p; q < npairs; q++)
+			tasks += strcmp(nodes[pair[q]], nodes[pair[p]]) == 0;
+		appendStringInfo(&s, "%s%s %d", *workers > 0 ? ", " : "", nodes[pair[p]], tasks);
 		(*workers)++;
 	}
 	MemoryContextSwitchTo(old);
@@ -454,7 +469,7 @@ ShardKnn(DistCall *dc, GjDist *dist, MemoryContext cxt, GjDistStats *stats, uint
 	memset(&m, 0, sizeof(m));
 	m.kk = self && !lateral ? spec->k + 1 : spec->k;	/* the engine's shards give the row itself too */
 	values = QueryRows(dc, q_from, broadcast_rows_guc + 1, result, &m.nq, &qkeys, &rows, cxt);
-	if (m.nq > broadcast_rows_guc)
+	if (values == NULL)
 		return false;
 	stats->by_shard = true;
 	stats->query_rows = m.nq;
