@@ -1057,9 +1057,8 @@ gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx, const 
 	/* the query blocks' bounds, then the rows in float32 about their block's centre */
 	bounds_kernel<<<(unsigned) ((nq + TILE - 1) / TILE), 256, 0, s>>>(qx, nq, kf->dims,
 																	kf->qbnd[slot]);
-	prep_kernel<<<(unsigned) ((nq + 255) / 256), 256, 0, s>>>(qx, kf->qbnd[slot].c, kf->dims, nq,
-															  kf->dims, kf->dp, 0, kf->qf[slot],
-															  NULL, kf->qr[slot]);
+	prep_launch(qx, kf->qbnd[slot].c, kf->dims, nq, kf->dims, kf->dp, 0, kf->qf[slot], NULL,
+				kf->qr[slot], s);
 	P.prune = kf->prune;
 	P.RB = kf->rbnd;
 	P.QB = kf->qbnd[slot];

@@ -13,6 +13,7 @@
  */
 #include "gpu_common.cuh"
 #include "gpu_bench.h"
+#include "tile_math.cuh"
 
 #define CEIL_ITERS 4096
 #define CEIL_CHAINS 4
@@ -177,4 +178,115 @@ gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen)
 		return gj_cuda_status(e);
 	}
 	return GJ_OK;
+}
+
+/* cvt.rna.tf32.f32 on the host: to nearest, ties away from zero, 13 low bits zero. */
+static float
+host_tf32(float v)
+{
+	uint32_t	u;
+
+	memcpy(&u, &v, 4);
+	if ((u & 0x7f800000u) != 0x7f800000u)
+		u = (u + 0x1000u) & ~0x1fffu;
+	memcpy(&v, &u, 4);
+	return v;
+}
+
+/*
+ * The filter rows' kernel (tile_math.cuh's prep_kernel) against the rule
+ * it implements, computed here row by row in the same order: f and h
+ * bit for bit, r within 1e-12 of the host's (the device may fuse a * a
+ * into its sum; r is a bound widened by 1e-9).  n rows of dims random
+ * coordinates (some huge, some tiny), centred on one point (mstride 0) or
+ * on each block's own (mstride dims), as TF32 or float32.  0: equal.
+ */
+extern "C" int
+gj_bench_prep_check(int64_t n, int dims, int per_block, int tf32, uint64_t seed)
+{
+	int			dp = (dims + 7) / 8 * 8;
+	int64_t		nb = (n + TILE - 1) / TILE,
+				mstride = per_block ? dims : 0,
+				nm = per_block ? nb * dims : dims;
+	double	   *x = (double *) malloc(sizeof(double) * n * dims),
+			   *m = (double *) malloc(sizeof(double) * nm),
+			   *r = (double *) malloc(sizeof(double) * n);
+	float	   *f = (float *) malloc(sizeof(float) * n * dp),
+			   *h = (float *) malloc(sizeof(float) * n);
+	double	   *dx = NULL,
+			   *dm = NULL,
+			   *dr = NULL;
+	float	   *df = NULL,
+			   *dh = NULL;
+	int			bad = -2;
+
+	if (x && m && r && f && h &&
+		cudaMalloc(&dx, sizeof(double) * n * dims) == cudaSuccess &&
+		cudaMalloc(&dm, sizeof(double) * nm) == cudaSuccess &&
+		cudaMalloc(&dr, sizeof(double) * n) == cudaSuccess &&
+		cudaMalloc(&df, sizeof(float) * n * dp) == cudaSuccess &&
+		cudaMalloc(&dh, sizeof(float) * n) == cudaSuccess)
+	{
+		uint64_t	z = seed * 2654435761u + 1;
+
+		for (int64_t i = 0; i < n * dims; i++)
+		{
+			z ^= z << 13;
+			z ^= z >> 7;
+			z ^= z << 17;
+			x[i] = ((double) (z >> 11) / 9007199254740992.0 - 0.5) *
+				((z & 15) == 0 ? 1e6 : (z & 15) == 1 ? 1e-6 : 1.0);
+		}
+		for (int64_t i = 0; i < nm; i++)
+			m[i] = x[i % (n * dims)] * 0.5;
+		cudaMemcpy(dx, x, sizeof(double) * n * dims, cudaMemcpyHostToDevice);
+		cudaMemcpy(dm, m, sizeof(double) * nm, cudaMemcpyHostToDevice);
+		cudaMemset(df, 0xff, sizeof(float) * n * dp);	/* poison: every value must be written */
+		prep_launch(dx, dm, mstride, n, dims, dp, tf32, df, dh, dr, 0);
+		if (cudaDeviceSynchronize() == cudaSuccess &&
+			cudaMemcpy(f, df, sizeof(float) * n * dp, cudaMemcpyDeviceToHost) == cudaSuccess &&
+			cudaMemcpy(h, dh, sizeof(float) * n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+			cudaMemcpy(r, dr, sizeof(double) * n, cudaMemcpyDeviceToHost) == cudaSuccess)
+		{
+			bad = 0;
+			for (int64_t i = 0; i < n && bad == 0; i++)
+			{
+				const double *mi = m + (i / TILE) * mstride;
+				double		nf = 0.0,
+							na = 0.0,
+							rr;
+
+				for (int k = 0; k < dp; k++)
+				{
+					float		v = 0.0f;
+
+					if (k < dims)
+					{
+						double		a = x[i * dims + k] - mi[k];
+
+						v = tf32 ? host_tf32((float) a) : (float) a;
+						na += a * a;
+					}
+					if (memcmp(&v, &f[i * dp + k], 4) != 0)
+						bad = -1;
+					nf += (double) v * (double) v;
+				}
+				rr = sqrt(na) * (1.0 + 1e-9);
+				if ((float) (nf * 0.5) != h[i] || fabs(r[i] - rr) > 1e-12 * rr)
+					bad = -1;
+			}
+		}
+	}
+	cudaGetLastError();
+	cudaFree(dx);
+	cudaFree(dm);
+	cudaFree(dr);
+	cudaFree(df);
+	cudaFree(dh);
+	free(x);
+	free(m);
+	free(r);
+	free(f);
+	free(h);
+	return bad;
 }

@@ -31,6 +31,9 @@ typedef struct gj_gpu_ceilings
 
 extern gj_status gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen);
 
+/* The filter rows' kernel against its rule on the host (0: f and h bit for bit, r within 1e-12). */
+extern int	gj_bench_prep_check(int64_t n, int dims, int per_block, int tf32, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

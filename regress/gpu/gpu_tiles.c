@@ -509,6 +509,21 @@ check_main(uint64_t seed)
 	int			ncase = 0;
 
 	check_gram(seed++);
+	/* the filter rows: rows not a multiple of a warp's, dimensions past and within one tile */
+	for (int c = 0; c < 8; c++)
+	{
+		static const int pd[] = {3, 37, 128, 130};
+		char		name[64];
+		gj_points	shape = {0};
+		int			r = gj_bench_prep_check(1000 + 37 * c, pd[c % 4], c % 2, c / 4 == 0, seed++);
+
+		snprintf(name, sizeof(name), "%d dims, %s centres, %s", pd[c % 4], c % 2 ? "block" : "one",
+				 c / 4 == 0 ? "TF32" : "float32");
+		shape.n = 1000 + 37 * c;
+		shape.dims = pd[c % 4];
+		result(r == 0, "filter-rows", name, seed, &shape, 0,
+			   r == -1 ? "differs from the rule" : "no buffers");
+	}
 	for (int d = 0; d < (int) (sizeof(dim_list) / sizeof(dim_list[0])); d++)
 		for (int k = 0; k < (int) (sizeof(kinds) / sizeof(kinds[0])); k++, seed++)
 		{
