@@ -170,6 +170,8 @@ typedef struct gj_gpu_knn_stats
 	double		done_ms;		/* gj_now_ms() when the last list was handed over */
 	double		refs_up_ms;		/* row_gather: the references to the device */
 	double		gather_ms;		/* ... then their order found and applied there */
+	double		filter_ms;		/* the tensor-core filter's rows and bounds */
+	double		publish_ms;		/* a team's member: its query order's fingerprint */
 } gj_gpu_knn_info;
 
 extern gj_status gj_gpu_knn_start(gj_points *refs, const gj_points *queries,

@@ -1358,6 +1358,8 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	if (st == GJ_OK && !j->use_grid && j->npart == 1 && j->dims > GJ_KNN_GRID_MAX_DIMS &&
 		(gopt == NULL || !gopt->no_filter))
 	{
+		double		t1 = gj_now_ms();
+
 		/*
 		 * many dimensions, every reference on the device: the tensor-core
 		 * filter, where the references' norms allow it and its rows fit
@@ -1374,6 +1376,7 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 			st = GJ_OK;
 		}
 		j->info.filter = j->tc;
+		j->info.filter_ms = gj_now_ms() - t1;
 	}
 	if (st != GJ_OK)
 	{
@@ -1388,7 +1391,12 @@ gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 	if (st == GJ_OK)
 		pin_refs(j);
 	if (st == GJ_OK)
+	{
+		double		t1 = gj_now_ms();
+
 		st = knn_publish(j, err, errlen);
+		j->info.publish_ms = gj_now_ms() - t1;
+	}
 	if (st != GJ_OK)
 	{
 		gpu_knn_free(&j->eng);

@@ -13,12 +13,21 @@
  */
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "gpu_common.cuh"
 
-#define GJ_PINNED_SLOTS 16
+/*
+ * Slots for the blocks a join holds at once: its batch buffers, and the
+ * staged upload's copiers' two chunks each (16 blocks for one engine, 32
+ * for a team of two in one process).  A block with no slot is freed with
+ * cudaFreeHost when it comes back and pinned again by the next join: with
+ * 16 slots, the kNN engine's 1 GB upload behind its batch buffers took
+ * 36-40 ms on the H200, with 64 slots 22-24.
+ */
+#define GJ_PINNED_SLOTS 64
 #define GJ_PINNED_KEEP ((size_t) 256 << 20)
 
 typedef struct pinned_block
@@ -141,86 +150,143 @@ gj_pinned_release(void)
 
 /* --- staged uploads ------------------------------------------------------ */
 
-#define GJ_STAGE_BYTES ((size_t) 32 << 20)	/* a pinned chunk */
+#define GJ_STAGE_PIECE ((size_t) 4 << 20)	/* a copier's pinned chunk */
 #define GJ_STAGE_MIN ((size_t) 64 << 20)	/* smaller uploads: one plain copy */
-#define GJ_STAGE_UNIT ((size_t) 64 << 10)	/* a helper thread's share, in these */
 #define GJ_STAGE_THREADS 8
 
-typedef struct stage_copy
+typedef struct stage_run
 {
 	char	   *dst;
 	const char *src;
-	size_t		len;
-} stage_copy;
-
-static void
-stage_units(void *arg, int64_t u0, int64_t u1)
-{
-	stage_copy *c = (stage_copy *) arg;
-	size_t		a = (size_t) u0 * GJ_STAGE_UNIT,
-				b = (size_t) u1 * GJ_STAGE_UNIT;
-
-	b = b < c->len ? b : c->len;
-	if (a < b)
-		memcpy(c->dst + a, c->src + a, b - a);
-}
+	size_t		bytes;
+	cudaStream_t s;
+	int			device;
+	size_t		next;			/* atomic: the next piece's offset */
+	int			failed;			/* atomic: a copier's DMA failed */
+	cudaError_t err;			/* the first failure (under failed) */
+} stage_run;
 
 /*
- * bytes from pageable host memory src to device memory dst, on s, and
- * waited for.  A copy from pageable memory is staged by the driver through
- * its own pinned buffer by one thread: about 7 GB/s on the H100 host, 140
- * ms of the kNN engine's start for 1M x 128 rows.  Here GJ_STAGE_THREADS
- * threads fill one of two cached pinned chunks while the other's DMA runs.
- * Without pinned memory it is the plain copy.
+ * One copier: pieces from the shared cursor, each copied into one of its
+ * own two pinned chunks and sent by DMA on the run's stream, the other
+ * chunk filled meanwhile.  A copier with no pinned chunks sends its pieces
+ * from pageable memory (the driver stages them, more slowly).
  */
-cudaError_t
-gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
+static void *
+stage_copier(void *arg)
 {
+	stage_run  *r = (stage_run *) arg;
 	void	   *buf[2] = {NULL, NULL};
 	cudaEvent_t ev[2] = {NULL, NULL};
-	cudaError_t e = cudaSuccess;
-	int			staged = bytes >= GJ_STAGE_MIN;
+	cudaError_t e = cudaSetDevice(r->device);
+	int			pinned = e == cudaSuccess;
 
-	for (int b = 0; b < 2 && staged; b++)
-		staged = gj_pinned_alloc(&buf[b], GJ_STAGE_BYTES) == cudaSuccess &&
+	for (int b = 0; b < 2 && pinned; b++)
+		pinned = gj_pinned_alloc(&buf[b], GJ_STAGE_PIECE) == cudaSuccess &&
 			cudaEventCreateWithFlags(&ev[b], cudaEventDisableTiming) == cudaSuccess;
-	if (!staged)
+	cudaGetLastError();
+	for (int i = 0; e == cudaSuccess; i++)
 	{
-		cudaGetLastError();
-		e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
-	}
-	for (size_t off = 0, i = 0; staged && off < bytes && e == cudaSuccess; off += GJ_STAGE_BYTES, i++)
-	{
-		int			b = (int) (i % 2);
-		stage_copy	c;
+		size_t		off = __atomic_fetch_add(&r->next, GJ_STAGE_PIECE, __ATOMIC_RELAXED);
+		size_t		len;
+		int			b = i % 2;
 
-		c.dst = (char *) buf[b];
-		c.src = (const char *) src + off;
-		c.len = bytes - off < GJ_STAGE_BYTES ? bytes - off : GJ_STAGE_BYTES;
-		/* the chunk's last DMA from this buffer is done before it is refilled */
+		if (off >= r->bytes || __atomic_load_n(&r->failed, __ATOMIC_RELAXED))
+			break;
+		len = r->bytes - off < GJ_STAGE_PIECE ? r->bytes - off : GJ_STAGE_PIECE;
+		if (!pinned)
+		{
+			e = cudaMemcpyAsync(r->dst + off, r->src + off, len, cudaMemcpyHostToDevice, r->s);
+			continue;
+		}
+		/* the chunk's last DMA is done before it is refilled */
 		if (i >= 2)
 			e = cudaEventSynchronize(ev[b]);
 		if (e != cudaSuccess)
 			break;
-		/* a stopped or failed run of the helpers: the rest here, by this thread */
-		if (gj_run_rows(stage_units, &c, 0, (int64_t) ((c.len + GJ_STAGE_UNIT - 1) / GJ_STAGE_UNIT),
-						GJ_STAGE_THREADS) != GJ_OK)
-			memcpy(c.dst, c.src, c.len);
-		e = cudaMemcpyAsync((char *) dst + off, c.dst, c.len, cudaMemcpyHostToDevice, s);
+		memcpy(buf[b], r->src + off, len);
+		e = cudaMemcpyAsync(r->dst + off, buf[b], len, cudaMemcpyHostToDevice, r->s);
 		if (e == cudaSuccess)
-			e = cudaEventRecord(ev[b], s);
+			e = cudaEventRecord(ev[b], r->s);
 	}
-	{
-		/* also after a failure: no DMA may still read a buffer given back */
-		cudaError_t e2 = cudaStreamSynchronize(s);
-
-		e = e == cudaSuccess ? e2 : e;
-	}
+	if (e != cudaSuccess && !__atomic_exchange_n(&r->failed, 1, __ATOMIC_RELAXED))
+		r->err = e;
+	/* also after a failure: no DMA may still read a chunk given back */
+	cudaStreamSynchronize(r->s);
 	for (int b = 0; b < 2; b++)
 	{
 		if (ev[b] != NULL)
 			cudaEventDestroy(ev[b]);
 		gj_pinned_free(buf[b]);
 	}
-	return e;
+	cudaGetLastError();
+	return NULL;
+}
+
+/* Whether [p, p + bytes) starts and ends in page-locked host memory (a DMA reads it directly). */
+static int
+host_pinned(const void *p, size_t bytes)
+{
+	cudaPointerAttributes a,
+				z;
+
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess ||
+		cudaPointerGetAttributes(&z, (const char *) p + bytes - 1) != cudaSuccess)
+	{
+		cudaGetLastError();
+		return 0;
+	}
+	return a.type == cudaMemoryTypeHost && z.type == cudaMemoryTypeHost;
+}
+
+/*
+ * bytes from host memory src to device memory dst, on s, and waited for.
+ * A copy from pageable memory is staged by the driver through its own
+ * pinned buffer by one thread: about 7 GB/s on the H100 host, 140 ms of
+ * the kNN engine's start for 1M x 128 rows.  Here GJ_STAGE_THREADS
+ * copiers each fill their own two pinned chunks from a shared cursor of
+ * pieces and queue the DMAs on s, so the host's copies run side by side
+ * and behind the DMA.  The earlier loop filled one 32 MB chunk at a time
+ * with helper threads started for each chunk, waiting for them all before
+ * the chunk's DMA.  1 GB on the H200 host (gpu_team upload): 22-23 ms
+ * against the earlier 32-39, the DMA alone 19.5.  Page-locking the rows in
+ * place instead (cudaHostRegister) took 26-55 ms a GB before the DMA and
+ * 18-21 to undo.  Memory that is already page-locked goes by one DMA.
+ */
+cudaError_t
+gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
+{
+	stage_run	r;
+	pthread_t	th[GJ_STAGE_THREADS];
+	sigset_t	old;
+	int			started = 0;
+	cudaError_t e;
+
+	if (bytes < GJ_STAGE_MIN || host_pinned(src, bytes))
+	{
+		e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+		return e;
+	}
+	memset(&r, 0, sizeof(r));
+	r.dst = (char *) dst;
+	r.src = (const char *) src;
+	r.bytes = bytes;
+	r.s = s;
+	r.err = cudaSuccess;
+	e = cudaGetDevice(&r.device);
+	if (e != cudaSuccess)
+		return e;
+	/* the copiers take no signal: the backend's handlers run on its own thread */
+	gj_block_async_signals(&old);
+	for (int t = 1; t < GJ_STAGE_THREADS; t++, started++)
+		if (pthread_create(&th[started], NULL, stage_copier, &r) != 0)
+			break;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	stage_copier(&r);
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	e = cudaStreamSynchronize(s);
+	return r.failed ? r.err : e;
 }

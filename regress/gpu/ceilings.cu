@@ -180,6 +180,105 @@ gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen)
 	return GJ_OK;
 }
 
+extern "C" int
+gj_bench_pin(void *p, size_t bytes, int on)
+{
+	cudaError_t e = on ? cudaHostRegister(p, bytes, cudaHostRegisterPortable) : cudaHostUnregister(p);
+
+	cudaGetLastError();
+	return e == cudaSuccess ? 0 : -1;
+}
+
+/*
+ * gj_upload_staged (pinned.cu) of bytes, from pageable or page-locked
+ * memory (pinned), to the current device and back: 0 when every byte came
+ * back as it was, -1 when not, -2 when the buffers could not be had.  The
+ * source is offset by 3 bytes and of an odd size, so the copiers' pieces
+ * end anywhere.
+ */
+extern "C" int
+gj_bench_upload_roundtrip(size_t bytes, int pinned)
+{
+	char	   *src = (char *) malloc(bytes + 3),
+			   *back = (char *) malloc(bytes);
+	void	   *d = NULL;
+	cudaStream_t s = NULL;
+	int			r = -2;
+
+	if (src != NULL && back != NULL && cudaMalloc(&d, bytes) == cudaSuccess &&
+		cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+		(!pinned || cudaHostRegister(src, bytes + 3, cudaHostRegisterPortable) == cudaSuccess))
+	{
+		uint64_t	x = 88172645463325252ULL;
+
+		for (size_t i = 0; i < bytes + 3; i++)
+		{
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			src[i] = (char) x;
+		}
+		memset(back, 0, bytes);
+		r = gj_upload_staged(d, src + 3, bytes, s) == cudaSuccess &&
+			cudaMemcpy(back, d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+			memcmp(back, src + 3, bytes) == 0 ? 0 : -1;
+		if (pinned)
+			cudaHostUnregister(src);
+	}
+	cudaGetLastError();
+	if (s != NULL)
+		cudaStreamDestroy(s);
+	cudaFree(d);
+	free(src);
+	free(back);
+	return r;
+}
+
+/*
+ * The ways bytes of host memory at src can reach the current device, each
+ * timed (ms): [0] gj_upload_staged (the host's copies into pinned chunks),
+ * [1] cudaHostRegister of src, [2] one DMA from it so registered,
+ * [3] cudaHostUnregister.  0: all ran.
+ */
+extern "C" int
+gj_bench_upload_ways(const void *src, size_t bytes, double ms[4])
+{
+	void	   *d = NULL;
+	cudaStream_t s = NULL;
+	double		t;
+	int			r = -1;
+
+	if (cudaMalloc(&d, bytes) == cudaSuccess &&
+		cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess)
+	{
+		t = gj_now_ms();
+		if (gj_upload_staged(d, src, bytes, s) == cudaSuccess)
+		{
+			ms[0] = gj_now_ms() - t;
+			t = gj_now_ms();
+			if (cudaHostRegister((void *) src, bytes, cudaHostRegisterDefault) == cudaSuccess)
+			{
+				ms[1] = gj_now_ms() - t;
+				t = gj_now_ms();
+				if (cudaMemcpyAsync(d, src, bytes, cudaMemcpyHostToDevice, s) == cudaSuccess &&
+					cudaStreamSynchronize(s) == cudaSuccess)
+				{
+					ms[2] = gj_now_ms() - t;
+					r = 0;
+				}
+				t = gj_now_ms();
+				cudaHostUnregister((void *) src);
+				ms[3] = gj_now_ms() - t;
+			}
+		}
+	}
+	cudaGetLastError();
+	if (s != NULL)
+		cudaStreamDestroy(s);
+	cudaFree(d);
+	return r;
+}
+
 /* cvt.rna.tf32.f32 on the host: to nearest, ties away from zero, 13 low bits zero. */
 static float
 host_tf32(float v)

@@ -31,8 +31,21 @@ typedef struct gj_gpu_ceilings
 
 extern gj_status gj_gpu_measure_ceilings(gj_gpu_ceilings *c, char *err, size_t errlen);
 
+/*
+ * Page-lock bytes of host memory at p (on 1) or unlock them (on 0), as rows
+ * read straight into pinned memory would be: the benchmarks' measure of
+ * an upload without the host's staging copies.  0: done.
+ */
+extern int	gj_bench_pin(void *p, size_t bytes, int on);
+
+/* The engines' staged upload of bytes to the current device and back: 0 when the same. */
+extern int	gj_bench_upload_roundtrip(size_t bytes, int pinned);
+
 /* The filter rows' kernel against its rule on the host (0: f and h bit for bit, r within 1e-12). */
 extern int	gj_bench_prep_check(int64_t n, int dims, int per_block, int tf32, uint64_t seed);
+
+/* Staged upload, register, DMA and unregister of src, timed (ms[4]). */
+extern int	gj_bench_upload_ways(const void *src, size_t bytes, double ms[4]);
 
 #ifdef __cplusplus
 }

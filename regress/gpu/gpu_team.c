@@ -37,6 +37,7 @@
 #include "core_internal.h"
 #include "datagen.h"
 #include "gj_cuda.h"
+#include "gpu_bench.h"
 #include "knnset.h"
 #include "pairset.h"
 
@@ -281,8 +282,10 @@ print_knn_members(gj_engine *team)
 
 		gj_gpu_knn_stats((const gj_gpu_knn *) gj_team_member(team, i), &st);
 		printf("    member %d: start %.1f ms (index %.1f, buffers %.1f, refs up %.1f, "
-			   "order and gather %.1f), first list %.1f ms, search %.1f ms, %lld batches\n",
+			   "order and gather %.1f, filter %.1f, plan's fingerprint %.1f), first list %.1f ms, "
+			   "search %.1f ms, %lld batches\n",
 			   i, st.upload_ms, st.index_ms, st.alloc_ms, st.refs_up_ms, st.gather_ms,
+			   st.filter_ms, st.publish_ms,
 			   st.first_ms, st.search_ms, (long long) st.batches);
 	}
 }
@@ -460,6 +463,25 @@ check_main(void)
 	int64_t		ns;
 	gj_block_plan plan = {0};
 
+	/*
+	 * the staged upload that every member's references take (pageable
+	 * memory through the copiers' pinned chunks; page-locked memory by one
+	 * DMA), on each device, past the size where staging starts
+	 */
+	for (int dev = 0; dev < ngpus && dev < 2; dev++)
+		for (int pin = 0; pin < 2; pin++)
+		{
+			char		what[64],
+						err[256];
+			int			r;
+
+			snprintf(what, sizeof(what), "staged upload, GPU %d, %s", dev,
+					 pin ? "page-locked" : "pageable");
+			r = gj_gpu_use_device(dev, err, sizeof(err)) == GJ_OK ?
+				gj_bench_upload_roundtrip(((size_t) 200 << 20) + 12345, pin) : -2;
+			result(r == 0, what, r == -1 ? "bytes differ" : "no device or no buffers");
+		}
+
 	/* the tile join */
 	gj_gen_points(&p, GJ_GEN_UNIFORM, 24000, 16, 11);
 	eps = eps_for(&p, 8);
@@ -582,9 +604,12 @@ bench_knn(const char *name, const gj_points *refs, gj_knn_options opt, const gj_
 				t2;
 	gj_points	r;
 	const char *why;
+	int			pinned;
 
 	g1.block_plan = gn.block_plan = plan;
 	gj_points_copy(&r, refs, refs->n);
+	pinned = getenv("GJ_TEAM_PINNED") != NULL &&
+		gj_bench_pin(r.x, sizeof(double) * r.dims * r.n, 1) == 0;
 	r1 = run_knn(&r, NULL, &opt, g1, NULL);
 	r2 = run_knn(&r, NULL, &opt, g1, &a);
 	r1.secs = r1.secs < r2.secs ? r1.secs : r2.secs;
@@ -592,11 +617,14 @@ bench_knn(const char *name, const gj_points *refs, gj_knn_options opt, const gj_
 	t2 = run_knn(&r, NULL, &opt, gn, &b);
 	t1.secs = t1.secs < t2.secs ? t1.secs : t2.secs;
 	why = r2.st != GJ_DONE || t2.st != GJ_DONE ? "failed" : gj_knnset_diff(&a, &b);
-	printf("| %s | %lld | %.3f | %.3f | %d | **%.2fx** | %s | %s | %.0f / %.0f |\n", name,
+	printf("| %s%s | %lld | %.3f | %.3f | %d | **%.2fx** | %s | %s | %.0f / %.0f |\n", name,
+		   pinned ? ", rows in pinned memory" : "",
 		   (long long) a.n, r1.secs, t1.secs, t2.members, r1.secs / t1.secs, why ? why : "same",
 		   t2.batches, r2.start_ms, t2.start_ms);
 	if (why != NULL)
 		failed++;
+	if (pinned)
+		gj_bench_pin(r.x, 0, 0);
 	gj_points_free(&r);
 	gj_knnset_free(&a);
 	gj_knnset_free(&b);
@@ -614,6 +642,18 @@ bench_main(void)
 
 	for (int i = 0; i < n; i++)
 		all[i] = i;
+	if (getenv("GJ_BENCH_TEAM") != NULL)
+	{
+		/* another team, as "0,0": one GPU's members, for the team's own costs */
+		const char *t = getenv("GJ_BENCH_TEAM");
+
+		for (n = 0; n < GJ_MAX_GPUS && *t != '\0'; n++)
+		{
+			all[n] = atoi(t);
+			t += strcspn(t, ",");
+			t += *t == ',';
+		}
+	}
 	printf("%d GPUs; engine alone, host to host, best of two runs each\n\n", n);
 	printf("| case | rows | 1 GPU s | all GPUs s | GPUs | speed-up | rows equal | batches by member | start ms, 1 / all |\n");
 	printf("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |\n");
@@ -632,8 +672,10 @@ bench_main(void)
 	if (only == NULL || strstr(only, "knn") != NULL)
 	{
 		gj_gen_points(&p, GJ_GEN_CLUSTERS, 1000000, 128, 3001);
-		bench_knn("1M x 128 clusters kNN k 10 brute force", &p,
-				  (gj_knn_options) {.k = 10, .exclude_self = 1, .method = GJ_KNN_BRUTE}, NULL, all, n);
+		if (only == NULL || strstr(only, "knnblocks") == NULL)
+			bench_knn("1M x 128 clusters kNN k 10 brute force", &p,
+					  (gj_knn_options) {.k = 10, .exclude_self = 1, .method = GJ_KNN_BRUTE}, NULL,
+					  all, n);
 		gj_block_plan_make(&p, &plan);
 		bench_knn("1M x 128 clusters kNN k 10 blocks (device order)", &p,
 				  (gj_knn_options) {.k = 10, .exclude_self = 1, .method = GJ_KNN_BLOCKS}, &plan,
@@ -643,6 +685,36 @@ bench_main(void)
 	}
 	printf("gpu_team bench: %d passed, %d failed\n", failed == 0, failed);
 	return failed > 0;
+}
+
+/*
+ * upload: what 1 GB of rows costs to reach GPU 0 from pageable memory
+ * (malloc, and gj_big_alloc's huge pages): staged through pinned chunks,
+ * or page-locked in place and sent by one DMA.
+ */
+static int
+upload_main(void)
+{
+	size_t		bytes = (size_t) 1 << 30;
+
+	printf("| source | staged ms | register ms | DMA ms | unregister ms |\n| --- | ---: | ---: | ---: | ---: |\n");
+	for (int big = 0; big < 2; big++)
+		for (int rep = 0; rep < 3; rep++)
+		{
+			char	   *src = big ? gj_big_alloc(bytes) : malloc(bytes);
+			double		ms[4] = {0};
+
+			if (src == NULL)
+				return 1;
+			memset(src, 1, bytes);
+			if (gj_bench_upload_ways(src, bytes, ms) != 0)
+				printf("| %s | failed | | | |\n", big ? "huge pages" : "malloc");
+			else
+				printf("| %s | %.1f | %.1f | %.1f | %.1f |\n", big ? "huge pages" : "malloc",
+					   ms[0], ms[1], ms[2], ms[3]);
+			free(src);
+		}
+	return 0;
 }
 
 int
@@ -663,5 +735,7 @@ main(int argc, char **argv)
 	printf("gpu_team: %d GPUs (%s)\n", ngpus, info.name);
 	if (strcmp(mode, "bench") == 0)
 		return bench_main();
+	if (strcmp(mode, "upload") == 0)
+		return upload_main();
 	return check_main();
 }
