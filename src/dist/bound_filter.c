@@ -72,6 +72,24 @@ BindParams(Node *n, BoundValues *b)
 	return expression_tree_mutator(n, BindParams, (void *) b);
 }
 
+/*
+ * An analysis error (an unknown column, a parameter past the values) has
+ * its position in our "SELECT FROM tbl WHERE filter", not in the caller's
+ * query: it is shown as an internal query, as SPI shows its own.
+ */
+static void
+AnalysisErrorPosition(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+}
+
 PG_FUNCTION_INFO_V1(knn_lateral_bound_filter);
 
 /* knn_lateral_bound_filter(filter text, params record, tbl regclass) RETURNS text */
@@ -91,6 +109,7 @@ knn_lateral_bound_filter(PG_FUNCTION_ARGS)
 	Node	   *cond;
 	char	   *out;
 	int			nest;
+	ErrorContextCallback cb;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -125,7 +144,12 @@ knn_lateral_bound_filter(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("knn_lateral_bound_filter: filter must be one condition on %s's columns", relname)));
+	cb.callback = AnalysisErrorPosition;
+	cb.arg = sql;
+	cb.previous = error_context_stack;
+	error_context_stack = &cb;
 	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, types, b.td->natts, NULL);
+	error_context_stack = cb.previous;
 	if (q->commandType != CMD_SELECT || q->targetList != NIL || list_length(q->rtable) != 1 ||
 		q->jointree == NULL || list_length(q->jointree->fromlist) != 1 || q->jointree->quals == NULL ||
 		q->setOperations != NULL || q->groupClause != NIL || q->havingQual != NULL || q->hasAggs ||
