@@ -624,8 +624,8 @@ slot_put_slice(struct gj_gpu_tiles *j, tiles_slot *sl, int64_t c, int64_t at, do
 	cudaStream_t s = j->load_stream;
 	cudaError_t e;
 
-	e = cudaMemcpyAsync(sl->x + at * dims, p->x + r0 * dims, sizeof(double) * rows * dims,
-						cudaMemcpyHostToDevice, s);
+	/* staged by the host's copiers (pinned.cu): the driver's own staging is one thread's */
+	e = gj_upload_staged(sl->x + at * dims, p->x + r0 * dims, sizeof(double) * rows * dims, s);
 	if (e == cudaSuccess && sl->ids != NULL)
 		e = cudaMemcpyAsync(sl->ids + at, p->ids + r0, sizeof(int64_t) * rows,
 							cudaMemcpyHostToDevice, s);
