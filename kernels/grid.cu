@@ -319,8 +319,8 @@ gj_gpu_upload_stats(const gj_points *p, double **dx, gj_dim_stats *st,
 	cudaError_t e;
 
 	GJ_CUDA_CHECK(err, errlen, cudaMalloc(dx, sizeof(double) * n * dims));
-	GJ_CUDA_CHECK(err, errlen, cudaMemcpyAsync(*dx, p->x, sizeof(double) * n * dims,
-											   cudaMemcpyHostToDevice, stream));
+	/* staged by the host's copiers (pinned.cu) past 64 MB; waited for */
+	GJ_CUDA_CHECK(err, errlen, gj_upload_staged(*dx, p->x, sizeof(double) * n * dims, stream));
 	hpart = (double *) malloc(sizeof(double) * part_n);
 	if (hpart == NULL)
 		return GJ_ERR_NOMEM;
