@@ -181,10 +181,11 @@ peers_reachable(const gj_gpu_share *s, int member)
 /*
  * bytes of pageable host memory src to dst on every member's device, each
  * member's dst its own.  The upload from pageable memory is bound by the
- * host's copies into pinned chunks (gj_upload_staged: 50-85 ms for 1 GB on
- * the H200 host, two members at once, where the DMA alone takes 19 ms),
- * so each member stages 1/m of the bytes and then copies the other parts
- * from the other members' devices (NVLink: 512 MB in 1.4 ms).  Where a
+ * host's copies into pinned chunks (gj_upload_staged: 22-23 ms for 1 GB on
+ * the H200 host, the DMA alone 19.5; stop 59's staging took 50-85 ms for
+ * two members at once), so each member stages 1/m of the bytes and then
+ * copies the other parts from the other members' devices (NVLink: 512 MB
+ * in 1.4 ms).  Where a
  * member cannot reach the others' memory, or a part failed, every member
  * stages the rest itself.  Every member of the team must call it, with the
  * same bytes; dst stays untouched by others once it returns.  Waited for.
