@@ -11,7 +11,7 @@
 # tests, GPU checks and benchmarks under regress/ link the same library.
 
 EXTENSION = gpujoin
-EXTVERSION = 0.12
+EXTVERSION = 0.13
 
 MODULE_big = gpujoin
 
@@ -50,7 +50,8 @@ DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.4--0.5.sql sql/$(EXTENSION)--0.5--0.6.sql \
 	sql/$(EXTENSION)--0.6--0.7.sql sql/$(EXTENSION)--0.7--0.8.sql \
 	sql/$(EXTENSION)--0.8--0.9.sql sql/$(EXTENSION)--0.9--0.10.sql \
-	sql/$(EXTENSION)--0.10--0.11.sql sql/$(EXTENSION)--0.11--0.12.sql
+	sql/$(EXTENSION)--0.10--0.11.sql sql/$(EXTENSION)--0.11--0.12.sql \
+	sql/$(EXTENSION)--0.12--0.13.sql
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \

@@ -519,9 +519,11 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 -- with no reference at all (ref_tbl empty, or only the row itself) comes
 -- once with a NULL reference (LEFT JOIN LATERAL's row).  ref_filter
 -- (0.11): an SQL condition on ref_tbl's columns, the subquery's WHERE on r
--- alone; ref_tbl's references are its rows where it holds (not with
--- other_col).  query_filter (0.11): one on query_tbl's columns, the outer
--- query's WHERE on q alone; only its rows where it holds are query rows.
+-- alone; ref_tbl's references are its rows where it holds (with other_col
+-- since 0.13: then a row is among its table's references where it holds on
+-- the row, and its references are the others of those).  query_filter
+-- (0.11): one on query_tbl's columns, the outer query's WHERE on q alone;
+-- only its rows where it holds are query rows.
 -- They run as the caller, as their query.  Returns whole rows: query_row
 -- and ref_row are NULL::query_tbl and NULL::ref_tbl.
 CREATE FUNCTION knn_lateral_fill(query_tbl regclass, ref_tbl regclass, query_col text, ref_col text,
@@ -540,6 +542,9 @@ DECLARE
     other text := 'true';
     -- ref_tbl's rows that are references (the alias x's columns, unqualified)
     refs text := pg_catalog.format('(%s)', coalesce(ref_filter, 'true'));
+    -- ... and query_tbl's rows that are among them (other_col's form: the
+    -- same table), which lack themselves
+    among text := CASE WHEN other_col IS NULL THEN 'false' ELSE pg_catalog.format('(%s)', coalesce(ref_filter, 'true')) END;
     -- ... and query_tbl's that are query rows (the alias x's too)
     queries text := pg_catalog.format('(%s)', coalesce(query_filter, 'true'));
     -- proper(column, operator, alias): its distance to itself a number
@@ -558,10 +563,6 @@ BEGIN
        OR pg_catalog.pg_typeof(ref_row)::oid IS DISTINCT FROM
            (SELECT c.reltype FROM pg_catalog.pg_class c WHERE c.oid = ref_tbl) THEN
         RAISE EXCEPTION 'knn_lateral_fill: query_row and ref_row must be NULL::query_tbl and NULL::ref_tbl'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF other_col IS NOT NULL AND ref_filter IS NOT NULL THEN
-        RAISE EXCEPTION 'knn_lateral_fill: other_col and ref_filter cannot both be given'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF other_col IS NOT NULL THEN
@@ -587,14 +588,19 @@ BEGIN
         RAISE EXCEPTION 'knn_lateral_fill: no column % of % or % of % with a distance operator %',
             query_col, query_tbl, ref_col, ref_tbl, op USING ERRCODE = 'undefined_column';
     END IF;
-    -- no reference at all: each row once, with a NULL one (keep_alone)
+    -- no reference at all: each such row once, with a NULL one (keep_alone);
+    -- none has a row below (its list holds no row but itself)
     IF keep_alone THEN
         EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s LIMIT 2) s',
             ref_tbl, refs) INTO total;
-        IF total <= self THEN
-            RETURN QUERY EXECUTE pg_catalog.format('SELECT x.*::%s, NULL::%s FROM %s x WHERE %s',
-                qtype, rtype, query_tbl, queries);
-            RETURN;
+        IF total = 0 OR (total = 1 AND self = 1) THEN
+            -- ref_tbl has none, or only one row, which is the row itself where it is among them
+            RETURN QUERY EXECUTE pg_catalog.format('SELECT x.*::%s, NULL::%s FROM %s x WHERE %s AND %s',
+                qtype, rtype, query_tbl, queries,
+                CASE WHEN total = 0 THEN 'true' ELSE pg_catalog.format('(%s) IS TRUE', among) END);
+            IF total = 0 OR ref_filter IS NULL THEN
+                RETURN;
+            END IF;
         END IF;
     END IF;
     -- the references' first k + 1 proper rows (not the row itself: it is
@@ -613,17 +619,21 @@ BEGIN
         'WHERE %10$s ORDER BY i LIMIT %11$s) e',
         qtype, query_tbl, pg_catalog.format(proper, query_col, qop, 'x'), rtype, ref_tbl,
         pg_catalog.format(proper, ref_col, rop, 'x'), k + 1, ref_col, rop, other, k, refs, queries);
-    -- fewer than k proper rows among a row's references: the others make up k
+    -- fewer than k proper rows among a row's references: the others make up
+    -- k.  A proper row among the references (lacks 1) is one of those rows itself.
     EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM (SELECT 1 FROM %s x WHERE %s AND %s LIMIT %s) s',
         ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, k + 1) INTO points;
-    IF points - self < k THEN
-        RETURN QUERY EXECUTE pg_catalog.format(
-            'SELECT t.row, s.row FROM (SELECT x.*::%s AS row FROM %s x WHERE %s AND %s) t, '
-            '(SELECT x.*::%s AS row FROM %s x WHERE (%s) IS NOT TRUE AND %s ORDER BY (x.%I %s x.%I) IS NULL LIMIT %s) s',
-            qtype, query_tbl, pg_catalog.format(proper, query_col, qop, 'x'), queries,
-            rtype, ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, ref_col, rop, ref_col,
-            k - (points - self));
-    END IF;
+    FOR lacks IN 0 .. self LOOP
+        IF points - lacks < k THEN
+            RETURN QUERY EXECUTE pg_catalog.format(
+                'SELECT t.row, s.row FROM (SELECT x.*::%s AS row FROM %s x WHERE %s AND %s AND (%s) IS %s) t, '
+                '(SELECT x.*::%s AS row FROM %s x WHERE (%s) IS NOT TRUE AND %s ORDER BY (x.%I %s x.%I) IS NULL LIMIT %s) s',
+                qtype, query_tbl, pg_catalog.format(proper, query_col, qop, 'x'), queries, among,
+                CASE WHEN lacks = 1 THEN 'TRUE' ELSE 'NOT TRUE' END,
+                rtype, ref_tbl, pg_catalog.format(proper, ref_col, rop, 'x'), refs, ref_col, rop, ref_col,
+                k - (points - lacks));
+        END IF;
+    END LOOP;
 END
 $fn$;
 
@@ -647,7 +657,9 @@ COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, an
 -- references are ref_tbl's rows where it holds, read so on the workers;
 -- query_filter (0.11): the outer WHERE on q alone, the same for the query
 -- rows (knn_lateral_selfjoin's too: those rows' nearest others among all
--- the table's).  They run as the caller, as their query.
+-- the table's; and its ref_filter (0.13), the subquery's WHERE on r beside
+-- r.id <> q.id: each query row's nearest others among the rows where it
+-- holds).  They run as the caller, as their query.
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
@@ -666,13 +678,14 @@ COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyele
 CREATE FUNCTION knn_lateral_selfjoin(tbl regclass, cols text[], k integer, key anyelement,
                                      metric text DEFAULT 'l2',
                                      use_spheroid boolean DEFAULT false,
-                                     id_col text DEFAULT NULL, query_filter text DEFAULT NULL)
+                                     id_col text DEFAULT NULL, query_filter text DEFAULT NULL,
+                                     ref_filter text DEFAULT NULL)
 RETURNS TABLE (a anyelement, b anyelement, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_selfjoin'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text) IS
+COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text, text) IS
 'internal to the LATERAL kNN of distributed tables: knn_selfjoin ranked by the column''s own <->, '
 'on the workers';
 

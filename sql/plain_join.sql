@@ -371,6 +371,32 @@ SELECT count(*) AS differ FROM (
      SELECT (p.a).id, (p.b).g <-> (p.a).g FROM knn_selfjoin('fr', '{g}', 3, key => NULL::fr) p
      EXCEPT ALL
      SELECT (f.q).id, (f.r).g <-> (f.q).g FROM knn_lateral_fill('fr', 'fr', 'g', 'g', 3, NULL::fr, NULL::fr, 'id') f)) x;
+-- other_col and ref_filter (0.13): the other rows where the filter holds
+-- (WHERE r.id <> q.id AND r.ok); a row it fails on is not among its own
+-- references.  fs: duplicates, rows without a point on both sides of the
+-- filter, three proper rows where it holds (fewer than k others for them).
+-- PostgreSQL's LATERAL, less its rows of two proper points (the engine's:
+-- here PostgreSQL's own, so the rest is the fill's), is the fill's rows
+CREATE TABLE fs (id int PRIMARY KEY, g geometry(Point, 3857), ok boolean);
+INSERT INTO fs VALUES (1, 'SRID=3857;POINT(0 0)', true), (2, 'SRID=3857;POINT(1 0)', false),
+    (3, 'SRID=3857;POINT(0 0)', true), (4, NULL, true), (5, 'SRID=3857;POINT EMPTY', false),
+    (6, ST_SetSRID(ST_MakePoint('NaN', 0), 3857), true), (7, 'SRID=3857;POINT(5 5)', true), (8, NULL, false);
+CREATE TEMP TABLE fs_pg AS SELECT q.id, s.d FROM fs q CROSS JOIN LATERAL
+    (SELECT r.g <-> q.g AS d FROM fs r WHERE r.id <> q.id AND r.ok ORDER BY r.g <-> q.g LIMIT 3) s;
+CREATE TEMP TABLE fs_engine AS SELECT q.id, s.d FROM fs q CROSS JOIN LATERAL
+    (SELECT r.g <-> q.g AS d FROM fs r WHERE r.id <> q.id AND r.ok AND r.g <-> r.g = 0 ORDER BY r.g <-> q.g LIMIT 3) s
+    WHERE q.g <-> q.g = 0;
+CREATE TEMP TABLE fs_fill AS SELECT (f.q).id, (f.r).g <-> (f.q).g AS d
+    FROM knn_lateral_fill('fs', 'fs', 'g', 'g', 3, NULL::fs, NULL::fs, other_col => 'id', ref_filter => 'ok') f;
+SELECT id, count(*) AS refs FROM fs_fill GROUP BY 1 ORDER BY 1;
+SELECT (SELECT count(*) FROM (TABLE fs_pg EXCEPT ALL (TABLE fs_engine UNION ALL TABLE fs_fill)) x) AS missing,
+    (SELECT count(*) FROM ((TABLE fs_engine UNION ALL TABLE fs_fill) EXCEPT ALL TABLE fs_pg) y) AS extra,
+    (SELECT count(*) FROM fs_pg) AS rows;
+-- ... keep_alone: the filter's one row has no reference (NULLs); the others
+-- have that row (proper ones by the engine, so none here)
+SELECT (f.q).id, (f.r).id AS ref FROM knn_lateral_fill('fs', 'fs', 'g', 'g', 3, NULL::fs, NULL::fs,
+    other_col => 'id', keep_alone => true, ref_filter => 'id = 7') f ORDER BY 1, 2;
+DROP TABLE fs;
 -- keep_alone: with no references at all (an empty table; one row and
 -- other_col), each row once with a NULL reference, as LEFT JOIN LATERAL
 -- gives it NULLs; not where it has references

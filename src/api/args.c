@@ -322,10 +322,11 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	{
 		spec->pg_order = true;
 		spec->fname = fn == GJ_FN_KNN_JOIN ? "knn_lateral_join" : "knn_lateral_selfjoin";
-		/* 0.11's knn_lateral_join */
+		/* 0.11's knn_lateral_join, 0.13's knn_lateral_selfjoin */
 		filter_arg = GjArgPosition(funcid, "ref_filter");
 		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
-			filter = RowFilter(spec->fname, "ref_filter", "ref_tbl", args[filter_arg]);
+			filter = RowFilter(spec->fname, "ref_filter",
+							   fn == GJ_FN_KNN_JOIN ? "ref_tbl" : "tbl", args[filter_arg]);
 		filter_arg = GjArgPosition(funcid, "query_filter");
 		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
 			query_filter = RowFilter(spec->fname, "query_filter",
@@ -500,9 +501,13 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 	spec->input.where = filter;	/* the references' (knn_join's input is ref_tbl) */
 	spec->query.where = query_filter;
-	if (query_filter != NULL && fn == GJ_FN_KNN_SELFJOIN)
+	if ((query_filter != NULL || filter != NULL) && fn == GJ_FN_KNN_SELFJOIN)
 	{
-		/* knn_lateral_selfjoin's query rows, some of the table's: two sides */
+		/*
+		 * knn_lateral_selfjoin's query rows, some of the table's, or its
+		 * references: two sides, each row's nearest others among the
+		 * references (the row itself is one only where ref_filter holds on it)
+		 */
 		spec->query = spec->input;
 		spec->query.where = query_filter;
 		spec->has_query = true;

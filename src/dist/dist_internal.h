@@ -32,8 +32,9 @@ typedef struct DistCall
 {
 	const GjJobSpec *spec;
 	bool		self;			/* eps_selfjoin, eps_neighbor_counts, eps_neighbors: one table */
-	bool		others;			/* kNN of some of a table's rows (r) among all of them (s): a
-								 * row is not its own neighbour, as in a self join */
+	bool		others;			/* kNN of some of a table's rows (r) among some or all of
+								 * them (s): a row is not its own neighbour, as in a self
+								 * join */
 	const GjInputSpec *r;		/* the rows whose strip owns their pairs */
 	const GjInputSpec *s;		/* the rows copied into halos (self: r) */
 	int			dims;			/* coordinates */
@@ -81,6 +82,9 @@ extern bool GjDistIdsUnique(const GjInputSpec *in);
 extern bool GjDistKeyFits(const GjInputSpec *in);
 extern char *GjDistColumnList(int ncols);
 extern char *GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from);
+extern char *GjDistFlaggedSource(const GjInputSpec *in, int ncols, bool as_is, const char *from,
+								 const char *flag);
+extern bool GjDistFiltersOthers(const DistCall *dc);
 extern char *GjDistWritableSchema(void);
 extern char *GjDistValuesLiteral(const DistCall *dc);
 extern char *GjDistStripAt(const DistCall *dc, const char *x);

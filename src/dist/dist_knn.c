@@ -20,10 +20,13 @@
  *	   The rows are the single node's: every reference within a query
  *	   row's k-th distance is in its strip, ties included, and the
  *	   engine breaks ties on the smaller id as it does there.  A self join
- *	   (or some of a table's rows among all of them, others: 
+ *	   (or some of a table's rows among all of them, others:
  *	   knn_lateral_selfjoin's query_filter) asks for k + 1, drops each
  *	   row's pair with itself and moves the neighbours after it up one
- *	   rank (the ids are unique: the caller checked).
+ *	   rank (the ids are unique: the caller checked).  Where a ref_filter
+ *	   leaves query rows out of the references (others too), their strip
+ *	   table says which (ref), and those are asked for k, as a two-table
+ *	   join's rows are.
  *
  * The first pass's work is done again in the second (only its bounds are
  * kept): its cost is one more kNN join of the strips without their halos.
@@ -42,12 +45,17 @@
 
 #include "dist/dist_internal.h"
 
-/* "knn_join_sql(c.rq, c.sq, k, query_key => .., ref_key => ..)", qualified */
+/*
+ * "knn_join_sql(c.rq, c.sq, k, query_key => .., ref_key => ..)", qualified;
+ * more, where not empty, added to the query rows' text, which ends in its
+ * WHERE (GjDistFillCells): " AND ref", some of them.
+ */
 static char *
-KnnCall(const DistCall *dc, int k)
+KnnCall(const DistCall *dc, int k, const char *more)
 {
-	return psprintf("%s.knn_join_sql(c.rq, c.sq, %d%s%s%s)",
-					quote_identifier(get_namespace_name(dc->spec->input.nsp)), k,
+	return psprintf("%s.knn_join_sql(%s, c.sq, %d%s%s%s)",
+					quote_identifier(get_namespace_name(dc->spec->input.nsp)),
+					more[0] == '\0' ? "c.rq" : psprintf("c.rq OPERATOR(pg_catalog.||) %s", quote_literal_cstr(more)), k,
 					GjDistKeyWitness("query_key", dc->r), GjDistKeyWitness("ref_key", dc->s),
 					dc->call_args);
 }
@@ -94,7 +102,7 @@ Bounds(const DistCall *dc, int k)
 	StripCounts(dc, dc->self ? dc->s_tab : dc->r_tab, dc->self ? "own" : "true", queries);
 
 	GjDistExec(psprintf("SELECT c.strip, max(j.dist) FROM %s c, LATERAL %s j GROUP BY 1",
-						dc->cells, KnnCall(dc, k)), SPI_OK_SELECT);
+						dc->cells, KnnCall(dc, k, "")), SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		n1,
@@ -223,6 +231,32 @@ LateralKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 	return moved;
 }
 
+/*
+ * Each query row's k nearest others, where it is among the references
+ * (self, others; of the query rows the strips' texts select with more,
+ * e.g. " AND ref"): its k + 1 nearest, itself out.  A neighbour after
+ * the row itself in (distance, id) order, at a distance above 0 or at 0
+ * with a larger id, moves up one rank; a (k + 1)-th left over (the row
+ * itself was not among them: k duplicates with smaller ids) goes.
+ */
+static void
+SelfOut(const DistCall *dc, GjDist *dist, MemoryContext cxt, const char *more)
+{
+	int			k = dc->spec->k;
+	Oid			t = dc->s->keys != NULL ? dc->s->keys->type : INT8OID;
+	TypeCacheEntry *tc = lookup_type_cache(t, TYPECACHE_LT_OPR);
+	char	   *coll = type_is_collatable(t) ? " COLLATE \"C\"" : "";
+	char	   *rank;
+
+	if (!OidIsValid(tc->lt_opr))
+		elog(ERROR, "gpujoin: type %s has no less-than operator", format_type_be(t));
+	rank = psprintf("(j.rank - CASE WHEN j.dist > 0 OR j.q%s %s j.r%s THEN 1 ELSE 0 END)",
+					coll, GjDistOperator(tc->lt_opr), coll);
+	GjDistFetch(dist, psprintf("SELECT j.q, j.r, %s::int4, j.dist FROM %s c, LATERAL %s j "
+							   "WHERE j.r IS DISTINCT FROM j.q AND %s <= %d",
+							   rank, dc->cells, KnnCall(dc, k + 1, more), rank, k), false, cxt);
+}
+
 int64
 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 {
@@ -242,28 +276,18 @@ GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 
 	CHECK_FOR_INTERRUPTS();
 	if (!dc->self && !dc->others)
-		GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s j", dc->cells, KnnCall(dc, k)),
+		GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s j", dc->cells, KnnCall(dc, k, "")),
 					false, cxt);
 	else
+		SelfOut(dc, dist, cxt, GjDistFiltersOthers(dc) ? " AND ref" : "");
+	if (GjDistFiltersOthers(dc))
 	{
 		/*
-		 * Each row's k + 1 nearest, itself out: a neighbour after the row
-		 * itself in (distance, id) order, at a distance above 0 or at 0 with
-		 * a larger id, moves up one rank; a (k + 1)-th left over (the row
-		 * itself was not among them: k duplicates with smaller ids) goes.
+		 * The query rows the filter leaves out of the references are not
+		 * among their own: their k nearest, as a two-table join's
 		 */
-		Oid			t = dc->s->keys != NULL ? dc->s->keys->type : INT8OID;
-		TypeCacheEntry *tc = lookup_type_cache(t, TYPECACHE_LT_OPR);
-		char	   *coll = type_is_collatable(t) ? " COLLATE \"C\"" : "";
-		char	   *rank;
-
-		if (!OidIsValid(tc->lt_opr))
-			elog(ERROR, "gpujoin: type %s has no less-than operator", format_type_be(t));
-		rank = psprintf("(j.rank - CASE WHEN j.dist > 0 OR j.q%s %s j.r%s THEN 1 ELSE 0 END)",
-						coll, GjDistOperator(tc->lt_opr), coll);
-		GjDistFetch(dist, psprintf("SELECT j.q, j.r, %s::int4, j.dist FROM %s c, LATERAL %s j "
-								   "WHERE j.r IS DISTINCT FROM j.q AND %s <= %d",
-								   rank, dc->cells, KnnCall(dc, k + 1), rank, k), false, cxt);
+		GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s j", dc->cells,
+								   KnnCall(dc, k, " AND NOT ref")), false, cxt);
 	}
 	return moved;
 }

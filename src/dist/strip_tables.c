@@ -153,7 +153,18 @@ GjDistColumnName(const GjInputSpec *in, int i)
 char *
 GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 {
+	return GjDistFlaggedSource(in, ncols, as_is, from, NULL);
+}
+
+/*
+ * The same, and where flag is not NULL (a condition on t's columns), a
+ * last column ref: whether it holds on the row ((flag) IS TRUE).
+ */
+char *
+GjDistFlaggedSource(const GjInputSpec *in, int ncols, bool as_is, const char *from, const char *flag)
+{
 	char	   *base;
+	const char *ref = flag != NULL ? ", ref" : "";
 
 	if (as_is || from != NULL)
 	{
@@ -168,6 +179,8 @@ GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 		appendStringInfo(&s, "SELECT %s", GjRelationIdExpr(in));
 		for (int i = 0; i < n; i++)
 			appendStringInfo(&s, ", %s", GjDistColumnName(in, i));
+		if (flag != NULL)
+			appendStringInfo(&s, ", (%s) IS TRUE", flag);
 		appendStringInfo(&s, " FROM %s", from != NULL ? from :
 						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(in->relid)),
 													get_rel_name(in->relid)));
@@ -176,13 +189,14 @@ GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const char *from)
 			appendStringInfo(&s, " WHERE (%s)", in->where);
 		base = s.data;
 	}
-	else if (in->where != NULL)
+	else if (in->where != NULL || flag != NULL)
 		elog(ERROR, "gpujoin: a filtered input of numeric columns");
 	else
 		base = GjBuildRelationQuery(in, 0);
 	if (in->keys != NULL && !in->keys->kept)
-		base = psprintf("SELECT 0::int8, %s FROM (%s) q0(k, %s)", CoordList(ncols), base, CoordList(ncols));
-	return psprintf("(%s) q(%s)", base, GjDistColumnList(ncols));
+		base = psprintf("SELECT 0::int8, %s%s FROM (%s) q0(k, %s%s)", CoordList(ncols), ref, base,
+						CoordList(ncols), ref);
+	return psprintf("(%s) q(%s%s)", base, GjDistColumnList(ncols), ref);
 }
 
 /* The base type and typmod of in's one coordinate column; false when it has several. */
@@ -535,6 +549,26 @@ GjDistStripAt(const DistCall *dc, const char *x)
 }
 
 /*
+ * What r's strip table holds: r's rows, and where a filter leaves some
+ * of a table's rows out of its references (GjDistFiltersOthers), whether
+ * each query row is one of them (ref): those lack themselves.
+ */
+static const char *
+RowsOfR(const DistCall *dc)
+{
+	if (!GjDistFiltersOthers(dc))
+		return dc->r_from;
+	return GjDistFlaggedSource(dc->r, dc->ncols, true, NULL, dc->s->where);
+}
+
+/* A kNN of a table's rows among those of its rows a filter keeps (others, s filtered)? */
+bool
+GjDistFiltersOthers(const DistCall *dc)
+{
+	return dc->others && dc->s->where != NULL;
+}
+
+/*
  * Make the intermediate tables: unlogged, distributed by strip, one
  * shard a strip, co-located with the cells (s's none for a reference
  * table, which stays where it is).
@@ -570,7 +604,7 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 	if (!dc->self)
 	{
 		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, q.* FROM %s WITH NO DATA",
-							dc->r_tab, dc->r_from), SPI_OK_UTILITY);
+							dc->r_tab, RowsOfR(dc)), SPI_OK_UTILITY);
 		GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
 							dc->r_tab, dc->cells), SPI_OK_SELECT);
 	}
@@ -632,7 +666,7 @@ GjDistMoveRows(DistCall *dc, int halo)
 	if (!dc->self)
 	{
 		moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[%s + 1], q.* FROM %s WHERE %s",
-									 dc->r_tab, vals, own, dc->r_from, kept), SPI_OK_INSERT);
+									 dc->r_tab, vals, own, RowsOfR(dc), kept), SPI_OK_INSERT);
 		CHECK_FOR_INTERRUPTS();
 	}
 	if (dc->s_ref != NULL)
@@ -715,7 +749,10 @@ LateralQueryFormat(const DistCall *dc)
 					dc->self ? " AND q.own" : "");
 }
 
-/* Each strip's queries over its own shards, in the cells table. */
+/*
+ * Each strip's queries over its own shards, in the cells table.  The
+ * query rows' (rq) ends in its WHERE, which dist_knn.c extends.
+ */
 void
 GjDistFillCells(DistCall *dc)
 {

@@ -58,9 +58,11 @@ typedef struct GjJobSpec
 	 */
 	bool		pg_order;
 	/*
-	 * knn_lateral_selfjoin with a query_filter: the query rows are some of
-	 * the table's (query, filtered), the references all of them (input),
-	 * and a query row is not its own reference, as in a self join
+	 * knn_lateral_selfjoin with a query_filter or a ref_filter: the query
+	 * rows are some of the table's (query, filtered) or all, the references
+	 * some or all of them (input), and a query row is not its own
+	 * reference, as in a self join (where ref_filter leaves a query row out
+	 * of the references, it is not among them at all)
 	 */
 	bool		others;
 
