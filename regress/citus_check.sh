@@ -488,8 +488,11 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# the distances of a row's first k are one multiset.  d_gs: two points
 	# and two rows without one, fewer than k: the others make up k.  WHERE
 	# b.id <> a.id of one table (id unique, not NULL): the other rows,
-	# knn_selfjoin's.  LEFT JOIN LATERAL .. ON true: a row with no
-	# references (d_ge empty, d_g1 one row) gets NULLs, constants too.
+	# knn_selfjoin's, and (0.13) with a filter on b beside it: the other
+	# rows where it holds, a row not among them where it fails on the row
+	# (knn_lateral_selfjoin's ref_filter).  LEFT JOIN LATERAL .. ON true: a
+	# row with no references (d_ge empty, d_g1 one row) gets NULLs,
+	# constants too.
 	# d_xq, d_xr: coordinates of 1e200, whose squares overflow (PostGIS's
 	# distance NULL, the engine's infinite: both after every finite one).
 	q "SET citus.shard_count = 4;
@@ -531,7 +534,12 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.id, n.d, n.one FROM {D} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {P} b WHERE b.id % 5 = 0 AND b.id < 40 ORDER BY b.g <-> a.g LIMIT 12) n ON true" \
 		"SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 4) n WHERE a.tag IN ('null', 't5', 'nan', 't77') AND n.d < 0.9" \
 		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 4) n WHERE a.id % 9 = 2" \
-		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON true WHERE a.id > 0"; do
+		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON true WHERE a.id > 0" \
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id AND b.id % 3 = 0 ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT a.tag, n.d FROM {D} a, LATERAL (SELECT ST_Distance(b.g, a.g) AS d FROM {D} b WHERE a.id <> b.id AND (b.tag LIKE 't%1' OR b.tag IN ('null', 'nan')) ORDER BY b.g <-> a.g LIMIT 3) n" \
+		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id AND b.id > 0 ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
+		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b WHERE a.id <> b.id AND b.id <> 2 ORDER BY a.g <-> b.g LIMIT 3) n ON true" \
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id AND b.id % 500 = 0 ORDER BY b.g <-> a.g LIMIT 6) n WHERE a.id % 9 = 2"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
@@ -589,7 +597,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g DESC LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4 OFFSET 1) n" \
 		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON n.id > 3" \
-		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id <> a.id AND b.tag <> 'x' ORDER BY b.g <-> a.g LIMIT 4) n" \
+		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id <> a.id AND b.tag <> a.tag ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b WHERE random() < 2 ORDER BY b.g <-> a.g LIMIT 4) n"; do
 		out=$(psql -X -q -At -c "$load" -c "$j" 2>&1)
 		grep -q "complex joins\|cannot push down\|not supported" <<<"$out" && grep -q "HINT:.*knn_join" <<<"$out" &&
@@ -735,7 +743,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT a.id, n.d FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b ORDER BY b.v <-> a.v LIMIT 5) n WHERE a.id % 50 = 7" \
 		"SELECT a.id, n.d, n.one FROM {CV} a LEFT JOIN LATERAL (SELECT b.v <=> a.v AS d, 1 AS one FROM {CV} b WHERE b.id <= 4 ORDER BY b.v <=> a.v LIMIT 6) n ON true WHERE a.id % 3 = 1" \
 		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n WHERE a.id < 100" \
-		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b WHERE b.id <> a.id ORDER BY b.v <=> a.v LIMIT 4) n WHERE a.id % 7 = 3"; do
+		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b WHERE b.id <> a.id ORDER BY b.v <=> a.v LIMIT 4) n WHERE a.id % 7 = 3" \
+		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id AND b.id % 4 <> 1 ORDER BY b.v <-> a.v LIMIT 4) n" \
+		"SELECT a.id, n.d FROM {CV} a LEFT JOIN LATERAL (SELECT a.v <=> b.v AS d FROM {CV} b WHERE a.id <> b.id AND b.id % 3 = 0 ORDER BY a.v <=> b.v LIMIT 3) n ON true"; do
 		d=${j//\{V2\}/d_v2}
 		d=${d//\{V\}/d_v1}
 		d=${d//\{H\}/d_h}
@@ -819,7 +829,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		check "pgvector LATERAL kNN on the workers: an outer WHERE on the query table reads only its rows" "$(grep "Function Call" <<<"$plan" | cut -c1-300)"
 	# ... and in the other rows' form, those rows' nearest others among all
 	plan=$(psql -X -q -At -c "$load" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT a.id, n.d FROM d_v1 a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM d_v1 b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n WHERE a.id < 100" 2>&1)
-	grep "Function Call: knn_lateral_selfjoin" <<<"$plan" | grep -q "'(id < 100)'::text)" &&
+	grep "Function Call: knn_lateral_selfjoin" <<<"$plan" | grep -q "'(id < 100)'::text, NULL::text)" &&
 		check "pgvector LATERAL kNN on the workers: an outer WHERE in the other rows' form reads only its rows" ok ||
 		check "pgvector LATERAL kNN on the workers: an outer WHERE in the other rows' form reads only its rows" "$(grep "Function Call" <<<"$plan" | cut -c1-300)"
 	j="SELECT a.id, n.d FROM {V2} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id % 2 = 0 ORDER BY b.v <-> a.v LIMIT 3) n WHERE a.id = \$1"

@@ -53,7 +53,9 @@
  *	  others), knn_lateral_fill told so (other_col); or (0.11) a WHERE on
  *	  r alone, which knn_lateral_join and knn_lateral_fill apply to r's
  *	  rows as they read them (ref_filter): the subquery's rows are the
- *	  first k of the rows where it holds, whatever the query row (and the
+ *	  first k of the rows where it holds, whatever the query row; or
+ *	  (0.13) both ANDed, knn_lateral_selfjoin's ref_filter: the first k
+ *	  others among the rows where it holds (and the
  *	  query's own WHERE on q alone is passed on too, query_filter, so
  *	  that only the rows it keeps are query rows: QueryFilter, for the
  *	  other rows' form too);
@@ -297,14 +299,15 @@ DeparseOnEntry(List *conds, Index rti, Oid relid)
 }
 
 /*
- * The subquery's WHERE: no WHERE; r.c <> q.c alone, the other rows
- * (*other is c); or conditions on r alone, the references (*ref_filter,
- * deparsed over r's columns, unqualified, for knn_lateral_join, which
- * reads r's rows where they hold, and knn_lateral_fill).  Such a condition
- * reads no other table, no parameter and no volatile function: it is
- * evaluated once a row where the rows are read (on the workers), not once
- * a query row.  Both kinds at once are not taken: the other rows are
- * knn_selfjoin's, which reads every row of the table.
+ * The subquery's WHERE, conditions ANDed: at most one r.c <> q.c, the
+ * other rows (*other is c), and any on r alone, the references
+ * (*ref_filter, deparsed over r's columns, unqualified, for
+ * knn_lateral_join or knn_lateral_selfjoin, which read r's rows where they
+ * hold, and knn_lateral_fill).  Such a condition reads no other table, no
+ * parameter and no volatile function: it is evaluated once a row where
+ * the rows are read (on the workers), not once a query row.  With both,
+ * a row's references are the others among those where it holds: the row
+ * itself is one of them only where it holds on the row.
  */
 static bool
 SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other, char **ref_filter)
@@ -316,17 +319,22 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
 	*ref_filter = NULL;
 	if (quals == NULL)
 		return true;
-	if ((*other = OtherRowQual(quals, r_rti, qe)) != 0)
-		return true;
 	foreach(lc, make_ands_implicit((Expr *) quals))
 	{
 		Node	   *c = lfirst(lc);
+		AttrNumber	o;
 
+		if (*other == 0 && (o = OtherRowQual(c, r_rti, qe)) != 0)
+		{
+			*other = o;
+			continue;
+		}
 		if (NotOnOneEntry(c, r_rti, false) || contain_volatile_functions(c))
 			return false;
 		conds = lappend(conds, c);
 	}
-	*ref_filter = DeparseOnEntry(conds, r_rti, r_relid);
+	if (conds != NIL)
+		*ref_filter = DeparseOnEntry(conds, r_rti, r_relid);
 	return true;
 }
 
@@ -799,7 +807,8 @@ GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 	Oid			nsp;
 	const char *nspname;
 	bool		lateral_fns,
-				filter_fns;
+				filter_fns,
+				other_filter_fns;
 
 	GjPlainEachLevel(parse, FindInLevel, &f, 0);
 	if (f.found == NIL)
@@ -820,11 +829,14 @@ GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 	lateral_fns = HasFunction(nsp, "knn_lateral_join", NULL);
 	/* ... to 0.11 no ref_filter */
 	filter_fns = lateral_fns && HasFunction(nsp, "knn_lateral_join", "ref_filter");
+	/* ... to 0.13 no knn_lateral_selfjoin with ref_filter */
+	other_filter_fns = filter_fns && HasFunction(nsp, "knn_lateral_selfjoin", "ref_filter");
 	foreach(lc, f.found)
 	{
 		KnnCandidate *c = lfirst(lc);
 
-		if ((c->pg_order && !lateral_fns) || (c->ref_filter != NULL && !filter_fns))
+		if ((c->pg_order && !lateral_fns) || (c->ref_filter != NULL && !filter_fns) ||
+			(c->ref_filter != NULL && c->other != 0 && !other_filter_fns))
 			return;
 	}
 	foreach(lc, f.found)
