@@ -201,7 +201,11 @@ SELECT count(*) AS differ FROM (
      SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> 10 ORDER BY r.v <=> q.v LIMIT 3) s)) x;
 SELECT (f.q).id, (f.r).id FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, ref_filter => 'id >= 12') f ORDER BY 1, 2;
 SELECT (f.q).id, f.r IS NULL AS alone FROM knn_lateral_fill('cq', 'cr', 'v', 'v', 2, NULL::cq, NULL::cr, keep_alone => true, ref_filter => 'false') f ORDER BY 1;
-SELECT * FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id', ref_filter => 'id > 10');
+-- ... with other_col (0.13): a row where it holds lacks itself (11, 13: one
+-- proper other, so the row without a vector makes up k = 2); 10 has two
+-- proper references (the engine's: none here), and 12, without one, takes them
+SELECT (f.q).id, (f.r).id FROM knn_lateral_fill('cr', 'cr', 'v', 'v', 2, NULL::cr, NULL::cr, 'id', ref_filter => 'id > 10') f
+ORDER BY 1, 2;
 -- query_filter (0.11): only query_tbl's rows where it holds are query rows
 SELECT count(*) AS differ FROM (
     (SELECT q.id, s.d FROM cq q CROSS JOIN LATERAL (SELECT r.v <=> q.v AS d FROM cr r WHERE r.id <> 10 ORDER BY r.v <=> q.v LIMIT 3) s WHERE q.id >= 2
