@@ -492,7 +492,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# rows where it holds, a row not among them where it fails on the row
 	# (knn_lateral_selfjoin's ref_filter).  LEFT JOIN LATERAL .. ON true: a
 	# row with no references (d_ge empty, d_g1 one row) gets NULLs,
-	# constants too.
+	# constants too; .. ON a condition: a row none of whose neighbours
+	# meets it gets NULLs once (its row grouped with its neighbours).
 	# d_xq, d_xr: coordinates of 1e200, whose squares overflow (PostGIS's
 	# distance NULL, the engine's infinite: both after every finite one).
 	q "SET citus.shard_count = 4;
@@ -515,7 +516,10 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	   INSERT INTO d_xr VALUES (1, 'POINT(1e200 0)'), (2, 'POINT(-1e200 0)'), (3, 'POINT(0 1)'), (4, 'POINT(0 1)'),
 	          (5, 'POINT(0 1)'), (6, NULL), (7, 'POINT EMPTY');
 	   CREATE TABLE l_xq AS SELECT * FROM d_xq;
-	   CREATE TABLE l_xr AS SELECT * FROM d_xr;" >/dev/null || check "few point rows" "not made"
+	   CREATE TABLE l_xr AS SELECT * FROM d_xr;
+	   CREATE TABLE d_np (id bigint, g geometry(Point, 4326));
+	   SELECT create_distributed_table('d_np', 'id');
+	   INSERT INTO d_np SELECT id, g FROM d_gp WHERE id < 200;" >/dev/null || check "few point rows" "not made"
 	for j in "SELECT a.id, n.d FROM {D} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 5) n" \
 		"SELECT a.tag, n.d, n.e FROM {D} a, LATERAL (SELECT ST_Distance(a.g, b.g) AS d, b.g <-> a.g AS e FROM {P} b ORDER BY ST_Distance(b.g, a.g) LIMIT 3) n" \
 		"SELECT a.id, n.d FROM {P} a JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {P} b ORDER BY a.g <-> b.g LIMIT 4) n ON true" \
@@ -539,7 +543,13 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT a.tag, n.d FROM {D} a, LATERAL (SELECT ST_Distance(b.g, a.g) AS d FROM {D} b WHERE a.id <> b.id AND (b.tag LIKE 't%1' OR b.tag IN ('null', 'nan')) ORDER BY b.g <-> a.g LIMIT 3) n" \
 		"SELECT a.id, n.d, n.one FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {O} b WHERE b.id <> a.id AND b.id > 0 ORDER BY b.g <-> a.g LIMIT 3) n ON true" \
 		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b WHERE a.id <> b.id AND b.id <> 2 ORDER BY a.g <-> b.g LIMIT 3) n ON true" \
-		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id AND b.id % 500 = 0 ORDER BY b.g <-> a.g LIMIT 6) n WHERE a.id % 9 = 2"; do
+		"SELECT a.id, n.d FROM {P} a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id AND b.id % 500 = 0 ORDER BY b.g <-> a.g LIMIT 6) n WHERE a.id % 9 = 2" \
+		"SELECT a.id, n.d FROM {D} a LEFT JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {P} b ORDER BY b.g <-> a.g LIMIT 4) n ON n.d < 0.3" \
+		"SELECT a.id, n.d, n.one FROM {P} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d, 1 AS one FROM {P} b ORDER BY b.g <-> a.g LIMIT 3) n ON n.d < 0.26 AND a.id % 2 = 0" \
+		"SELECT a.tag, n.d FROM {D} a LEFT JOIN LATERAL (SELECT ST_Distance(b.g, a.g) AS d FROM {D} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON n.d > 0" \
+		"SELECT a.id, n.d FROM {P} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {P} b WHERE b.id <> a.id AND b.id % 7 = 0 ORDER BY b.g <-> a.g LIMIT 3) n ON n.d < 1 WHERE a.id % 5 = 1" \
+		"SELECT a.id, n.d FROM {O} a LEFT JOIN LATERAL (SELECT b.g <-> a.g AS d FROM {O} b WHERE b.id <> a.id ORDER BY b.g <-> a.g LIMIT 3) n ON n.d < 1" \
+		"SELECT a.id, n.d FROM {S} a LEFT JOIN LATERAL (SELECT a.g <-> b.g AS d FROM {S} b ORDER BY a.g <-> b.g LIMIT 3) n ON n.d IS NULL OR n.d > 1"; do
 		d=${j//\{D\}/d_gd}
 		d=${d//\{P\}/d_gp}
 		d=${d//\{S\}/d_gs}
@@ -596,7 +606,7 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id < a.id ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g DESC LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4 OFFSET 1) n" \
-		"SELECT count(*) FROM d_gd a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON n.id > 3" \
+		"SELECT count(*) FROM d_np a LEFT JOIN LATERAL (SELECT b.id FROM d_gp b ORDER BY b.g <-> a.g LIMIT 4) n ON n.id > 3" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gd b WHERE b.id <> a.id AND b.tag <> a.tag ORDER BY b.g <-> a.g LIMIT 4) n" \
 		"SELECT count(*) FROM d_gd a CROSS JOIN LATERAL (SELECT b.id FROM d_gp b WHERE random() < 2 ORDER BY b.g <-> a.g LIMIT 4) n"; do
 		out=$(psql -X -q -At -c "$load" -c "$j" 2>&1)
@@ -745,7 +755,9 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1; th
 		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n WHERE a.id < 100" \
 		"SELECT a.id, n.d FROM {CV} a CROSS JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {CV} b WHERE b.id <> a.id ORDER BY b.v <=> a.v LIMIT 4) n WHERE a.id % 7 = 3" \
 		"SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id AND b.id % 4 <> 1 ORDER BY b.v <-> a.v LIMIT 4) n" \
-		"SELECT a.id, n.d FROM {CV} a LEFT JOIN LATERAL (SELECT a.v <=> b.v AS d FROM {CV} b WHERE a.id <> b.id AND b.id % 3 = 0 ORDER BY a.v <=> b.v LIMIT 3) n ON true"; do
+		"SELECT a.id, n.d FROM {CV} a LEFT JOIN LATERAL (SELECT a.v <=> b.v AS d FROM {CV} b WHERE a.id <> b.id AND b.id % 3 = 0 ORDER BY a.v <=> b.v LIMIT 3) n ON true" \
+		"SELECT a.id, n.d FROM {V} a LEFT JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.id <> a.id ORDER BY b.v <-> a.v LIMIT 4) n ON n.d < 0.3" \
+		"SELECT a.id, n.d FROM {CV} a LEFT JOIN LATERAL (SELECT a.v <=> b.v AS d FROM {CV} b ORDER BY a.v <=> b.v LIMIT 3) n ON n.d < 0.001"; do
 		d=${j//\{V2\}/d_v2}
 		d=${d//\{V\}/d_v1}
 		d=${d//\{H\}/d_h}

@@ -66,7 +66,12 @@
  *	  unless it has no references at all (r empty, or only the row itself),
  *	  and then knn_lateral_fill returns it with a NULL reference, for which
  *	  the subquery has no row (WHERE the neighbour IS NOT NULL), so the
- *	  LEFT JOIN gives it NULLs;
+ *	  LEFT JOIN gives it NULLs; or (grouped) of a LEFT JOIN on a condition,
+ *	  where a q row none of whose neighbours meets it gets NULLs once: then
+ *	  entry q is each q row once with the array of its neighbours (GROUP BY
+ *	  the row: q's table has a column NOT NULL and alone a unique key, so
+ *	  no two rows are alike), and the subquery reads the array
+ *	  (generate_subscripts), the condition staying the join's;
  *	- both tables are hash-distributed, read plainly by the caller, who has
  *	  SELECT on the whole table (plain_pairs.c's conditions), and their
  *	  row types have an order (knn_join's ties);
@@ -94,7 +99,9 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
+#include "parser/analyze.h"
 #include "parser/parse_func.h"
+#include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
@@ -123,7 +130,8 @@ typedef struct KnnCandidate
 	char	   *ref_filter;		/* WHERE on r alone, as SQL over r's columns (or NULL) */
 	char	   *query_filter;	/* the query's WHERE on q alone, the same over q's */
 	List	   *filter_params;	/* ... its parameters, $1 .. in it (a generic plan's), or NIL */
-	bool		left;			/* LEFT JOIN LATERAL .. ON true */
+	bool		left;			/* LEFT JOIN LATERAL .. ON true, or on a condition: */
+	bool		grouped;		/* ... on a condition: a q row once, its neighbours an array */
 	bool		pg_order;		/* pgvector's <-> or <=>: only knn_lateral_join has its order */
 	bool		cosine;			/* <=>: metric => 'cosine', and the fill's op */
 	int			k;
@@ -448,28 +456,43 @@ LeftJoinOf(Node *n, Index ne)
 /*
  * How the subquery (entry ne) joins the query's table (entry qe): both
  * reached from the FROM through inner joins (*left false); or the
- * subquery the right of a LEFT JOIN .. ON true whose left reaches the
- * table, through inner joins and left joins' left sides (*left true).  A
- * row of the table stands for each of its neighbours in the rewrite, so
- * it must reach the subquery as a row every such join keeps.
+ * subquery the right of a LEFT JOIN whose left reaches the table, through
+ * inner joins and left joins' left sides (*left true).  A row of the
+ * table stands for each of its neighbours in the rewrite, so it must
+ * reach the subquery as a row every such join keeps.  A LEFT JOIN on a
+ * condition (*grouped): a q row without a neighbour that meets it gets
+ * NULLs once, so the row stands once for all its neighbours instead.
  */
 static bool
-Placement(Query *q, Index qe, Index ne, bool *left)
+Placement(Query *q, Index qe, Index ne, bool *left, bool *grouped)
 {
 	JoinExpr   *j;
 
-	*left = false;
+	*left = *grouped = false;
 	if (GjPlainInnerReach((Node *) q->jointree, qe) && GjPlainInnerReach((Node *) q->jointree, ne))
 		return true;
 	j = LeftJoinOf((Node *) q->jointree, ne);
 	if (j == NULL || !PreservedReach(j->larg, qe))
 		return false;
-	if (j->quals != NULL && !(IsA(j->quals, Const) && !((Const *) j->quals)->constisnull &&
-							  ((Const *) j->quals)->consttype == BOOLOID &&
-							  DatumGetBool(((Const *) j->quals)->constvalue)))
-		return false;
+	*grouped = j->quals != NULL && !(IsA(j->quals, Const) && !((Const *) j->quals)->constisnull &&
+									 ((Const *) j->quals)->consttype == BOOLOID &&
+									 DatumGetBool(((Const *) j->quals)->constvalue));
 	*left = true;
 	return true;
+}
+
+/* A column of table relid NOT NULL and alone a unique key: no two of its rows are equal. */
+static bool
+DistinctRows(Oid relid)
+{
+	Relation	rel = table_open(relid, NoLock);
+	bool		found = false;
+
+	for (AttrNumber a = 1; a <= rel->rd_att->natts && !found; a++)
+		found = !TupleDescAttr(rel->rd_att, a - 1)->attisdropped &&
+			TupleDescAttr(rel->rd_att, a - 1)->attnotnull && GjUniqueColumn(rel, a);
+	table_close(rel, NoLock);
+	return found;
 }
 
 static bool
@@ -505,6 +528,7 @@ Consider(KnnFinder *f, Index ne)
 	AttrNumber	other;
 	char	   *ref_filter;
 	bool		left;
+	bool		grouped;
 	bool		pg_order;
 	RangeTblEntry *rr,
 			   *qr;
@@ -532,7 +556,7 @@ Consider(KnnFinder *f, Index ne)
 	if (!f->citus)
 		return;
 	if (!GjPlainTableEntry(sq, r_rti) || !GjPlainTableEntry(q, qv->varno) || Taken(f, qv->varno) ||
-		!Placement(q, qv->varno, ne, &left))
+		!Placement(q, qv->varno, ne, &left, &grouped))
 		return;
 	rr = rt_fetch(r_rti, sq->rtable);
 	qr = rt_fetch(qv->varno, q->rtable);
@@ -542,7 +566,8 @@ Consider(KnnFinder *f, Index ne)
 	if (!GjPlainReadAsCaller(sq, rr) || !GjPlainReadAsCaller(q, qr) ||
 		GjPlainOddUse(sq, r_rti) || GjPlainOddUse(q, qv->varno) ||
 		!GjCitusDistributed(rr->relid) || !GjCitusDistributed(qr->relid) ||
-		!OrderedRows(rr->relid) || !OrderedRows(qr->relid))
+		!OrderedRows(rr->relid) || !OrderedRows(qr->relid) ||
+		(grouped && !DistinctRows(qr->relid)))
 		return;
 
 	c = palloc(sizeof(KnnCandidate));
@@ -562,6 +587,7 @@ Consider(KnnFinder *f, Index ne)
 	}
 	c->query_filter = QueryFilter(q, qv->varno, qr->relid, f->params, f->bind > 0, &c->filter_params);
 	c->left = left;
+	c->grouped = grouped;
 	c->pg_order = pg_order;
 	c->cosine = jc.metric == GJ_JM_COSINE;
 	c->k = k;
@@ -642,7 +668,13 @@ SetFilterParams(Node *n, FilterParams *fp)
 	return expression_tree_walker(n, SetFilterParams, fp);
 }
 
-/* Entry q: each q row once for each of its neighbours, q's columns by number, then the neighbour. */
+/*
+ * Entry q: each q row once for each of its neighbours, q's columns by
+ * number, then the neighbour; grouped, each q row once, then the array of
+ * its neighbours (a NULL for none: keep_alone).  The grouping is by the
+ * whole row, so the table has a unique key (DistinctRows): two rows alike
+ * would come as one.
+ */
 static Query *
 NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp, bool lateral_fns,
 				bool filter_fns)
@@ -662,29 +694,35 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	char	   *sql;
 	Query	   *sub;
 
+	const char *q_cols = GjPlainRowColumns(q_relid, "u.q", &natts);
+
 	if (c->other == 0)
-		knn = psprintf("SELECT %sp.r FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
+		knn = psprintf("SELECT p.q, p.r FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
 					   "query_key => NULL::%s, ref_key => NULL::%s, ref_cols => ARRAY[%s]::pg_catalog.text[]%s%s) p",
-					   GjPlainRowColumns(q_relid, "p.q", &natts), nsp,
-					   lateral_fns ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype, rtype, rcol,
-					   c->cosine ? ", metric => 'cosine'" : "", filter);
+					   nsp, lateral_fns ? "knn_lateral_join" : "knn_join", q_relid, r_relid, qcol, c->k, qtype,
+					   rtype, rcol, c->cosine ? ", metric => 'cosine'" : "", filter);
 	else
 	{
 		/* the other rows: the self join's (r is q) */
-		knn = psprintf("SELECT %sp.b FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
+		knn = psprintf("SELECT p.a, p.b FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "ARRAY[%s]::pg_catalog.text[], %d, key => NULL::%s%s%s) p",
-					   GjPlainRowColumns(q_relid, "p.a", &natts), nsp,
-					   lateral_fns ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype,
+					   nsp, lateral_fns ? "knn_lateral_selfjoin" : "knn_selfjoin", q_relid, qcol, c->k, qtype,
 					   c->cosine ? ", metric => 'cosine'" : "", filter);
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
+	/* (q, r): every neighbour of every row, and the rows the engine leaves out */
 	sql = psprintf("%s UNION ALL "
-				   "SELECT %sf.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
+				   "SELECT f.q, f.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
 				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s%s%s) f",
-				   knn, GjPlainRowColumns(q_relid, "f.q", &natts), nsp, q_relid, r_relid, qcol, rcol, c->k,
+				   knn, nsp, q_relid, r_relid, qcol, rcol, c->k,
 				   qtype, rtype, other, c->left ? ", keep_alone => true" : "",
 				   c->cosine ? ", op => '<=>'" : "", filter);
+	if (c->grouped)
+		sql = psprintf("SELECT %su.r FROM (SELECT v.q, pg_catalog.array_agg(v.r) AS r FROM (%s) v(q, r) "
+					   "GROUP BY v.q) u", q_cols, sql);
+	else
+		sql = psprintf("SELECT %su.r FROM (%s) u(q, r)", q_cols, sql);
 	sub = GjPlainAnalyze(sql);
 	if (sub->commandType != CMD_SELECT ||
 		list_length(sub->targetList) != natts + 1)
@@ -705,7 +743,7 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 typedef struct ToNeighbour
 {
 	Index		r_rti;
-	Var		   *neighbour;		/* of the query's level, seen from the subquery */
+	Expr	   *neighbour;		/* the neighbour's row, seen from the subquery */
 } ToNeighbour;
 
 /* r's columns in the subquery's expressions: the neighbour's fields */
@@ -729,12 +767,11 @@ ToNeighbourMutator(Node *n, ToNeighbour *t)
 	return expression_tree_mutator(n, ToNeighbourMutator, (void *) t);
 }
 
-/* The subquery: its own target list over the neighbour's row, FROM nothing. */
-static Query *
-NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neighbour_col)
+/* The subquery's own target list, over the neighbour's row (t) */
+static List *
+NeighbourTargets(Query *sq, ToNeighbour *t)
 {
-	Query	   *sub = makeNode(Query);
-	ToNeighbour t = {c->r_rti, makeVar(c->qe, neighbour_col, get_rel_type_id(r_relid), -1, InvalidOid, 1)};
+	List	   *targets = NIL;
 	ListCell   *lc;
 
 	foreach(lc, sq->targetList)
@@ -744,10 +781,65 @@ NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neig
 		if (tle->resjunk)
 			continue;			/* the ORDER BY key's alone: at the end */
 		tle = flatCopyTargetEntry(tle);
-		tle->expr = (Expr *) ToNeighbourMutator((Node *) tle->expr, &t);
+		tle->expr = (Expr *) ToNeighbourMutator((Node *) tle->expr, t);
 		tle->ressortgroupref = 0;
-		sub->targetList = lappend(sub->targetList, tle);
+		targets = lappend(targets, tle);
 	}
+	return targets;
+}
+
+/* $1 of the grouped subquery's SQL: the q row's array of neighbours, a level up */
+static Node *
+ArrayParamMutator(Node *n, Var *array)
+{
+	if (n == NULL)
+		return NULL;
+	if (IsA(n, Param) && ((Param *) n)->paramkind == PARAM_EXTERN && ((Param *) n)->paramid == 1)
+		return (Node *) copyObject(array);
+	return expression_tree_mutator(n, ArrayParamMutator, (void *) array);
+}
+
+/*
+ * The grouped subquery: its own target list over each neighbour in the q
+ * row's array, not NULL (a row without references has the array {NULL}:
+ * no row here, so the LEFT JOIN gives it NULLs, as it does a row none of
+ * whose neighbours meets the join's condition).
+ */
+static Query *
+NeighbourArrayQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neighbours_col)
+{
+	const char *sql = "SELECT $1[i] FROM pg_catalog.generate_subscripts($1, 1) i WHERE $1[i] IS NOT NULL";
+	Oid			atype = get_array_type(get_rel_type_id(r_relid));
+	Var		   *array = makeVar(c->qe, neighbours_col, atype, -1, InvalidOid, 1);
+	Query	   *sub;
+	ToNeighbour t;
+
+	if (!OidIsValid(atype))
+		elog(ERROR, "gpujoin: no array type of %s", format_type_be(get_rel_type_id(r_relid)));
+	sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT)), sql,
+									&atype, 1, NULL);
+	sub = query_tree_mutator(sub, ArrayParamMutator, (void *) array, 0);
+	if (list_length(sub->targetList) != 1 || sub->jointree->quals == NULL ||
+		!IsA(sub->jointree->quals, NullTest))
+		elog(ERROR, "gpujoin: unexpected rewrite of a LATERAL kNN's neighbours: %s", sql);
+	/* the value is NULL, not its fields (a row's IS NOT NULL would ask every field) */
+	((NullTest *) sub->jointree->quals)->argisrow = false;
+	t.r_rti = c->r_rti;
+	t.neighbour = linitial_node(TargetEntry, sub->targetList)->expr;
+	sub->targetList = NeighbourTargets(sq, &t);
+	return sub;
+}
+
+/* The subquery: its own target list over the neighbour's row, FROM nothing. */
+static Query *
+NeighbourRowQuery(const KnnCandidate *c, Query *sq, Oid r_relid, AttrNumber neighbour_col)
+{
+	Query	   *sub = makeNode(Query);
+	ToNeighbour t = {c->r_rti, (Expr *) makeVar(c->qe, neighbour_col, get_rel_type_id(r_relid), -1, InvalidOid, 1)};
+
+	if (c->grouped)
+		return NeighbourArrayQuery(c, sq, r_relid, neighbour_col);
+	sub->targetList = NeighbourTargets(sq, &t);
 	sub->commandType = CMD_SELECT;
 	sub->querySource = QSRC_ORIGINAL;
 	sub->canSetTag = true;
