@@ -187,6 +187,8 @@ typedef struct GjJoinState
 	int64		cap_saved;
 	int64		k;				/* LIMIT */
 	int64		k2;				/* candidates asked of the engine */
+	double		pass_rate;		/* share of sampled pairs the pair quals pass (-1: not drawn yet) */
+	int			pass_sampled;	/* ... of how many pairs */
 	int64		group;			/* ... and an outer row's when all are in */
 	GjKnnCand  *cand;
 	int64		ncand;

@@ -27,6 +27,7 @@
 
 #include <math.h>
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "catalog/pg_index.h"
@@ -261,8 +262,64 @@ StartScan(GjJoinState *st)
 	GjJoinReadInner(st);
 	if (st->kind == GJ_KEY_GEOGRAPHY && !st->fallback)
 		GjJoinGeography(st, &st->inner.pts);
-	st->k2 = Min(st->k + Max(4, (st->k + 3) / 4) + 1, st->inner.pts.n);
+	st->k2 = (int64) Min(GjLateralCandidates((double) st->k, 1.0), (double) st->inner.pts.n);
+	st->pass_rate = -1;			/* drawn with the first batch (StartBatchJob) */
 	st->phase = PH_BATCH;
+}
+
+/*
+ * The share of pairs of rows that the subquery's quals on the pair pass,
+ * from up to GJ_PASS_SAMPLE pairs of this batch's outer rows and the
+ * inner rows, drawn by a hash of the draw's number.  1 without such
+ * quals, or for r.id <> q.id alone (pair_not_self).
+ */
+#define GJ_PASS_SAMPLE 1000
+
+static double
+PairPassRate(GjJoinState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	int64		nouter = OuterRows(st),
+				ninner = st->inner.n,
+				pass = 0,
+				n;
+
+	st->pass_sampled = 0;
+	if (st->pairqual == NULL || st->pair_not_self || nouter == 0 || ninner == 0)
+		return 1.0;
+	n = Min((int64) GJ_PASS_SAMPLE, nouter * ninner);
+	for (int64 i = 0; i < n; i++)
+	{
+		/* hashed, not stepped: steps would pair rows by their residues (ids mod 10) */
+		int64		o = (int64) (hash_bytes_uint32_extended((uint32) i, 1) % (uint64) nouter),
+					r = (int64) (hash_bytes_uint32_extended((uint32) i, 2) % (uint64) ninner);
+
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = GjJoinScanTuple(st, o, r);
+		if (ExecQual(st->pairqual, econtext))
+			pass++;
+	}
+	st->pass_sampled = (int) n;
+	return (double) pass / (double) n;
+}
+
+/*
+ * The candidates to ask of the engine for each outer row: k2 = k + a
+ * margin, or, where the pair quals pass a share p of pairs (a category of
+ * ten: p about 0.1), enough that about 2k of them pass: a row with fewer
+ * than k passing candidates is searched whole, every inner row against it
+ * (20,000 rows, ten categories: 21.7 s, against 1.4 s for PostgreSQL's
+ * GiST scan, before): GjLateralCandidates, with p the sample's share
+ * less two standard errors, at least one pair of the sample.
+ */
+static int64
+ScaledK2(GjJoinState *st, double p)
+{
+	/* p's lower bound, two standard errors of the sample below it */
+	if (p < 0.9)
+		p = Max(p - 2 * sqrt(p * (1 - p) / Max(st->pass_sampled, 1)), 1.0 / Max(st->pass_sampled, 1));
+	return (int64) Min(GjLateralCandidates((double) st->k, p), (double) st->inner.pts.n);
 }
 
 /* The kNN job of this batch's engine rows against the inner side's. */
@@ -270,6 +327,13 @@ static void
 StartBatchJob(GjJoinState *st)
 {
 	GjJobSpec	spec;
+
+	if (st->pass_rate < 0)
+	{
+		/* once a scan: the first batch's rows */
+		st->pass_rate = PairPassRate(st);
+		st->k2 = ScaledK2(st, st->pass_rate);
+	}
 
 	st->batches++;
 	st->kb_n = st->kb_pos = 0;

@@ -44,6 +44,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_statistic.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
@@ -55,6 +56,7 @@
 #include "rewrite/rewriteManip.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "join/join.h"
 
@@ -218,6 +220,93 @@ FindLateral(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel, GjLat
 	return true;
 }
 
+/*
+ * The candidates a row to ask of the kNN engine for LIMIT k when the
+ * subquery's quals on the pair pass a share p of pairs: k and a margin;
+ * or, where most pairs fail (p < 0.9), as many as make about 2k pass, two
+ * standard deviations over (a row with fewer than k passing is searched
+ * whole, every inner row against it); at most 1024 unless the margin is
+ * more.  The caller caps it at the inner rows.
+ */
+double
+GjLateralCandidates(double k, double p)
+{
+	double		base = k + Max(4.0, floor((k + 3) / 4)) + 1,
+				m;
+
+	if (p >= 0.9 || k <= 0)
+		return base;
+	m = k / Max(p, 1e-9);
+	return Max(base, Min(ceil(2 * m + 4 * sqrt(m)) + Max(4.0, floor((k + 3) / 4)) + 1, 1024.0));
+}
+
+/*
+ * The share of pairs the pair quals pass, as far as the statistics say:
+ * each r.c = <an expression of q> by the equality's own estimator
+ * (eqsel) passes 1 / (r.c's distinct values); the others are taken to pass
+ * every pair (r.id <> q.id, the pgvector idiom, passes nearly all).
+ */
+static double
+PairPassEstimate(GjLateral *lat, double rows)
+{
+	double		p = 1.0;
+	ListCell   *lc;
+
+	foreach(lc, lat->pair_quals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		Var		   *v = NULL;
+		HeapTuple	tp;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 || get_oprrest(op->opno) != F_EQSEL)
+			continue;
+		for (int i = 0; i < 2 && v == NULL; i++)
+		{
+			Node	   *a = strip_implicit_coercions(list_nth(op->args, i));
+			Node	   *b = list_nth(op->args, 1 - i);
+
+			if (IsA(a, Var) && ((Var *) a)->varlevelsup == 0 && ((Var *) a)->varno == lat->r_rti &&
+				((Var *) a)->varattno > 0 && MaxLevel(b) == 1)
+				v = (Var *) a;
+		}
+		if (v == NULL)
+			continue;
+		tp = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(lat->r_rte->relid),
+							 Int16GetDatum(v->varattno), BoolGetDatum(false));
+		if (HeapTupleIsValid(tp))
+		{
+			float4		sd = ((Form_pg_statistic) GETSTRUCT(tp))->stadistinct;
+			double		nd = sd > 0 ? sd : -sd * rows;
+
+			if (nd >= 1)
+				p /= nd;
+			ReleaseSysCache(tp);
+		}
+	}
+	return p;
+}
+
+/* P(X < k) for X Poisson of mean lambda (a normal approximation past 1000 terms) */
+static double
+PoissonBelow(double lambda, double k)
+{
+	double		term,
+				sum;
+
+	if (k <= 0)
+		return 0.0;
+	if (k > 1000)
+		return 0.5 * erfc((lambda - k + 0.5) / sqrt(2 * Max(lambda, 1e-9)));
+	term = exp(-lambda);
+	sum = 0;
+	for (int i = 0; i < (int) k; i++)
+	{
+		sum += term;
+		term *= lambda / (i + 1);
+	}
+	return Min(sum, 1.0);
+}
+
 /* The r row estimate of the subquery's own plan, and its pages. */
 static void
 ScanSize(RelOptInfo *innerrel, GjLateral *lat, double *rows, double *pages)
@@ -241,6 +330,10 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 				pages,
 				k = 10,
 				k2,
+				p,
+				base,
+				checked,
+				whole,
 				dims = 2,
 				engine,
 				scan,
@@ -266,11 +359,23 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		dims = Max(exprTypmod((Node *) lat.jc.inner_key), 1);
 	outer_rows = Max(outer_path->rows, 1.0);
 	ScanSize(innerrel, &lat, &n, &pages);
-	k2 = Min(k + Max(4.0, ceil(k / 4)) + 1, n);
+	p = PairPassEstimate(&lat, n);
+	k2 = Min(GjLateralCandidates(k, p), n);
+	/*
+	 * Where most pairs fail the pair quals: a row's candidates are checked
+	 * until k pass (about k / p of them), and a row with fewer than k
+	 * passing among its k2 is searched whole (the passing ones taken as a
+	 * Poisson count of mean k2 p)
+	 */
+	checked = p < 0.9 ? Min(k2, k / Max(p, 1e-9)) : k2;
+	whole = p < 0.9 && k2 < n ? PoissonBelow(k2 * p, k) : 0.0;
 	/* the scan of r, the index, each q row's probe and its k2 candidates */
 	scan = seq_page_cost * pages + cpu_tuple_cost * n;
+	base = Min(GjLateralCandidates(k, 1.0), n);
 	engine = (outer_rows + n) * GJ_KNN_ROW_OPERATORS * cpu_operator_cost +
-		outer_rows * k2 * GJ_KNN_ROW_OPERATORS * cpu_operator_cost;
+		outer_rows * base * GJ_KNN_ROW_OPERATORS * cpu_operator_cost;
+	/* more candidates a row (most pairs failing the pair quals): a compare and a move each */
+	engine += outer_rows * Max(k2 - base, 0.0) * cpu_operator_cost;
 	if (dims > 6)
 		engine += outer_rows * n * dims * GJ_KNN_PAIR_DIM_COST;
 	/*
@@ -282,7 +387,7 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	cost_qual_eval(&qc, lat.pair_quals, root);
 	key = cpu_operator_cost * (GJ_KNN_ROW_OPERATORS + dims / 4.0);
 	*startup = outer_path->total_cost + scan + engine;
-	*total = *startup + outer_rows * k2 * (key + qc.per_tuple + cpu_tuple_cost) +
+	*total = *startup + outer_rows * (checked + whole * n) * (key + qc.per_tuple + cpu_tuple_cost) +
 		joinrel->rows * (cpu_tuple_cost + joinrel->reltarget->cost.per_tuple);
 	return true;
 }

@@ -339,6 +339,10 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		if (st->pair_not_self)
 			ExplainPropertyText("Pair Filter By", "row (a unique column)", es);
+		if (st->pass_sampled > 0 && st->pass_rate < 0.9)
+			ExplainPropertyText("Engine Candidates",
+								psprintf(INT64_FORMAT " a row (the pair filter passed %.1f%% of %d pairs drawn)",
+										 st->k2, 100.0 * st->pass_rate, st->pass_sampled), es);
 		ExplainPropertyInteger("Rows In Engine Order", NULL, st->fast, es);
 		ExplainPropertyInteger("Rows Searched Whole", NULL, st->fallbacks, es);
 	}
