@@ -193,6 +193,25 @@ SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM lk_r a CROSS JO
     (SELECT r.id, r.g <-> a.g AS d FROM lk_r r WHERE r.kind = a.kind AND r.id <> a.id ORDER BY r.g <-> a.g, r.id LIMIT 3) s$$);
 SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
     (SELECT r.id FROM lk_r r WHERE r.kind = q.id % 50 ORDER BY r.g <-> q.g, r.id LIMIT 4) s ON true$$);
+-- rows whose candidates leave the answer unproven are asked again with
+-- eight times as many before any is searched whole: points on a lattice
+-- (ties everywhere), one kind in twenty, and r.id % 7 too (one pair in 140)
+CREATE TABLE lk_t (id int PRIMARY KEY, g geometry, kind int);
+INSERT INTO lk_t SELECT i, ST_MakePoint(i % 23, (i / 23) % 19), i % 20 FROM generate_series(1, 3000) i;
+ANALYZE lk_t;
+SET enable_nestloop = off;
+SET gpujoin.device = cpu;
+SELECT * FROM pg_temp.explain_analyze($$SELECT count(*) FROM lk_t a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_t r WHERE r.kind = a.kind AND r.id % 7 = a.id % 7 AND r.id <> a.id
+     ORDER BY r.g <-> a.g, r.id LIMIT 4) s$$);
+RESET gpujoin.device;
+RESET enable_nestloop;
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM lk_t a CROSS JOIN LATERAL
+    (SELECT r.id, r.g <-> a.g AS d FROM lk_t r WHERE r.kind = a.kind AND r.id % 7 = a.id % 7 AND r.id <> a.id
+     ORDER BY r.g <-> a.g, r.id LIMIT 4) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_t r WHERE r.kind = q.id % 20 AND r.id % 7 = q.id % 7 ORDER BY r.g <-> q.g, r.id LIMIT 3) s ON true$$);
+DROP TABLE lk_t;
 -- ST_Distance as the key, a filter on the subquery's output
 SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM lk_q q CROSS JOIN LATERAL
     (SELECT r.id, ST_Distance(r.g, q.g) AS d FROM lk_r r ORDER BY ST_Distance(r.g, q.g), r.id LIMIT 6) s WHERE s.d < 0.5$$);

@@ -28,6 +28,7 @@ typedef enum GjJoinPhase
 	PH_BATCH,
 	PH_PAIRS,
 	PH_DIAGONAL,				/* a self join's rows with themselves */
+	PH_RETRY,					/* kNN: the batch's unproven rows asked again */
 	PH_OTHER,
 	PH_UNMATCHED,
 	PH_DONE
@@ -189,6 +190,11 @@ typedef struct GjJoinState
 	int64		k2;				/* candidates asked of the engine */
 	double		pass_rate;		/* share of sampled pairs the pair quals pass (-1: not drawn yet) */
 	int			pass_sampled;	/* ... of how many pairs */
+	int64	   *retry;			/* outer rows left unproven by the batch's job, asked again */
+	int64		nretry;
+	int64		cap_retry;
+	bool		retrying;		/* the batch's second job: its rows unproven are searched whole */
+	gj_points	retry_pts;		/* ... its query rows */
 	int64		group;			/* ... and an outer row's when all are in */
 	GjKnnCand  *cand;
 	int64		ncand;
@@ -215,6 +221,7 @@ typedef struct GjJoinState
 	int64		other_pairs;
 	int64		fallbacks;		/* kNN: query rows answered by every inner row */
 	int64		fast;			/* ... and in the engine's order, no key computed */
+	int64		retried;		/* ... asked of the engine again, for more candidates */
 	double		read_ms;
 	double		t0;
 } GjJoinState;

@@ -92,6 +92,12 @@ PairNotSelf(GjJoinState *st, List *quals)
 	return false;
 }
 
+static void
+FreeRetryPoints(void *arg)
+{
+	gj_points_free((gj_points *) arg);
+}
+
 void
 GjKnnInit(GjJoinState *st, CustomScan *cscan)
 {
@@ -103,6 +109,7 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 	List	   *colls = (List *) list_nth(priv, GJ_JP_COLLATIONS);
 	List	   *nfirst = (List *) list_nth(priv, GJ_JP_NULLS_FIRST);
 	PlanState  *ps = &st->css.ss.ps;
+	MemoryContextCallback *cb;
 	int			i;
 
 	st->pairqual = ExecInitQual((List *) list_nth(ex, GJ_JE_PAIRQUALS), ps);
@@ -140,6 +147,12 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 	st->kb_d = palloc(sizeof(double) * GJ_KNN_TAKE);
 	st->knn_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN rows",
 										ALLOCSET_DEFAULT_SIZES);
+	/* the rows asked again are malloc'd (the engine may reorder them): freed with the query */
+	gj_points_init(&st->retry_pts, 0);
+	cb = MemoryContextAlloc(ps->state->es_query_cxt, sizeof(MemoryContextCallback));
+	cb->func = FreeRetryPoints;
+	cb->arg = &st->retry_pts;
+	MemoryContextRegisterResetCallback(ps->state->es_query_cxt, cb);
 	st->partial_cxt = AllocSetContextCreate(ps->state->es_query_cxt, "GpuJoin kNN parts",
 											ALLOCSET_DEFAULT_SIZES);
 }
@@ -213,7 +226,7 @@ StartGroup(GjJoinState *st, int64 q, int32 rank)
 {
 	st->ncand = 0;
 	st->cur_o = q;
-	if (rank == 1 && st->self_map != NULL)
+	if (rank == 1 && st->self_map != NULL && !st->retrying)
 		AddCand(st, q, 0);		/* a self join's engine leaves the row itself out */
 	if (rank > 1 && st->partials != NULL)
 	{
@@ -322,12 +335,13 @@ ScaledK2(GjJoinState *st, double p)
 	return (int64) Min(GjLateralCandidates((double) st->k, p), (double) st->inner.pts.n);
 }
 
+static void ResetJobRows(GjJoinState *st);
+static void StartEngineJob(GjJoinState *st, const gj_points *queries, int64 k);
+
 /* The kNN job of this batch's engine rows against the inner side's. */
 static void
 StartBatchJob(GjJoinState *st)
 {
-	GjJobSpec	spec;
-
 	if (st->pass_rate < 0)
 	{
 		/* once a scan: the first batch's rows */
@@ -336,13 +350,10 @@ StartBatchJob(GjJoinState *st)
 	}
 
 	st->batches++;
-	st->kb_n = st->kb_pos = 0;
-	st->cur_o = -1;
-	st->ncand = 0;
-	st->nsel = st->isel = 0;
-	st->have_pend = false;
-	st->partials = NULL;
-	MemoryContextReset(st->partial_cxt);
+	st->nretry = 0;
+	st->retrying = false;
+	gj_points_free(&st->retry_pts);
+	ResetJobRows(st);
 	/* an outer row's candidates, all in: k2, or a self join's k2 others and itself */
 	st->group = st->self_map != NULL ? Min(st->k2, st->inner.pts.n - 1) + 1 : st->k2;
 	if ((st->self_map == NULL && st->outer.pts.n == 0) || st->inner.pts.n == 0 ||
@@ -350,20 +361,96 @@ StartBatchJob(GjJoinState *st)
 		return;
 	if (st->self_map != NULL && st->inner.pts.n == 1)
 		return;					/* no other row: PH_OTHER answers it */
+	StartEngineJob(st, st->self_map == NULL ? &st->outer.pts : NULL, st->k2);
+}
+
+/* Before a job's rows come: no row, no candidate, no part. */
+static void
+ResetJobRows(GjJoinState *st)
+{
+	st->kb_n = st->kb_pos = 0;
+	st->cur_o = -1;
+	st->ncand = 0;
+	st->nsel = st->isel = 0;
+	st->have_pend = false;
+	st->partials = NULL;
+	MemoryContextReset(st->partial_cxt);
+}
+
+/*
+ * A kNN job of the inner rows, k a row: for queries, or (NULL) for the
+ * inner rows themselves, each but itself (a self join's).
+ */
+static void
+StartEngineJob(GjJoinState *st, const gj_points *queries, int64 k)
+{
+	GjJobSpec	spec;
+
 	memset(&spec, 0, sizeof(spec));
 	spec.fname = "GpuJoin";
 	spec.shape = GJ_SHAPE_KNN;
 	spec.is_knn = true;
-	spec.has_query = st->self_map == NULL;	/* self: each row's neighbours but itself */
-	spec.k = (int32) Min(st->k2, PG_INT32_MAX);
+	spec.has_query = queries != NULL;	/* else each row's neighbours but itself */
+	spec.k = (int32) Min(k, PG_INT32_MAX);
 	spec.metric = GJ_METRIC_L2;
 	spec.filter_column = GJ_FILTER_NONE;
 	spec.input.fname = spec.query.fname = "GpuJoin";
 	spec.input.metric = spec.query.metric = GJ_METRIC_L2;
 	spec.input.given = &st->inner.pts;
 	if (spec.has_query)
-		spec.query.given = &st->outer.pts;
+		spec.query.given = queries;
 	st->job = GjJobStart(&spec, st->css.ss.ps.state->es_query_cxt, false);
+}
+
+/*
+ * The batch's second job: the outer rows whose k2 candidates did not
+ * prove their answer (too few passed the pair quals, or ties), asked for
+ * eight times as many, at most every inner row, before any is searched
+ * whole: a row searched whole checks every inner row in PostgreSQL's
+ * expressions (200,000 vectors, ten kinds, k = 5, on one H200: 669 rows so
+ * searched took 134M of the 145M candidates and most of 19 s).  Their
+ * coordinates are found by id: the engine may have reordered the points.
+ * False: nothing to ask (no more candidates than before).
+ */
+static bool
+StartRetryJob(GjJoinState *st)
+{
+	const gj_points *from = st->self_map != NULL ? &st->inner.pts : &st->outer.pts;
+	int64		k = Min(st->k2 * 8, st->inner.pts.n);
+	int64		nrows = OuterRows(st);
+	int64	   *pos;
+
+	if (k <= st->k2 || st->nretry == 0)
+		return false;
+	pos = palloc(sizeof(int64) * Max(nrows, 1));
+	for (int64 i = 0; i < nrows; i++)
+		pos[i] = -1;
+	for (int64 i = 0; i < from->n; i++)
+		if (from->ids[i] >= 0 && from->ids[i] < nrows)
+			pos[from->ids[i]] = i;
+	gj_points_free(&st->retry_pts);
+	gj_points_init(&st->retry_pts, from->dims);
+	if (gj_points_reserve(&st->retry_pts, st->nretry) != GJ_OK)
+		elog(ERROR, "gpujoin: out of memory for %lld rows asked again", (long long) st->nretry);
+	for (int64 i = 0; i < st->nretry; i++)
+	{
+		int64		o = st->retry[i];
+
+		/* a row not found stays unmatched: PH_OTHER searches it whole */
+		if (pos[o] >= 0 &&
+			gj_points_push(&st->retry_pts, o, from->x + pos[o] * from->dims) != GJ_OK)
+			elog(ERROR, "gpujoin: out of memory for %lld rows asked again", (long long) st->nretry);
+	}
+	pfree(pos);
+	st->retried += st->retry_pts.n;
+	st->nretry = 0;
+	if (st->retry_pts.n == 0)
+		return false;
+	st->retrying = true;
+	ResetJobRows(st);
+	st->group = k;				/* queries apart from the rows: k each, itself among them */
+	StartEngineJob(st, &st->retry_pts, k);
+	return true;
 }
 
 /* The largest first ORDER BY key a row at engine distance e can have. */
@@ -619,6 +706,22 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 		if (kth == NULL || kth->nulls[0] ||
 			!(LowerKey(st, e_last) > DatumGetFloat8(kth->keys[0])))
 		{
+			if (!st->retrying && st->k2 < st->inner.pts.n)
+			{
+				/* asked again with more candidates after the batch's job (StartRetryJob) */
+				if (st->nretry == st->cap_retry)
+				{
+					st->cap_retry = Max(st->cap_retry * 2, 64);
+					st->retry = st->retry == NULL ?
+						MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(int64) * st->cap_retry) :
+						repalloc_huge(st->retry, sizeof(int64) * st->cap_retry);
+				}
+				st->retry[st->nretry++] = o;
+				st->matched[o] = false;
+				st->emit_o = -1;
+				st->isel = st->nsel = 0;
+				return;
+			}
 			SelectRows(st, o, true);
 			return;
 		}
@@ -747,7 +850,9 @@ GjKnnNext(GjJoinState *st)
 					if (st->cur_o >= 0)
 						SelectRows(st, st->cur_o, false);
 					st->cur_o = -1;
-					st->phase = PH_OTHER;	/* with any group left incomplete */
+					/* the last row's rows out first: the next job starts afresh */
+					st->phase = st->retrying ? PH_OTHER : PH_RETRY;
+					st->retrying = false;
 					st->oi = 0;
 					break;
 				}
@@ -773,6 +878,11 @@ GjKnnNext(GjJoinState *st)
 				if (st->cur_o < 0)
 					StartGroup(st, jq, jrank);
 				AddCand(st, jr, jd);
+				break;
+			case PH_RETRY:
+				/* the unproven rows' candidates again, more of them; else on */
+				st->phase = StartRetryJob(st) ? PH_PAIRS : PH_OTHER;
+				st->oi = 0;
 				break;
 			case PH_OTHER:
 				/* outer rows the engine did not answer: from every inner row */

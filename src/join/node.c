@@ -344,6 +344,8 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 								psprintf(INT64_FORMAT " a row (the pair filter passed %.1f%% of %d pairs drawn)",
 										 st->k2, 100.0 * st->pass_rate, st->pass_sampled), es);
 		ExplainPropertyInteger("Rows In Engine Order", NULL, st->fast, es);
+		if (st->retried > 0)
+			ExplainPropertyInteger("Rows Asked Again", NULL, st->retried, es);
 		ExplainPropertyInteger("Rows Searched Whole", NULL, st->fallbacks, es);
 	}
 	else

@@ -467,6 +467,7 @@ GjPairsNext(GjJoinState *st)
 				if (!st->matched[o] && (res = GjJoinUnmatched(st, o)) != NULL)
 					return res;
 				break;
+			case PH_RETRY:		/* the kNN join's */
 			case PH_DONE:
 				return NULL;
 		}
