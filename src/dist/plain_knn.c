@@ -191,15 +191,21 @@ PlainKnnSubquery(Query *sq, Index *r_rti, int *k)
 	return true;
 }
 
-/* Column att of table relid: NOT NULL, and alone a unique index's key (so a row's own). */
+/* Column att of rel: NOT NULL, and alone a unique index's key (so a row's own). */
+static bool
+UniqueNotNullOf(Relation rel, AttrNumber att)
+{
+	return att > 0 && att <= rel->rd_att->natts &&
+		TupleDescAttr(rel->rd_att, att - 1)->attnotnull && GjUniqueColumn(rel, att);
+}
+
+/* ... of table relid */
 static bool
 UniqueNotNull(Oid relid, AttrNumber att)
 {
 	Relation	rel = table_open(relid, NoLock);
-	bool		found;
+	bool		found = UniqueNotNullOf(rel, att);
 
-	found = att > 0 && att <= rel->rd_att->natts &&
-		TupleDescAttr(rel->rd_att, att - 1)->attnotnull && GjUniqueColumn(rel, att);
 	table_close(rel, NoLock);
 	return found;
 }
@@ -489,8 +495,7 @@ DistinctRows(Oid relid)
 	bool		found = false;
 
 	for (AttrNumber a = 1; a <= rel->rd_att->natts && !found; a++)
-		found = !TupleDescAttr(rel->rd_att, a - 1)->attisdropped &&
-			TupleDescAttr(rel->rd_att, a - 1)->attnotnull && GjUniqueColumn(rel, a);
+		found = !TupleDescAttr(rel->rd_att, a - 1)->attisdropped && UniqueNotNullOf(rel, a);
 	table_close(rel, NoLock);
 	return found;
 }
