@@ -231,13 +231,13 @@ FindLateral(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel, GjLat
 double
 GjLateralCandidates(double k, double p)
 {
-	double		base = k + Max(4.0, floor((k + 3) / 4)) + 1,
+	double		margin = Max(4.0, floor((k + 3) / 4)) + 1,
 				m;
 
 	if (p >= 0.9 || k <= 0)
-		return base;
+		return k + margin;
 	m = k / Max(p, 1e-9);
-	return Max(base, Min(ceil(2 * m + 4 * sqrt(m)) + Max(4.0, floor((k + 3) / 4)) + 1, 1024.0));
+	return Max(k + margin, Min(ceil(2 * m + 4 * sqrt(m)) + margin, 1024.0));
 }
 
 /*
