@@ -174,11 +174,29 @@ typedef struct gj_gpu_knn_stats
 	double		publish_ms;		/* a team's member: its query order's fingerprint */
 } gj_gpu_knn_info;
 
+/*
+ * What one batch of the kNN join did, for placing a join's time (the first
+ * GJ_KNN_BATCH_LOG batches of an engine): host times from the start of its
+ * batches, and the device's time from the batch's first work on its stream
+ * to its lists on the host.
+ */
+#define GJ_KNN_BATCH_LOG 64
+typedef struct gj_knn_batch_log
+{
+	int64_t		q0;				/* first position of the batch's queries */
+	int64_t		n;				/* queries */
+	double		launched_ms;	/* host: queued */
+	double		ready_ms;		/* host: its lists seen on the host */
+	double		emitted_ms;		/* host: its last row handed over */
+	float		gpu_ms;			/* device: queued work to lists on the host */
+} gj_knn_batch_log;
+
 extern gj_status gj_gpu_knn_start(gj_points *refs, const gj_points *queries,
 								  const gj_knn_options *opt,
 								  const gj_gpu_options *gopt,
 								  gj_gpu_knn **out, char *err, size_t errlen);
 extern void gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st);
+extern int	gj_gpu_knn_batches(const gj_gpu_knn *j, gj_knn_batch_log *out, int max);
 extern const char *gj_gpu_knn_error(const gj_gpu_knn *j);
 
 /*

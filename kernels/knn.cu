@@ -54,6 +54,7 @@
 #define KNN_MAX_ENTRIES ((int64_t) 16 << 20)	/* k-buffer entries per batch */
 #define KNN_MIN_FIRST_BATCH 2048	/* queries of the first batch, at least */
 #define KNN_MIN_TEAM_BATCH 1024	/* a team's members' batches, at least */
+#define KNN_TEAM_TAIL_BATCH 16384	/* ... and at the end, while more are left */
 #define KNN_REG_DIMS 8			/* queries up to this wide are copied to registers */
 
 typedef struct knn_batch_buf
@@ -68,9 +69,11 @@ typedef struct knn_batch_buf
 	int32_t    *h_bn;
 	double	   *h_q;			/* pinned staging of the queries */
 	cudaStream_t stream;
-	cudaEvent_t done;
+	cudaEvent_t began;			/* timed: the batch's first work on the stream */
+	cudaEvent_t done;			/* timed: its lists are on the host */
 	int64_t		q0;				/* batch's first position in order */
 	int64_t		nq;
+	int			logged;			/* its entry in the batch log, or -1 */
 } knn_batch_buf;
 
 struct gj_gpu_knn
@@ -128,6 +131,9 @@ struct gj_gpu_knn
 	double		t_start;		/* gj_now_ms() at gj_gpu_knn_start */
 	size_t		budget_left;	/* device bytes the index leaves to the rest */
 	gj_gpu_knn_info info;
+	gj_knn_batch_log log[GJ_KNN_BATCH_LOG];	/* the first batches, for gj_gpu_knn_batches */
+	int			nlog;
+	double		t_search;		/* gj_now_ms() when the batches began */
 };
 
 static void gpu_knn_free(gj_engine *e);
@@ -633,7 +639,8 @@ alloc_batches(struct gj_gpu_knn *j)
 		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bid, sizeof(int64_t) * e), "pinned results");
 		KNN_TRY(j, gj_pinned_alloc((void **) &B->h_bn, sizeof(int32_t) * j->batch), "pinned results");
 		KNN_TRY(j, cudaStreamCreateWithFlags(&B->stream, cudaStreamNonBlocking), "stream");
-		KNN_TRY(j, cudaEventCreateWithFlags(&B->done, cudaEventDisableTiming), "event");
+		KNN_TRY(j, cudaEventCreate(&B->began), "event");
+		KNN_TRY(j, cudaEventCreate(&B->done), "event");
 	}
 	return GJ_OK;
 }
@@ -827,6 +834,17 @@ launch_batch(struct gj_gpu_knn *j, const gj_grid *g, knn_batch_buf *B,
 
 	B->q0 = q0;
 	B->nq = nq;
+	B->logged = -1;
+	if (j->nlog < GJ_KNN_BATCH_LOG)
+	{
+		gj_knn_batch_log *L = &j->log[j->nlog];
+
+		B->logged = j->nlog++;
+		L->q0 = q0;
+		L->n = nq;
+		L->launched_ms = gj_now_ms() - j->t_search;
+	}
+	KNN_TRY(j, cudaEventRecord(B->began, B->stream), "event");
 	if (j->dev_index && j->exclude_self)
 		qx = j->dg.xs + q0 * dims;	/* the sorted references themselves */
 	else if (j->dq.xs != NULL)
@@ -964,6 +982,15 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 	}
 	if (j->info.first_ms == 0.0)
 		j->info.first_ms = gj_now_ms() - j->t_start;
+	if (B->logged >= 0)
+	{
+		gj_knn_batch_log *L = &j->log[B->logged];
+
+		L->ready_ms = gj_now_ms() - j->t_search;
+		if (cudaEventElapsedTime(&L->gpu_ms, B->began, B->done) != cudaSuccess)
+			L->gpu_ms = -1.0f;
+		cudaGetLastError();
+	}
 	for (int64_t t = 0; t < B->nq; t++)
 	{
 		int64_t		qid = query_id(j, B, t);
@@ -993,6 +1020,8 @@ emit_batch(struct gj_gpu_knn *j, knn_batch_buf *B)
 	}
 	if (ch != NULL)
 		gj_queue_put_full(j->eng.q, ch);
+	if (B->logged >= 0)
+		j->log[B->logged].emitted_ms = gj_now_ms() - j->t_search;
 	return GJ_OK;
 }
 
@@ -1020,6 +1049,30 @@ first_batch(const struct gj_gpu_knn *j)
 }
 
 /*
+ * A team member's next batch, at most n queries.  Four batches a member at
+ * least, so that each has some to take; and towards the end, a share of
+ * what is left (guided self-scheduling): the members end within a small
+ * batch of each other, where full batches to the last left one member
+ * searching alone for up to a batch's time (26 ms of 65536 128-D queries
+ * on an H200) while the other waited.  Not below KNN_TEAM_TAIL_BATCH
+ * while that many are left: two smaller batches at once (the double
+ * buffer) would leave SMs idle.
+ */
+static int64_t
+team_batch(const struct gj_gpu_knn *j, int64_t n, int64_t nq)
+{
+	int64_t		m = gj_gpu_share_members(j->share),
+				most = nq / (4 * m),
+				left = nq - gj_gpu_share_taken(j->share),
+				tail = (left + 2 * m - 1) / (2 * m);
+
+	most = most > KNN_MIN_TEAM_BATCH ? most : KNN_MIN_TEAM_BATCH;
+	tail = tail > KNN_TEAM_TAIL_BATCH ? tail : KNN_TEAM_TAIL_BATCH;
+	most = most < tail ? most : tail;
+	return n < most ? n : most;
+}
+
+/*
  * The batches, one after the other: positions [q0, q0 + n) of the order,
  * the next ones, or in a team the next ones no member has taken yet.
  */
@@ -1035,6 +1088,8 @@ driver_main(void *arg)
 	gj_status	st = GJ_OK;
 	double		t0 = gj_now_ms();
 
+	j->t_search = t0;
+
 	/* a thread's device is 0 until set: run where the engine was made */
 	if (cudaSetDevice(j->device) != cudaSuccess)
 		st = GJ_ERR_CUDA;
@@ -1046,13 +1101,7 @@ driver_main(void *arg)
 		n = n == 0 ? first_batch(j) : 2 * n;
 		n = n < j->batch ? n : j->batch;
 		if (j->share != NULL)
-		{
-			/* a team: four batches a member at least, so that each has some to take */
-			int64_t		most = nq / (4 * (int64_t) gj_gpu_share_members(j->share));
-
-			most = most > KNN_MIN_TEAM_BATCH ? most : KNN_MIN_TEAM_BATCH;
-			n = n < most ? n : most;
-		}
+			n = team_batch(j, n, nq);
 		if (__atomic_load_n(&j->stop, __ATOMIC_RELAXED))
 			break;
 		q0 = j->share != NULL ? gj_gpu_share_next(j->share, n) : next;
@@ -1114,6 +1163,8 @@ free_all(struct gj_gpu_knn *j)
 			cudaStreamDestroy(B->stream);
 		if (B->done)
 			cudaEventDestroy(B->done);
+		if (B->began)
+			cudaEventDestroy(B->began);
 	}
 	gj_knn_filter_free(&j->kf);
 	if (j->copy_stream)
@@ -1465,6 +1516,16 @@ gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
 		st->search_ms = st->search_ms > m->info.search_ms ? st->search_ms : m->info.search_ms;
 		st->done_ms = st->done_ms > done ? st->done_ms : done;
 	}
+}
+
+/* Engine j's own first batches (not a team's: ask each member), up to max; how many. */
+extern "C" int
+gj_gpu_knn_batches(const gj_gpu_knn *j, gj_knn_batch_log *out, int max)
+{
+	int			n = j->nlog < max ? j->nlog : max;
+
+	memcpy(out, j->log, sizeof(gj_knn_batch_log) * n);
+	return n;
 }
 
 extern "C" const char *

@@ -90,6 +90,15 @@ gj_gpu_knn_stats(const gj_gpu_knn *j, gj_gpu_knn_info *st)
 	memset(st, 0, sizeof(*st));
 }
 
+int
+gj_gpu_knn_batches(const gj_gpu_knn *j, gj_knn_batch_log *out, int max)
+{
+	(void) j;
+	(void) out;
+	(void) max;
+	return 0;
+}
+
 const char *
 gj_gpu_knn_error(const gj_gpu_knn *j)
 {

@@ -24,7 +24,9 @@
  * bench: Syn32D2M eps 0.08 (2M exponential points in 32-D, brute force and
  * blocks) and 1M x 128-D clusters kNN k = 10 (brute force and blocks), on
  * GPU 0 alone and on every visible GPU, best of two runs each, the rows
- * compared, and how the batches split between the members.
+ * compared, and how the batches split between the members.  GJ_VERBOSE=1
+ * prints each kNN member's start and search, GJ_VERBOSE=2 also each of its
+ * batches (gj_gpu_knn_batches: queued, on the host, emitted, device time).
  */
 #include <math.h>
 #include <stdio.h>
@@ -273,6 +275,19 @@ typedef struct knn_run
 } knn_run;
 
 /* Where each member's start and search went (GJ_VERBOSE: the benchmark's breakdown). */
+/* GJ_VERBOSE=2: each batch of a member, where its time went. */
+static void
+print_knn_batches(const gj_gpu_knn *m)
+{
+	gj_knn_batch_log L[GJ_KNN_BATCH_LOG];
+	int			n = gj_gpu_knn_batches(m, L, GJ_KNN_BATCH_LOG);
+
+	for (int b = 0; b < n; b++)
+		printf("      batch %2d: queries %7lld + %6lld, queued %6.1f ms, on the host %6.1f, "
+			   "emitted %6.1f; device %5.1f ms\n", b, (long long) L[b].q0, (long long) L[b].n,
+			   L[b].launched_ms, L[b].ready_ms, L[b].emitted_ms, L[b].gpu_ms);
+}
+
 static void
 print_knn_members(gj_engine *team)
 {
@@ -287,6 +302,8 @@ print_knn_members(gj_engine *team)
 			   i, st.upload_ms, st.index_ms, st.alloc_ms, st.refs_up_ms, st.gather_ms,
 			   st.filter_ms, st.publish_ms,
 			   st.first_ms, st.search_ms, (long long) st.batches);
+		if (getenv("GJ_VERBOSE")[0] == '2')
+			print_knn_batches((const gj_gpu_knn *) gj_team_member(team, i));
 	}
 }
 
