@@ -25,7 +25,7 @@ GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_tr
 	src/read/spi_read.o src/read/relation.o src/read/rows.o src/read/sizes.o src/read/guard.o \
 	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o src/read/keys.o src/read/row_keys.o \
 	src/join/clause.o src/join/self.o src/join/path.o src/join/lateral.o src/join/node.o src/join/exec.o \
-	src/join/pairs.o src/join/knn.o src/join/tid_read.o src/join/nulling.o \
+	src/join/pairs.o src/join/knn.o src/join/knn_key.o src/join/tid_read.o src/join/nulling.o \
 	src/dist/citus.o src/dist/strips.o src/dist/strip_tables.o src/dist/dist_knn.o src/dist/shard_knn.o src/dist/dist_dbscan.o src/dist/dist_join.o \
 	src/dist/plain_sql.o src/dist/plain_pairs.o src/dist/plain_knn.o src/dist/plain_query.o src/dist/lateral_strip.o src/dist/bound_filter.o
 

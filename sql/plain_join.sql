@@ -212,6 +212,48 @@ SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM lk_t a CROSS JO
 SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
     (SELECT r.id FROM lk_t r WHERE r.kind = q.id % 20 AND r.id % 7 = q.id % 7 ORDER BY r.g <-> q.g, r.id LIMIT 3) s ON true$$);
 DROP TABLE lk_t;
+-- an equality key in the pair filter (same kind, same tenant): an outer row
+-- searched whole needs only its key's inner rows, found by their hash, and
+-- a row whose key has few rows is answered from them outright, without the
+-- engine.  Skewed: one kind of 2,000 rows (the engine's candidates), 300 of
+-- one to nine (their own rows), NULL kinds, kinds equal only under a
+-- case-blind collation, rows without a point inside a kind.
+CREATE COLLATION lk_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE lk_k (id int PRIMARY KEY, g geometry, kind text, kind8 bigint, kci text COLLATE lk_ci);
+INSERT INTO lk_k SELECT i, ST_MakePoint(random() * 30, random() * 30),
+    CASE WHEN i <= 2000 THEN 'big' WHEN i % 97 = 0 THEN NULL ELSE 'k' || (i % 300) END,
+    CASE WHEN i % 89 = 0 THEN NULL ELSE i % 40 END,
+    CASE WHEN i % 2 = 0 THEN 'k' ELSE 'K' END || (i % 300)
+FROM generate_series(1, 3500) i;
+UPDATE lk_k SET g = NULL WHERE id % 101 = 0;
+UPDATE lk_k SET g = 'POINT EMPTY' WHERE id % 103 = 0;
+ANALYZE lk_k;
+SET enable_nestloop = off;
+SET gpujoin.device = cpu;
+SELECT * FROM pg_temp.explain_analyze($$SELECT count(*) FROM lk_k a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_k r WHERE r.kind = a.kind AND r.id <> a.id ORDER BY r.g <-> a.g, r.id LIMIT 4) s$$);
+RESET gpujoin.device;
+RESET enable_nestloop;
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b, s.d FROM lk_k a CROSS JOIN LATERAL
+    (SELECT r.id, r.g <-> a.g AS d FROM lk_k r WHERE r.kind = a.kind AND r.id <> a.id
+     ORDER BY r.g <-> a.g, r.id LIMIT 4) s$$);
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM lk_k a LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_k r WHERE r.kind = a.kind ORDER BY r.g <-> a.g, r.id LIMIT 3) s ON true$$);
+-- bigint = int (one hash family, two types), a key computed from q
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM lk_q q LEFT JOIN LATERAL
+    (SELECT r.id FROM lk_k r WHERE r.kind8 = q.id % 45 ORDER BY r.g <-> q.g, r.id LIMIT 5) s ON true$$);
+-- a key computed from r, and keys equal under the collation alone ('k7' = 'K7')
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM lk_k a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_k r WHERE upper(r.kind) = upper(a.kind) AND r.id <> a.id
+     ORDER BY r.g <-> a.g, r.id LIMIT 3) s WHERE a.id % 5 = 0$$);
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM lk_k a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_k r WHERE r.kci = a.kci AND r.id <> a.id ORDER BY r.g <-> a.g, r.id LIMIT 3) s$$);
+-- LIMIT past every kind's rows, ties left to the engine's order (no second key)
+SELECT * FROM join_check($$SELECT a.id AS a, s.id AS b FROM lk_k a CROSS JOIN LATERAL
+    (SELECT r.id FROM lk_k r WHERE r.kind = a.kind AND r.id <> a.id AND r.g IS NOT NULL AND NOT ST_IsEmpty(r.g)
+     ORDER BY r.g <-> a.g LIMIT 12) s WHERE a.id > 2000 AND a.g IS NOT NULL AND NOT ST_IsEmpty(a.g)$$);
+DROP TABLE lk_k;
+DROP COLLATION lk_ci;
 -- ST_Distance as the key, a filter on the subquery's output
 SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM lk_q q CROSS JOIN LATERAL
     (SELECT r.id, ST_Distance(r.g, q.g) AS d FROM lk_r r ORDER BY ST_Distance(r.g, q.g), r.id LIMIT 6) s WHERE s.d < 0.5$$);

@@ -122,6 +122,7 @@ extern bool GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *ou
 						  Path *outer_path, double *startup, double *total);
 /* ... the candidates a row to ask of the kNN engine for LIMIT k, pair quals passing a share p */
 extern double GjLateralCandidates(double k, double p);
+extern double GjLateralKeyDirect(double k);
 /* nulling.c: the nullable side's Vars marked as the target list marks them (16+) */
 extern void GjAlignNullingMarks(CustomScan *cscan);
 extern Plan *GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,

@@ -190,6 +190,17 @@ typedef struct GjJoinState
 	int64		k2;				/* candidates asked of the engine */
 	double		pass_rate;		/* share of sampled pairs the pair quals pass (-1: not drawn yet) */
 	int			pass_sampled;	/* ... of how many pairs */
+	/* ... inner rows by the hash of r.c in a pair qual r.c = <q expression> (knn_key.c) */
+	ExprState  *kg_inner;		/* r.c (NULL: no such qual) */
+	ExprState  *kg_outer;		/* the q expression */
+	FmgrInfo	kg_inner_hash;
+	FmgrInfo	kg_outer_hash;
+	Oid			kg_coll;
+	struct GjKeyRow *kg_rows;	/* this scan's inner rows with a key, by its hash */
+	int64		kg_n;
+	bool		kg_built;
+	int64	   *kg_lo;			/* per outer row of the batch: its key's rows in kg_rows */
+	int64	   *kg_hi;
 	int64	   *retry;			/* outer rows left unproven by the batch's job, asked again */
 	int64		nretry;
 	int64		cap_retry;
@@ -222,6 +233,7 @@ typedef struct GjJoinState
 	int64		fallbacks;		/* kNN: query rows answered by every inner row */
 	int64		fast;			/* ... and in the engine's order, no key computed */
 	int64		retried;		/* ... asked of the engine again, for more candidates */
+	int64		by_key;			/* kNN: query rows answered by the inner rows of their key */
 	double		read_ms;
 	double		t0;
 } GjJoinState;
@@ -232,6 +244,12 @@ typedef enum GjRowClass
 	ROW_OTHER,
 	ROW_NEVER
 } GjRowClass;
+
+/* knn_key.c */
+extern void GjKnnKeyInit(GjJoinState *st, List *pairquals);
+extern void GjKnnKeyRun(GjJoinState *st, int64 o, int64 *lo, int64 *hi);
+extern int64 GjKnnKeyRow(GjJoinState *st, int64 j);
+extern int64 GjKnnKeyDirect(GjJoinState *st);
 
 /* exec.c */
 extern void GjSideReset(GjSide *side);

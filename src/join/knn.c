@@ -17,7 +17,11 @@
  * Otherwise (ties, too many candidates failing the quals, a NULL or NaN
  * key) the outer row is answered from every inner row, as the subquery
  * would be (EXPLAIN ANALYZE: Rows Searched Whole).  Outer rows the engine
- * cannot take are answered that way too.  Inner rows with a NULL key sort
+ * cannot take are answered that way too.  Where the pair quals hold an
+ * equality key r.c = <q expression> (knn_key.c), "every inner row" is the
+ * inner rows of the row's key, and a row whose key has few is answered
+ * from them outright (Rows Searched By Key): a batch of only such rows
+ * runs no engine job.  Inner rows with a NULL key sort
  * after every distance (NULLS LAST): they are looked at only when fewer
  * than k others qualify and every engine row was a candidate.
  */
@@ -114,6 +118,7 @@ GjKnnInit(GjJoinState *st, CustomScan *cscan)
 
 	st->pairqual = ExecInitQual((List *) list_nth(ex, GJ_JE_PAIRQUALS), ps);
 	st->pair_not_self = PairNotSelf(st, (List *) list_nth(ex, GJ_JE_PAIRQUALS));
+	GjKnnKeyInit(st, (List *) list_nth(ex, GJ_JE_PAIRQUALS));
 	st->norder = list_length(keys);
 	st->order_state = palloc(sizeof(ExprState *) * st->norder);
 	st->ssup = palloc0(sizeof(SortSupportData) * st->norder);
@@ -277,14 +282,47 @@ StartScan(GjJoinState *st)
 		GjJoinGeography(st, &st->inner.pts);
 	st->k2 = (int64) Min(GjLateralCandidates((double) st->k, 1.0), (double) st->inner.pts.n);
 	st->pass_rate = -1;			/* drawn with the first batch (StartBatchJob) */
+	st->kg_built = false;		/* the key's rows too (GjKnnKeyRun) */
 	st->phase = PH_BATCH;
+}
+
+/* Whether outer row o of the batch is answered by its key's rows alone (knn_key.c). */
+static inline bool
+KeyDirect(GjJoinState *st, int64 o)
+{
+	return st->kg_inner != NULL && st->kg_hi[o] - st->kg_lo[o] <= GjKnnKeyDirect(st);
+}
+
+/*
+ * Each outer row's key's rows (knn_key.c); whether every row is answered
+ * by them, so that the batch needs no engine job.
+ */
+static bool
+KeyRuns(GjJoinState *st)
+{
+	int64		n = OuterRows(st);
+	bool		all = true;
+
+	if (st->kg_inner == NULL || n == 0)
+		return false;
+	st->kg_lo = MemoryContextAlloc(st->outer.cxt, sizeof(int64) * n);
+	st->kg_hi = MemoryContextAlloc(st->outer.cxt, sizeof(int64) * n);
+	for (int64 o = 0; o < n; o++)
+	{
+		if ((o & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		GjKnnKeyRun(st, o, &st->kg_lo[o], &st->kg_hi[o]);
+		all = all && KeyDirect(st, o);
+	}
+	return all;
 }
 
 /*
  * The share of pairs of rows that the subquery's quals on the pair pass,
  * from up to GJ_PASS_SAMPLE pairs of this batch's outer rows and the
- * inner rows, drawn by a hash of the draw's number.  1 without such
- * quals, or for r.id <> q.id alone (pair_not_self).
+ * inner rows, drawn by a hash of the draw's number (outer rows answered by
+ * their key's rows alone left out).  1 without such quals, or for r.id <>
+ * q.id alone (pair_not_self).
  */
 #define GJ_PASS_SAMPLE 1000
 
@@ -295,6 +333,7 @@ PairPassRate(GjJoinState *st)
 	int64		nouter = OuterRows(st),
 				ninner = st->inner.n,
 				pass = 0,
+				drawn = 0,
 				n;
 
 	st->pass_sampled = 0;
@@ -308,13 +347,16 @@ PairPassRate(GjJoinState *st)
 					r = (int64) (hash_bytes_uint32_extended((uint32) i, 2) % (uint64) ninner);
 
 		CHECK_FOR_INTERRUPTS();
+		if (KeyDirect(st, o))
+			continue;			/* answered by its key's rows: no candidates */
 		ResetExprContext(econtext);
 		econtext->ecxt_scantuple = GjJoinScanTuple(st, o, r);
+		drawn++;
 		if (ExecQual(st->pairqual, econtext))
 			pass++;
 	}
-	st->pass_sampled = (int) n;
-	return (double) pass / (double) n;
+	st->pass_sampled = (int) drawn;
+	return drawn > 0 ? (double) pass / (double) drawn : 1.0;
 }
 
 /*
@@ -342,6 +384,8 @@ static void StartEngineJob(GjJoinState *st, const gj_points *queries, int64 k);
 static void
 StartBatchJob(GjJoinState *st)
 {
+	bool		by_key = KeyRuns(st);
+
 	if (st->pass_rate < 0)
 	{
 		/* once a scan: the first batch's rows */
@@ -361,6 +405,8 @@ StartBatchJob(GjJoinState *st)
 		return;
 	if (st->self_map != NULL && st->inner.pts.n == 1)
 		return;					/* no other row: PH_OTHER answers it */
+	if (by_key)
+		return;					/* every row by its key's rows: PH_OTHER */
 	StartEngineJob(st, st->self_map == NULL ? &st->outer.pts : NULL, st->k2);
 }
 
@@ -636,11 +682,16 @@ FastSelect(GjJoinState *st, int64 o, bool left_out)
 static void
 SelectRows(GjJoinState *st, int64 o, bool whole)
 {
-	int64		nengine = whole ? 0 : st->ncand;
-	double		e_last = nengine > 0 ? st->cand[nengine - 1].dist : 0;
-	bool		left_out = !whole && nengine < st->inner.pts.n;
+	int64		nengine;
+	double		e_last;
+	bool		left_out;
 	int64		from;
 
+	/* a small key's rows: all that can pass, each checked (no candidates asked) */
+	whole = whole || KeyDirect(st, o);
+	nengine = whole ? 0 : st->ncand;
+	e_last = nengine > 0 ? st->cand[nengine - 1].dist : 0;
+	left_out = !whole && nengine < st->inner.pts.n;
 	MemoryContextReset(st->knn_cxt);
 	st->matched[o] = true;
 	if (!whole && st->k > 0 && st->inner.nother == 0)
@@ -675,7 +726,16 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 		memcpy(st->cand, st->saved, sizeof(GjKnnCand) * n);
 		st->ncand = n;
 	}
-	if (whole)
+	if (whole && st->kg_inner != NULL)
+	{
+		/* every inner row that can pass: its key's (knn_key.c), in row order as below */
+		st->ncand = 0;
+		st->by_key++;
+		for (int64 j = st->kg_lo[o]; j < st->kg_hi[o]; j++)
+			AddCand(st, GjKnnKeyRow(st, j), -1);
+		RankCandidates(st, o, 0);
+	}
+	else if (whole)
 	{
 		st->ncand = 0;
 		st->fallbacks++;

@@ -241,15 +241,32 @@ GjLateralCandidates(double k, double p)
 }
 
 /*
+ * The most inner rows a key of the pair quals' equality may have for its
+ * outer rows to be answered from them outright, each checked, without the
+ * engine (knn_key.c): about as many as the candidates a row's answer
+ * checks where most fail, and at least 256.
+ */
+double
+GjLateralKeyDirect(double k)
+{
+	return Max(256.0, 4 * (k + 1));
+}
+
+/*
  * The share of pairs the pair quals pass, as far as the statistics say:
  * each r.c = <an expression of q> by the equality's own estimator
  * (eqsel) passes 1 / (r.c's distinct values); the others are taken to pass
  * every pair (r.id <> q.id, the pgvector idiom, passes nearly all).
+ * *group: the inner rows a key has, where such an equality is one the
+ * executor groups the inner rows by (a strict operator of a hash family:
+ * knn_key.c), else all of them.
  */
 static double
-PairPassEstimate(GjLateral *lat, double rows)
+PairPassEstimate(GjLateral *lat, double rows, double *group)
 {
 	double		p = 1.0;
+
+	*group = rows;
 	ListCell   *lc;
 
 	foreach(lc, lat->pair_quals)
@@ -279,7 +296,11 @@ PairPassEstimate(GjLateral *lat, double rows)
 			double		nd = sd > 0 ? sd : -sd * rows;
 
 			if (nd >= 1)
+			{
 				p /= nd;
+				if (op_hashjoinable(op->opno, exprType(linitial(op->args))) && op_strict(op->opno))
+					*group = Min(*group, rows / nd);
+			}
 			ReleaseSysCache(tp);
 		}
 	}
@@ -331,6 +352,7 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 				k = 10,
 				k2,
 				p,
+				group,
 				base,
 				checked,
 				whole,
@@ -359,13 +381,14 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		dims = Max(exprTypmod((Node *) lat.jc.inner_key), 1);
 	outer_rows = Max(outer_path->rows, 1.0);
 	ScanSize(innerrel, &lat, &n, &pages);
-	p = PairPassEstimate(&lat, n);
+	p = PairPassEstimate(&lat, n, &group);
 	k2 = Min(GjLateralCandidates(k, p), n);
 	/*
 	 * Where most pairs fail the pair quals: a row's candidates are checked
 	 * until k pass (about k / p of them), and a row with fewer than k
 	 * passing among its k2 is searched whole (the passing ones taken as a
-	 * Poisson count of mean k2 p)
+	 * Poisson count of mean k2 p), among its key's rows where the quals
+	 * have one (knn_key.c)
 	 */
 	checked = p < 0.9 ? Min(k2, k / Max(p, 1e-9)) : k2;
 	whole = p < 0.9 && k2 < n ? PoissonBelow(k2 * p, k) : 0.0;
@@ -378,6 +401,13 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	engine += outer_rows * Max(k2 - base, 0.0) * cpu_operator_cost;
 	if (dims > 6)
 		engine += outer_rows * n * dims * GJ_KNN_PAIR_DIM_COST;
+	if (group <= GjLateralKeyDirect(k))
+	{
+		/* a small key's rows answer its rows outright: no engine, each row checked */
+		engine = (outer_rows + n) * GJ_KNN_ROW_OPERATORS * cpu_operator_cost;
+		checked = group;
+		whole = 0.0;
+	}
 	/*
 	 * Each candidate: the subquery's quals on the pair at their cost, and its
 	 * distance as a loop over the coordinates, whatever the function's
@@ -387,7 +417,7 @@ GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	cost_qual_eval(&qc, lat.pair_quals, root);
 	key = cpu_operator_cost * (GJ_KNN_ROW_OPERATORS + dims / 4.0);
 	*startup = outer_path->total_cost + scan + engine;
-	*total = *startup + outer_rows * (checked + whole * n) * (key + qc.per_tuple + cpu_tuple_cost) +
+	*total = *startup + outer_rows * (checked + whole * group) * (key + qc.per_tuple + cpu_tuple_cost) +
 		joinrel->rows * (cpu_tuple_cost + joinrel->reltarget->cost.per_tuple);
 	return true;
 }

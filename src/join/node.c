@@ -346,6 +346,8 @@ GjJoinExplain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Rows In Engine Order", NULL, st->fast, es);
 		if (st->retried > 0)
 			ExplainPropertyInteger("Rows Asked Again", NULL, st->retried, es);
+		if (st->kg_inner != NULL)
+			ExplainPropertyInteger("Rows Searched By Key", NULL, st->by_key, es);
 		ExplainPropertyInteger("Rows Searched Whole", NULL, st->fallbacks, es);
 	}
 	else

@@ -1,0 +1,219 @@
+/*
+ * knn_key.c
+ *		The LATERAL kNN join's inner rows by the hash of an equality key:
+ *		WHERE r.c = q.c beside the ORDER BY (same kind, same tenant).
+ *
+ * An outer row whose answer the engine's candidates do not prove is
+ * searched whole, every inner row checked by the subquery's quals (knn.c).
+ * Where those quals hold r.c = <an expression of q> by a strict operator
+ * of a hash operator family, an inner row can pass only if its c hashes
+ * as the outer row's value does: the family promises equal hashes for
+ * equal values, across its types, under the operator's collation.  So the
+ * rows of each hash, sorted by it, are all that an outer row's search
+ * needs: found by binary search, usually its key's rows alone (another
+ * key's that share the hash fail the quals as before), and none for a
+ * NULL key, which the strict operator never passes.
+ *
+ * That makes a row of a small key cheap to answer outright: a thousand
+ * kinds of five rows each gave the engine 1,024 candidates a row, of which
+ * about one passed, and every row was searched whole (5,000 rows: 3.4 s
+ * against 0.77 s for PostgreSQL's GiST scan).  knn.c answers a row whose
+ * key has at most GjKnnKeyDirect rows from those rows, without the engine.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/lsyscache.h"
+
+#include "join/join_exec.h"
+
+/* An inner row and the hash of its key. */
+struct GjKeyRow
+{
+	uint32		h;
+	int64		row;
+};
+
+/*
+ * Which side of the scan tuple n reads: 1 outer, 2 inner, 3 both, 0
+ * neither (a constant).
+ */
+static int
+SidesOf(GjJoinState *st, Node *n)
+{
+	List	   *vars = pull_var_clause(n, PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+									   PVC_RECURSE_PLACEHOLDERS);
+	ListCell   *lc;
+	int			sides = 0;
+
+	foreach(lc, vars)
+	{
+		Var		   *v = lfirst_node(Var, lc);
+
+		if (v->varno != INDEX_VAR || v->varattno < 1 || v->varattno > st->nouter + st->ninner)
+			return 3;			/* not a column of the pair: no side of its own */
+		sides |= v->varattno <= st->nouter ? 1 : 2;
+	}
+	return sides;
+}
+
+/*
+ * Find r.c = <q expression> among the pair quals (an implicit AND): a
+ * strict operator of a hash family, one argument reading the inner row
+ * only, the other the outer row only (or neither).  None: st->kg_inner
+ * stays NULL.
+ */
+void
+GjKnnKeyInit(GjJoinState *st, List *pairquals)
+{
+	PlanState  *ps = &st->css.ss.ps;
+	ListCell   *lc;
+
+	st->kg_inner = NULL;
+	foreach(lc, pairquals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		Oid			hl,
+					hr;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+			!op_hashjoinable(op->opno, exprType(linitial(op->args))) ||
+			!op_strict(op->opno) || !get_op_hash_functions(op->opno, &hl, &hr))
+			continue;
+		for (int i = 0; i < 2; i++)
+		{
+			Node	   *in = list_nth(op->args, i),
+					   *out = list_nth(op->args, 1 - i);
+
+			if (SidesOf(st, in) != 2 || (SidesOf(st, out) & 2) != 0)
+				continue;
+			st->kg_inner = ExecInitExpr((Expr *) in, ps);
+			st->kg_outer = ExecInitExpr((Expr *) out, ps);
+			fmgr_info(i == 0 ? hl : hr, &st->kg_inner_hash);
+			fmgr_info(i == 0 ? hr : hl, &st->kg_outer_hash);
+			st->kg_coll = op->inputcollid;
+			return;
+		}
+	}
+}
+
+static int
+KeyRowCmp(const void *a, const void *b)
+{
+	const struct GjKeyRow *x = a,
+			   *y = b;
+
+	if (x->h != y->h)
+		return x->h < y->h ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* The hash of expression e's value on the scan tuple now made (false: NULL). */
+static bool
+KeyHash(GjJoinState *st, ExprState *e, FmgrInfo *hash, uint32 *h)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	bool		isnull;
+	Datum		v = ExecEvalExprSwitchContext(e, econtext, &isnull);
+
+	if (isnull)
+		return false;
+	*h = DatumGetUInt32(FunctionCall1Coll(hash, st->kg_coll, v));
+	return true;
+}
+
+/*
+ * This scan's inner rows with a key, sorted by its hash; once a scan,
+ * before the first batch's rows are answered (o: one of them, for the
+ * scan tuple's outer half).
+ */
+static void
+BuildKeyRows(GjJoinState *st, int64 o)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	struct GjKeyRow *rows;
+	int64		n = 0;
+
+	rows = MemoryContextAllocHuge(st->inner.cxt, sizeof(struct GjKeyRow) * Max(st->inner.n, 1));
+	for (int64 i = 0; i < st->inner.n; i++)
+	{
+		uint32		h;
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = GjJoinScanTuple(st, st->self_map != NULL ? i : o, i);
+		if (KeyHash(st, st->kg_inner, &st->kg_inner_hash, &h))
+		{
+			rows[n].h = h;
+			rows[n].row = i;
+			n++;
+		}
+	}
+	qsort(rows, n, sizeof(struct GjKeyRow), KeyRowCmp);
+	st->kg_rows = rows;
+	st->kg_n = n;
+	st->kg_built = true;
+}
+
+/*
+ * The run kg_rows[*lo .. *hi) of the inner rows whose key hashes as outer
+ * row o's: every inner row that can pass the quals with it.  Empty for a
+ * NULL key.
+ */
+void
+GjKnnKeyRun(GjJoinState *st, int64 o, int64 *lo, int64 *hi)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	uint32		h;
+	int64		a = 0,
+				b;
+
+	if (!st->kg_built)
+		BuildKeyRows(st, o);
+	*lo = *hi = 0;
+	ResetExprContext(econtext);
+	/* a self join by ctid makes no scan tuple without an inner row: the row itself */
+	econtext->ecxt_scantuple = GjJoinScanTuple(st, o, st->self_map != NULL ? o : -1);
+	if (!KeyHash(st, st->kg_outer, &st->kg_outer_hash, &h))
+		return;
+	/* the first row of hash h or above, then the first above */
+	b = st->kg_n;
+	while (a < b)
+	{
+		int64		m = a + (b - a) / 2;
+
+		if (st->kg_rows[m].h < h)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*lo = a;
+	b = st->kg_n;
+	while (a < b)
+	{
+		int64		m = a + (b - a) / 2;
+
+		if (st->kg_rows[m].h <= h)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*hi = a;
+}
+
+/* Inner row of kg_rows[j]. */
+int64
+GjKnnKeyRow(GjJoinState *st, int64 j)
+{
+	return st->kg_rows[j].row;
+}
+
+/* The most rows a key may have for its outer rows to be answered from them outright. */
+int64
+GjKnnKeyDirect(GjJoinState *st)
+{
+	return (int64) GjLateralKeyDirect((double) st->k);
+}
