@@ -49,6 +49,13 @@ SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jw q CROSS JOIN LATE
     (SELECT e.id FROM jv e ORDER BY e.h <-> q.h, e.id LIMIT 3) s$$);
 SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jw q LEFT JOIN LATERAL
     (SELECT e.id FROM jv e WHERE e.id > 4000 ORDER BY e.v <=> q.v LIMIT 3) s ON true$$);
+-- an equality key in the pair filter (knn_key.c): kinds of a few rows
+-- answered from their own rows, the large kind by the engine, NULL kinds
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b FROM jv q CROSS JOIN LATERAL
+    (SELECT e.id FROM jv e WHERE (CASE WHEN e.id < 700 THEN 0 WHEN e.id % 31 = 0 THEN NULL ELSE e.id % 97 END) =
+     (CASE WHEN q.id < 700 THEN 0 ELSE q.id % 97 END) AND e.id <> q.id ORDER BY e.v <-> q.v, e.id LIMIT 4) s$$);
+SELECT * FROM join_check($$SELECT q.id AS a, s.id AS b, s.d FROM jw q LEFT JOIN LATERAL
+    (SELECT e.id, e.v <=> q.v AS d FROM jv e WHERE e.id % 50 = q.id % 60 ORDER BY e.v <=> q.v, e.id LIMIT 3) s ON true$$);
 SET enable_nestloop = off;
 SET gpujoin.device = cpu;  -- EXPLAIN names the engine
 EXPLAIN (COSTS OFF) SELECT q.id, s.id FROM jw q CROSS JOIN LATERAL
