@@ -199,6 +199,8 @@ typedef struct GjJoinState
 	struct GjKeyRow *kg_rows;	/* this scan's inner rows with a key, by its hash */
 	int64		kg_n;
 	bool		kg_built;
+	int64	   *kg_ipos;		/* inner row -> its point in inner.pts (-1: none), or NULL */
+	int64	   *kg_opos;		/* ... outer row of the batch -> outer.pts */
 	int64	   *kg_lo;			/* per outer row of the batch: its key's rows in kg_rows */
 	int64	   *kg_hi;
 	int64	   *retry;			/* outer rows left unproven by the batch's job, asked again */
@@ -249,6 +251,8 @@ typedef enum GjRowClass
 extern void GjKnnKeyInit(GjJoinState *st, List *pairquals);
 extern void GjKnnKeyRun(GjJoinState *st, int64 o, int64 *lo, int64 *hi);
 extern int64 GjKnnKeyRow(GjJoinState *st, int64 j);
+extern bool GjKnnKeyCandidates(GjJoinState *st, int64 o, GjKnnCand **cand, int64 *cap, int64 *n,
+							   int64 *nopoint);
 extern int64 GjKnnKeyDirect(GjJoinState *st);
 
 /* exec.c */

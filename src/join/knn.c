@@ -305,6 +305,7 @@ KeyRuns(GjJoinState *st)
 
 	if (st->kg_inner == NULL || n == 0)
 		return false;
+	st->kg_opos = NULL;			/* the batch's points: mapped when first asked */
 	st->kg_lo = MemoryContextAlloc(st->outer.cxt, sizeof(int64) * n);
 	st->kg_hi = MemoryContextAlloc(st->outer.cxt, sizeof(int64) * n);
 	for (int64 o = 0; o < n; o++)
@@ -684,17 +685,28 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 {
 	int64		nengine;
 	double		e_last;
-	bool		left_out;
-	int64		from;
+	bool		left_out,
+				direct = false;
+	int64		from,
+				nopoint = 0;
 
-	/* a small key's rows: all that can pass, each checked (no candidates asked) */
-	whole = whole || KeyDirect(st, o);
+	/*
+	 * A small key's rows: every row that can pass is among them, ranked by
+	 * the engine's distance here; where o has no point, each is checked
+	 */
+	if (KeyDirect(st, o) && st->k >= 0)
+	{
+		direct = GjKnnKeyCandidates(st, o, &st->cand, &st->cap_cand, &st->ncand, &nopoint);
+		whole = !direct;
+		if (direct)
+			st->by_key++;
+	}
 	nengine = whole ? 0 : st->ncand;
 	e_last = nengine > 0 ? st->cand[nengine - 1].dist : 0;
-	left_out = !whole && nengine < st->inner.pts.n;
+	left_out = !whole && !direct && nengine < st->inner.pts.n;
 	MemoryContextReset(st->knn_cxt);
 	st->matched[o] = true;
-	if (!whole && st->k > 0 && st->inner.nother == 0)
+	if (!whole && st->k > 0 && (direct ? nopoint == 0 : st->inner.nother == 0))
 	{
 		int64		n = st->ncand;
 
@@ -745,9 +757,11 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 	}
 	else
 	{
-		AddRows(st, st->inner.other, st->inner.nother);
+		/* a key's candidates hold its rows without a point too */
+		if (!direct)
+			AddRows(st, st->inner.other, st->inner.nother);
 		RankCandidates(st, o, 0);
-		if (st->ncand < st->k && !left_out)
+		if (st->ncand < st->k && !left_out && !direct)
 		{
 			/* fewer than k: the NULLs come last */
 			from = st->ncand;
