@@ -123,6 +123,7 @@ extern bool GjLateralPath(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *ou
 /* ... the candidates a row to ask of the kNN engine for LIMIT k, pair quals passing a share p */
 extern double GjLateralCandidates(double k, double p);
 extern double GjLateralKeyDirect(double k);
+extern bool GjLateralKeyOperator(const OpExpr *op, Oid *hl, Oid *hr);
 /* nulling.c: the nullable side's Vars marked as the target list marks them (16+) */
 extern void GjAlignNullingMarks(CustomScan *cscan);
 extern Plan *GjLateralPlan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,

@@ -85,9 +85,7 @@ GjKnnKeyInit(GjJoinState *st, List *pairquals)
 		Oid			hl,
 					hr;
 
-		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
-			!op_hashjoinable(op->opno, exprType(linitial(op->args))) ||
-			!op_strict(op->opno) || !get_op_hash_functions(op->opno, &hl, &hr))
+		if (!IsA(op, OpExpr) || !GjLateralKeyOperator(op, &hl, &hr))
 			continue;
 		for (int i = 0; i < 2; i++)
 		{

@@ -241,6 +241,19 @@ GjLateralCandidates(double k, double p)
 }
 
 /*
+ * Whether op is an equality the LATERAL kNN's executor groups the inner
+ * rows by (knn_key.c): two arguments, a strict operator of a hash family
+ * whose hash functions for both sides exist.  *hl, *hr: those functions.
+ */
+bool
+GjLateralKeyOperator(const OpExpr *op, Oid *hl, Oid *hr)
+{
+	return list_length(op->args) == 2 &&
+		op_hashjoinable(op->opno, exprType(linitial(op->args))) && op_strict(op->opno) &&
+		get_op_hash_functions(op->opno, hl, hr);
+}
+
+/*
  * The most inner rows a key of the pair quals' equality may have for its
  * outer rows to be answered from them outright, each checked, without the
  * engine (knn_key.c): about as many as the candidates a row's answer
@@ -265,9 +278,11 @@ static double
 PairPassEstimate(GjLateral *lat, double rows, double *group)
 {
 	double		p = 1.0;
+	ListCell   *lc;
+	Oid			hl,
+				hr;
 
 	*group = rows;
-	ListCell   *lc;
 
 	foreach(lc, lat->pair_quals)
 	{
@@ -298,7 +313,7 @@ PairPassEstimate(GjLateral *lat, double rows, double *group)
 			if (nd >= 1)
 			{
 				p /= nd;
-				if (op_hashjoinable(op->opno, exprType(linitial(op->args))) && op_strict(op->opno))
+				if (GjLateralKeyOperator(op, &hl, &hr))
 					*group = Min(*group, rows / nd);
 			}
 			ReleaseSysCache(tp);
