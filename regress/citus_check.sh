@@ -1159,6 +1159,40 @@ if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ]; 
 	done
 fi
 
+# Tables distributed by the key of the kNN's equality ("the nearest of the
+# same kind", the kind the distribution column): Citus itself runs the
+# LATERAL on each shard.  With gpujoin preloaded on the workers, each
+# shard's query is a GpuJoin that searches each row among its kind's rows
+# (join/knn_key.c): the rows equal PostgreSQL's on a plain copy.  Kinds of
+# 1,500 rows (the engine's candidates) and 750 of four (their own rows).
+if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; then
+	for p in $GJ_WORKER_PORTS; do
+		psql -X -q -p "$p" -c "ALTER SYSTEM SET session_preload_libraries = 'gpujoin'" -c "SELECT pg_reload_conf()" >/dev/null
+	done
+	q "SET citus.shard_count = 8;
+	   CREATE TABLE d_kind (id int, kind int, g geometry(Point), PRIMARY KEY (kind, id));
+	   SELECT create_distributed_table('d_kind', 'kind');
+	   INSERT INTO d_kind SELECT i, CASE WHEN i % 2 = 0 THEN i % 4 ELSE i % 1500 END,
+	       ST_MakePoint((i * 7919 % 1000) * 0.1, (i * 104729 % 997) * 0.1) FROM generate_series(1, 6000) i;
+	   ANALYZE d_kind;
+	   CREATE TABLE l_kind AS SELECT * FROM d_kind; CREATE INDEX ON l_kind (kind); ANALYZE l_kind;" >/dev/null
+	kq='SELECT a.id AS a, n.id AS b, n.d FROM %s a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM %s b
+	    WHERE b.kind = a.kind AND b.id <> a.id ORDER BY b.g <-> a.g, b.id LIMIT 4) n'
+	same_as_own "LATERAL kNN of the same kind, tables distributed by the kind" \
+		"$(printf "$kq" d_kind d_kind)" "$(printf "$kq" l_kind l_kind)"
+	plan=$(psql -X -q -At -c "SET citus.explain_all_tasks = on" \
+		-c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT count(*) FROM ($(printf "$kq" d_kind d_kind)) x" 2>&1)
+	[ "$(grep -c 'Custom Scan (GpuJoin)' <<<"$plan")" = 8 ] && grep -Eq "Rows Searched By Key: [1-9]" <<<"$plan" &&
+		grep -Eq "Rows In Engine Order: [1-9]" <<<"$plan" &&
+		check "the same kind, distributed by the kind: a GpuJoin on each of 8 shards, by key and by the engine" ok ||
+		check "the same kind, distributed by the kind: a GpuJoin on each of 8 shards, by key and by the engine" \
+			"$(tr '\n' ' ' <<<"$plan" | cut -c1-300)"
+	for p in $GJ_WORKER_PORTS; do
+		psql -X -q -p "$p" -c "ALTER SYSTEM RESET session_preload_libraries" -c "SELECT pg_reload_conf()" >/dev/null
+	done
+	q "DROP TABLE d_kind, l_kind" >/dev/null
+fi
+
 # A worker lost mid-join (its backends terminated): a clear error, no row
 out=$(mktemp)
 (psql -X -q -At -c "SELECT count(*) FROM eps_join('d_big_r', 'd_big_s', '{x,y}', 0.002)" >"$out" 2>&1) &
