@@ -227,6 +227,10 @@ INSERT INTO lk_k SELECT i, ST_MakePoint(random() * 30, random() * 30),
 FROM generate_series(1, 3500) i;
 UPDATE lk_k SET g = NULL WHERE id % 101 = 0;
 UPDATE lk_k SET g = 'POINT EMPTY' WHERE id % 103 = 0;
+-- a small kind with several rows the engine cannot take (no point, a line)
+INSERT INTO lk_k VALUES (9001, NULL, 'k7', 7, 'k7'), (9002, 'POINT EMPTY', 'k7', 7, 'K7'),
+    (9003, 'LINESTRING(1 1, 2 2)', 'k7', 7, 'k7'), (9004, NULL, 'k7', 7, 'K7'),
+    (9005, 'LINESTRING(20 20, 21 22)', 'k7', 7, 'k7');
 ANALYZE lk_k;
 SET enable_nestloop = off;
 SET gpujoin.device = cpu;

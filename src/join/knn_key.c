@@ -302,12 +302,18 @@ GjKnnKeyCandidates(GjJoinState *st, int64 o, GjKnnCand **cand, int64 *cap, int64
 		m++;
 	}
 	qsort(*cand, m, sizeof(GjKnnCand), DistRowCmp);
-	/* the rows without a point, gathered backwards from the end: in row order after them */
-	for (int64 t = 0; t < *nopoint; t++)
+	/* the rows without a point, gathered backwards at the end: reversed, in row order */
+	for (int64 t = 0; t < *nopoint / 2; t++)
 	{
-		(*cand)[m + t].row = (*cand)[st->kg_hi[o] - st->kg_lo[o] - 1 - t].row;
-		(*cand)[m + t].dist = -1;
-		(*cand)[m + t].keys = NULL;
+		int64		a = (*cand)[m + t].row;
+
+		(*cand)[m + t].row = (*cand)[m + *nopoint - 1 - t].row;
+		(*cand)[m + *nopoint - 1 - t].row = a;
+	}
+	for (int64 t = m; t < m + *nopoint; t++)
+	{
+		(*cand)[t].dist = -1;
+		(*cand)[t].keys = NULL;
 	}
 	*n = m + *nopoint;
 	for (int64 t = 0; t < *n; t++)
