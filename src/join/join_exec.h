@@ -199,6 +199,7 @@ typedef struct GjJoinState
 	struct GjKeyRow *kg_rows;	/* this scan's inner rows with a key, by its hash */
 	int64		kg_n;
 	bool		kg_built;
+	bool		kg_full;		/* a key's candidates all sorted (the first few did not prove it) */
 	int64	   *kg_ipos;		/* inner row -> its point in inner.pts (-1: none), or NULL */
 	int64	   *kg_opos;		/* ... outer row of the batch -> outer.pts */
 	int64	   *kg_lo;			/* per outer row of the batch: its key's rows in kg_rows */
@@ -252,7 +253,7 @@ extern void GjKnnKeyInit(GjJoinState *st, List *pairquals);
 extern void GjKnnKeyRun(GjJoinState *st, int64 o, int64 *lo, int64 *hi);
 extern int64 GjKnnKeyRow(GjJoinState *st, int64 j);
 extern bool GjKnnKeyCandidates(GjJoinState *st, int64 o, GjKnnCand **cand, int64 *cap, int64 *n,
-							   int64 *nopoint);
+							   int64 *nopoint, int64 nfirst, int64 *left);
 extern int64 GjKnnKeyDirect(GjJoinState *st);
 
 /* exec.c */

@@ -688,22 +688,29 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 	bool		left_out,
 				direct = false;
 	int64		from,
-				nopoint = 0;
+				nopoint = 0,
+				key_left = 0;
 
 	/*
 	 * A small key's rows: every row that can pass is among them, ranked by
-	 * the engine's distance here; where o has no point, each is checked
+	 * the engine's distance here (the first few, as the engine's
+	 * candidates; all of them where those do not prove the answer); where
+	 * o has no point, each is checked
 	 */
 	if (KeyDirect(st, o) && st->k >= 0)
 	{
-		direct = GjKnnKeyCandidates(st, o, &st->cand, &st->cap_cand, &st->ncand, &nopoint);
+		int64		nfirst = st->kg_full ? PG_INT64_MAX :
+			2 * (int64) GjLateralCandidates((double) st->k, 1.0);
+
+		direct = GjKnnKeyCandidates(st, o, &st->cand, &st->cap_cand, &st->ncand, &nopoint,
+									nfirst, &key_left);
 		whole = !direct;
-		if (direct)
+		if (direct && !st->kg_full)
 			st->by_key++;
 	}
 	nengine = whole ? 0 : st->ncand;
 	e_last = nengine > 0 ? st->cand[nengine - 1].dist : 0;
-	left_out = !whole && !direct && nengine < st->inner.pts.n;
+	left_out = !whole && (direct ? key_left > 0 : nengine < st->inner.pts.n);
 	MemoryContextReset(st->knn_cxt);
 	st->matched[o] = true;
 	if (!whole && st->k > 0 && (direct ? nopoint == 0 : st->inner.nother == 0))
@@ -780,6 +787,14 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 		if (kth == NULL || kth->nulls[0] ||
 			!(LowerKey(st, e_last) > DatumGetFloat8(kth->keys[0])))
 		{
+			if (direct)
+			{
+				/* the key's first rows did not prove it: all of them */
+				st->kg_full = true;
+				SelectRows(st, o, false);
+				st->kg_full = false;
+				return;
+			}
 			if (!st->retrying && st->k2 < st->inner.pts.n)
 			{
 				/* asked again with more candidates after the batch's job (StartRetryJob) */
