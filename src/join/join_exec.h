@@ -201,6 +201,8 @@ typedef struct GjJoinState
 	bool		kg_built;
 	bool		kg_full;		/* a key's candidates all sorted (the first few did not prove it) */
 	int64	   *kg_ipos;		/* inner row -> its point in inner.pts (-1: none), or NULL */
+	double	   *kg_x;			/* kg_rows' engine coordinates in their order (NaN: none), or NULL */
+	bool		kg_copied;		/* ... made, or found too large, this scan */
 	int64	   *kg_opos;		/* ... outer row of the batch -> outer.pts */
 	int64	   *kg_lo;			/* per outer row of the batch: its key's rows in kg_rows */
 	int64	   *kg_hi;
