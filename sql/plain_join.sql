@@ -231,6 +231,10 @@ UPDATE lk_k SET g = 'POINT EMPTY' WHERE id % 103 = 0;
 INSERT INTO lk_k VALUES (9001, NULL, 'k7', 7, 'k7'), (9002, 'POINT EMPTY', 'k7', 7, 'K7'),
     (9003, 'LINESTRING(1 1, 2 2)', 'k7', 7, 'k7'), (9004, NULL, 'k7', 7, 'K7'),
     (9005, 'LINESTRING(20 20, 21 22)', 'k7', 7, 'k7');
+-- ... and one whose distances overflow to infinity (after every finite one)
+INSERT INTO lk_k VALUES (9011, 'POINT(1e308 1e308)', 'k8', 8, 'k8'), (9012, 'POINT(-1e308 -1e308)', 'k8', 8, 'k8');
+-- (more rows than the nearest few a row's answer tries first, so some are left out)
+INSERT INTO lk_k SELECT i, ST_MakePoint(i % 30, i % 7), 'k8', 8, 'k8' FROM generate_series(9101, 9130) i;
 ANALYZE lk_k;
 SET enable_nestloop = off;
 SET gpujoin.device = cpu;

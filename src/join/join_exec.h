@@ -199,7 +199,10 @@ typedef struct GjJoinState
 	struct GjKeyRow *kg_rows;	/* this scan's inner rows with a key, by its hash */
 	int64		kg_n;
 	bool		kg_built;
-	bool		kg_full;		/* a key's candidates all sorted (the first few did not prove it) */
+	bool		kg_full;
+	double	   *kg_kd;			/* ... a row's k buffer (knn_search.h), kg_kcap entries */
+	int64	   *kg_kid;
+	int64		kg_kcap;		/* a key's candidates all sorted (the first few did not prove it) */
 	int64	   *kg_ipos;		/* inner row -> its point in inner.pts (-1: none), or NULL */
 	double	   *kg_x;			/* kg_rows' engine coordinates in their order (NaN: none), or NULL */
 	bool		kg_copied;		/* ... made, or found too large, this scan */

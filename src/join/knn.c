@@ -710,7 +710,8 @@ SelectRows(GjJoinState *st, int64 o, bool whole)
 	}
 	nengine = whole ? 0 : st->ncand;
 	e_last = nengine > 0 ? st->cand[nengine - 1].dist : 0;
-	left_out = !whole && (direct ? key_left > 0 : nengine < st->inner.pts.n);
+	/* all of a key's rows (kg_full) leave none out */
+	left_out = !whole && (direct ? key_left > 0 && !st->kg_full : nengine < st->inner.pts.n);
 	MemoryContextReset(st->knn_cxt);
 	st->matched[o] = true;
 	if (!whole && st->k > 0 && (direct ? nopoint == 0 : st->inner.nother == 0))

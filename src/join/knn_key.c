@@ -35,6 +35,7 @@
 #include "utils/float.h"
 #include "utils/lsyscache.h"
 
+#include "core/knn_search.h"
 #include "join/join_exec.h"
 #include "machine.h"
 
@@ -177,7 +178,7 @@ BuildKeyRows(GjJoinState *st, int64 o)
  * gpujoin may use; once a scan, when a row is first answered from its
  * key's rows.  A key's rows lie far apart in the table's order, and
  * reading each row's key's points where the engine keeps them was a cache
- * miss or two a point: with their sort gone (SortFirst), the distances
+ * miss or two a point: with their sort gone (the k buffer), the distances
  * took 62% of the time (200,000 16-D vectors in a thousand kinds, 2-core
  * machine, 2.8 s).
  */
@@ -270,73 +271,6 @@ PointOf(const gj_points *pts, int64 **pos, int64 nrows, MemoryContext cxt, int64
 	return (*pos)[r];
 }
 
-static int
-DistRowCmp(const void *a, const void *b)
-{
-	const GjKnnCand *x = a,
-			   *y = b;
-
-	if (x->dist != y->dist)
-		return x->dist < y->dist ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
-/* Whether a comes before b in the engine's order: distance, then row. */
-static inline bool
-CandBefore(const GjKnnCand *a, const GjKnnCand *b)
-{
-	return a->dist < b->dist || (a->dist == b->dist && a->row < b->row);
-}
-
-/* Sift c[i] down the max-heap c[0..n) (its root the last in the engine's order). */
-static void
-SiftDown(GjKnnCand *c, int64 n, int64 i)
-{
-	for (;;)
-	{
-		int64		l = 2 * i + 1,
-					top = i;
-		GjKnnCand	t;
-
-		if (l < n && CandBefore(&c[top], &c[l]))
-			top = l;
-		if (l + 1 < n && CandBefore(&c[top], &c[l + 1]))
-			top = l + 1;
-		if (top == i)
-			return;
-		t = c[i];
-		c[i] = c[top];
-		c[top] = t;
-		i = top;
-	}
-}
-
-/*
- * The first nfirst of c[0..n) in the engine's order, sorted, at the
- * front; the others after them, in no order.  A row needs its nearest few
- * of a key's hundreds: sorting them all was most of the time (200,000
- * rows in a thousand kinds, 2-core machine: qsort 55% of 5.0 s).
- */
-static void
-SortFirst(GjKnnCand *c, int64 n, int64 nfirst)
-{
-	if (nfirst < n)
-	{
-		for (int64 i = nfirst / 2 - 1; i >= 0; i--)
-			SiftDown(c, nfirst, i);
-		for (int64 t = nfirst; t < n; t++)
-			if (CandBefore(&c[t], &c[0]))
-			{
-				GjKnnCand	x = c[t];
-
-				c[t] = c[0];
-				c[0] = x;
-				SiftDown(c, nfirst, 0);
-			}
-	}
-	qsort(c, Min(n, nfirst), sizeof(GjKnnCand), DistRowCmp);
-}
-
 /*
  * Outer row o's key's inner rows, every row that can pass the quals with
  * it: first those with an engine point, with the engine's distance to o's
@@ -354,12 +288,12 @@ GjKnnKeyCandidates(GjJoinState *st, int64 o, GjKnnCand **cand, int64 *cap, int64
 {
 	const gj_points *op = st->self_map != NULL ? &st->inner.pts : &st->outer.pts;
 	int64		po,
-				m = 0;
+				run = st->kg_hi[o] - st->kg_lo[o],
+				npoint;
 	int			dims = st->inner.pts.dims;
 	const double *q;
+	gj_kbuf		kb;
 
-	*nopoint = 0;
-	*left = 0;
 	po = st->self_map != NULL ?
 		PointOf(op, &st->kg_ipos, st->inner.n, st->inner.cxt, o) :
 		PointOf(op, &st->kg_opos, st->outer.n, st->outer.cxt, o);
@@ -368,69 +302,89 @@ GjKnnKeyCandidates(GjJoinState *st, int64 o, GjKnnCand **cand, int64 *cap, int64
 	if (!st->kg_copied)
 		CopyPoints(st);
 	q = op->x + po * dims;
-	if (*cap < st->kg_hi[o] - st->kg_lo[o])
+	if (*cap < run)
 	{
-		*cap = Max(st->kg_hi[o] - st->kg_lo[o], 64);
+		*cap = Max(run, 64);
 		*cand = *cand == NULL ?
 			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(GjKnnCand) * *cap) :
 			repalloc_huge(*cand, sizeof(GjKnnCand) * *cap);
 	}
-	for (int64 j = st->kg_lo[o]; j < st->kg_hi[o]; j++)
+	if (st->kg_kcap < run)
 	{
-		int64		r = st->kg_rows[j].row,
-					pr;
-		const double *x;
-		double		s = 0;
-
-		if (st->kg_x != NULL)
-		{
-			x = st->kg_x + j * dims;
-			pr = isnan(x[0]) ? -1 : j;
-		}
-		else
-		{
-			pr = PointOf(&st->inner.pts, &st->kg_ipos, st->inner.n, st->inner.cxt, r);
-			x = pr >= 0 ? st->inner.pts.x + pr * dims : NULL;
-		}
-		if (pr < 0)
-		{
-			/* at the end, once the rows with a point are sorted */
-			(*cand)[st->kg_hi[o] - st->kg_lo[o] - 1 - (*nopoint)++].row = r;
-			continue;
-		}
-		for (int d = 0; d < dims; d++)
-		{
-			double		t = x[d] - q[d];
-
-			s += t * t;
-		}
-		(*cand)[m].row = r;
-		(*cand)[m].dist = sqrt(s);
-		(*cand)[m].keys = NULL;
-		m++;
+		st->kg_kcap = Max(run, 64);
+		st->kg_kd = st->kg_kd == NULL ?
+			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(double) * st->kg_kcap) :
+			repalloc_huge(st->kg_kd, sizeof(double) * st->kg_kcap);
+		st->kg_kid = st->kg_kid == NULL ?
+			MemoryContextAlloc(st->css.ss.ps.state->es_query_cxt, sizeof(int64) * st->kg_kcap) :
+			repalloc_huge(st->kg_kid, sizeof(int64) * st->kg_kcap);
 	}
-	if (*nopoint == 0 && nfirst < m)
+
+	/*
+	 * The engine's k buffer and distance rule (knn_search.h), keeping the
+	 * first nfirst; a key with rows that have no point keeps all (those
+	 * rows are ranked by the subquery, so nothing may be left out): a
+	 * second pass where the first found such a row too late
+	 */
+	for (int pass = 0; pass < 2; pass++)
 	{
-		SortFirst(*cand, m, nfirst);
-		*left = m - nfirst;
-		m = nfirst;
+		gj_kb_init(&kb, st->kg_kd, (int64_t *) st->kg_kid, 1, (int) Min(Min(nfirst, run), PG_INT32_MAX), 1);
+		npoint = 0;
+		*nopoint = 0;
+		for (int64 j = st->kg_lo[o]; j < st->kg_hi[o]; j++)
+		{
+			int64		r = st->kg_rows[j].row;
+			const double *x;
+			double		s2;
+
+			if (st->kg_x != NULL)
+				x = isnan(st->kg_x[j * dims]) ? NULL : st->kg_x + j * dims;
+			else
+			{
+				int64		pr = PointOf(&st->inner.pts, &st->kg_ipos, st->inner.n, st->inner.cxt, r);
+
+				x = pr >= 0 ? st->inner.pts.x + pr * dims : NULL;
+			}
+			if (x == NULL)
+			{
+				/* after the rows with a point, in row order */
+				(*cand)[run - 1 - (*nopoint)++].row = r;
+				continue;
+			}
+			npoint++;
+			/* abandoned past the bound: +inf, which the full buffer refuses */
+			s2 = gj_knn_sqdist(x, q, dims, gj_kb_bound(&kb));
+			gj_kb_offer(&kb, s2, r);
+		}
+		if (*nopoint == 0 || kb.n == npoint)
+			break;
+		nfirst = run;
 	}
-	else
-		qsort(*cand, m, sizeof(GjKnnCand), DistRowCmp);
-	/* the rows without a point, gathered backwards at the end: reversed, in row order */
+	gj_kb_finish(&kb, NULL);
+	for (int t = 0; t < kb.n; t++)
+	{
+		(*cand)[t].row = st->kg_kid[t];
+		(*cand)[t].dist = sqrt(st->kg_kd[t]);
+		(*cand)[t].keys = NULL;
+	}
+	*left = npoint - kb.n;
+	/*
+	 * The rows without a point, gathered backwards at the end, right after
+	 * the kept ones (all were kept): reversed in place, in row order
+	 */
 	for (int64 t = 0; t < *nopoint / 2; t++)
 	{
-		int64		a = (*cand)[m + t].row;
+		int64		a = (*cand)[kb.n + t].row;
 
-		(*cand)[m + t].row = (*cand)[m + *nopoint - 1 - t].row;
-		(*cand)[m + *nopoint - 1 - t].row = a;
+		(*cand)[kb.n + t].row = (*cand)[run - 1 - t].row;
+		(*cand)[run - 1 - t].row = a;
 	}
-	for (int64 t = m; t < m + *nopoint; t++)
+	for (int64 t = kb.n; t < kb.n + *nopoint; t++)
 	{
 		(*cand)[t].dist = -1;
 		(*cand)[t].keys = NULL;
 	}
-	*n = m + *nopoint;
+	*n = kb.n + *nopoint;
 	for (int64 t = 0; t < *n; t++)
 		(*cand)[t].order = t;
 	return true;
