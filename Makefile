@@ -11,7 +11,7 @@
 # tests, GPU checks and benchmarks under regress/ link the same library.
 
 EXTENSION = gpujoin
-EXTVERSION = 0.13
+EXTVERSION = 0.14
 
 MODULE_big = gpujoin
 
@@ -26,7 +26,7 @@ GLUE_OBJS = src/module.o src/machine.o src/errors.o src/resources.o src/fault_tr
 	src/read/parallel_read.o src/read/postgis.o src/read/pgvector.o src/read/keys.o src/read/row_keys.o \
 	src/join/clause.o src/join/self.o src/join/path.o src/join/lateral.o src/join/node.o src/join/exec.o \
 	src/join/pairs.o src/join/knn.o src/join/knn_key.o src/join/tid_read.o src/join/nulling.o \
-	src/dist/citus.o src/dist/strips.o src/dist/strip_tables.o src/dist/dist_knn.o src/dist/shard_knn.o src/dist/dist_dbscan.o src/dist/dist_join.o \
+	src/dist/citus.o src/dist/strips.o src/dist/strip_tables.o src/dist/dist_knn.o src/dist/shard_knn.o src/dist/match.o src/dist/dist_dbscan.o src/dist/dist_join.o \
 	src/dist/plain_sql.o src/dist/plain_pairs.o src/dist/plain_knn.o src/dist/plain_query.o src/dist/lateral_strip.o src/dist/bound_filter.o
 
 # The core: what the extension and every test program link.
@@ -51,7 +51,7 @@ DATA = sql/$(EXTENSION)--0.1.sql sql/$(EXTENSION)--0.1--0.2.sql \
 	sql/$(EXTENSION)--0.6--0.7.sql sql/$(EXTENSION)--0.7--0.8.sql \
 	sql/$(EXTENSION)--0.8--0.9.sql sql/$(EXTENSION)--0.9--0.10.sql \
 	sql/$(EXTENSION)--0.10--0.11.sql sql/$(EXTENSION)--0.11--0.12.sql \
-	sql/$(EXTENSION)--0.12--0.13.sql
+	sql/$(EXTENSION)--0.12--0.13.sql sql/$(EXTENSION)--0.13--0.14.sql
 
 REGRESS = basic errors nulls boundary arrays views sqlform crosscheck eps_join \
 	privileges cancel knn knn_crosscheck streaming restrict estimates \

@@ -659,19 +659,29 @@ COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, an
 -- rows (knn_lateral_selfjoin's too: those rows' nearest others among all
 -- the table's; and its ref_filter (0.13), the subquery's WHERE on r beside
 -- r.id <> q.id: each query row's nearest others among the rows where it
--- holds).  They run as the caller, as their query.
+-- holds).  They run as the caller, as their query.  query_match and
+-- ref_match (0.14; knn_lateral_selfjoin's match_col): the subquery's
+-- r.m = q.m, columns of one type compared by its own =: a query row's
+-- references are only those whose ref_match equals its query_match (none
+-- where it is NULL).  The rows move between the workers by that value,
+-- not by space, and each strip's LATERAL query returns every row of it
+-- itself, rows without a value too, so knn_lateral_fill is not called;
+-- keep_alone (with a match only) gives a query row with no reference one
+-- row with a NULL one.
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
                                  use_spheroid boolean DEFAULT false,
                                  query_id_col text DEFAULT NULL, ref_id_col text DEFAULT NULL,
-                                 ref_filter text DEFAULT NULL, query_filter text DEFAULT NULL)
+                                 ref_filter text DEFAULT NULL, query_filter text DEFAULT NULL,
+                                 query_match text DEFAULT NULL, ref_match text DEFAULT NULL,
+                                 keep_alone boolean DEFAULT false)
 RETURNS TABLE (q anyelement, r anycompatible, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text, text) IS
+COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text, text, text, text, boolean) IS
 'internal to the LATERAL kNN of distributed tables: knn_join ranked by the column''s own <->, '
 'on the workers';
 
@@ -679,13 +689,14 @@ CREATE FUNCTION knn_lateral_selfjoin(tbl regclass, cols text[], k integer, key a
                                      metric text DEFAULT 'l2',
                                      use_spheroid boolean DEFAULT false,
                                      id_col text DEFAULT NULL, query_filter text DEFAULT NULL,
-                                     ref_filter text DEFAULT NULL)
+                                     ref_filter text DEFAULT NULL, match_col text DEFAULT NULL,
+                                     keep_alone boolean DEFAULT false)
 RETURNS TABLE (a anyelement, b anyelement, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_selfjoin'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text, text) IS
+COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text, text, text, boolean) IS
 'internal to the LATERAL kNN of distributed tables: knn_selfjoin ranked by the column''s own <->, '
 'on the workers';
 

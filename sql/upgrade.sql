@@ -1,6 +1,6 @@
--- 0.1 -> ... -> 0.13: ALTER EXTENSION UPDATE adds the support function,
+-- 0.1 -> ... -> 0.14: ALTER EXTENSION UPDATE adds the support function,
 -- then the per-row functions, then the metric argument, then the two-table
--- joins, then use_spheroid, then the progress view, then the keyed forms, then knn_lateral_fill, then knn_lateral_join, then ref_filter, then knn_lateral_bound_filter, then knn_lateral_selfjoin's ref_filter; the result is the same catalog (names, arguments, support) as a
+-- joins, then use_spheroid, then the progress view, then the keyed forms, then knn_lateral_fill, then knn_lateral_join, then ref_filter, then knn_lateral_bound_filter, then knn_lateral_selfjoin's ref_filter, then the kinds' match; the result is the same catalog (names, arguments, support) as a
 -- fresh install.
 CREATE FUNCTION pg_temp.catalog() RETURNS TABLE (proname name, args text, has_support boolean)
 LANGUAGE sql AS $$

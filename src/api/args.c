@@ -244,6 +244,15 @@ RowFilter(const char *fname, const char *argname, const char *table, Datum d)
 	return filter;
 }
 
+/* knn_lateral_join's column argument name, if given (NULL: none) */
+static char *
+MatchArg(Oid funcid, const char *name, const Datum *args, const bool *argnulls, int nargs)
+{
+	int			i = GjArgPosition(funcid, name);
+
+	return i >= 0 && i < nargs && !argnulls[i] ? TextDatumGetCString(args[i]) : NULL;
+}
+
 /*
  * The raw parse of sql, "SELECT FROM t WHERE <a condition given as
  * fname's argument argname>": a syntax error is that argument's error,
@@ -291,7 +300,10 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 				nargs_given = nargs,
 				filter_arg;
 	char	   *filter = NULL,
-			   *query_filter = NULL;
+			   *query_filter = NULL,
+			   *query_match = NULL,
+			   *ref_match = NULL;
+	bool		keep_alone = false;
 	Datum		values[FUNC_MAX_ARGS];
 	bool		nulls[FUNC_MAX_ARGS];
 
@@ -331,6 +343,23 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
 			query_filter = RowFilter(spec->fname, "query_filter",
 									 fn == GJ_FN_KNN_JOIN ? "query_tbl" : "tbl", args[filter_arg]);
+		/* 0.14: the rows of the query row's own kind (dist/ checks the columns) */
+		query_match = MatchArg(funcid, fn == GJ_FN_KNN_JOIN ? "query_match" : "match_col", args, argnulls,
+							   nargs_given);
+		ref_match = fn == GJ_FN_KNN_JOIN ? MatchArg(funcid, "ref_match", args, argnulls, nargs_given) :
+			query_match;
+		filter_arg = GjArgPosition(funcid, "keep_alone");
+		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+			keep_alone = DatumGetBool(args[filter_arg]);
+		if ((query_match == NULL) != (ref_match == NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: query_match and ref_match must be given together", spec->fname)));
+		if (keep_alone && query_match == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: keep_alone needs %s", spec->fname,
+							fn == GJ_FN_KNN_JOIN ? "query_match and ref_match" : "match_col")));
 	}
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
@@ -501,6 +530,9 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	spec->input.nsp = spec->query.nsp = get_func_namespace(funcid);
 	spec->input.where = filter;	/* the references' (knn_join's input is ref_tbl) */
 	spec->query.where = query_filter;
+	spec->input.match = ref_match;
+	spec->query.match = query_match;
+	spec->keep_alone = keep_alone;
 	if ((query_filter != NULL || filter != NULL) && fn == GJ_FN_KNN_SELFJOIN)
 	{
 		/*

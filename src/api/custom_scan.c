@@ -659,6 +659,7 @@ ExplainDistributed(const GjJobStats *js, ExplainState *es)
 	else
 		ExplainPropertyText("Distributed",
 							psprintf("%d strips of %s, tasks on %d nodes: %s", js->dist.strips,
+									 js->dist.match != NULL ? psprintf("the hash of %s", js->dist.match) :
 									 js->dist.latitude ? "latitude" : psprintf("dimension %d", js->dist.dim + 1),
 									 js->dist.workers,
 									 js->dist.placement != NULL ? js->dist.placement : "?"), es);

@@ -124,3 +124,35 @@ GjCitusFreshTransaction(void)
 	return CatalogCount("SELECT transaction_number FROM pg_catalog.get_current_transaction_id()",
 						InvalidOid) == 0;
 }
+
+/*
+ * Are tables a and b hash-distributed by columns att_a and att_b and
+ * co-located?  Then Citus itself pushes a join on att_a = att_b down to
+ * each pair of shards.  Connects to SPI itself.
+ */
+bool
+GjCitusColocatedBy(Oid a, AttrNumber att_a, Oid b, AttrNumber att_b)
+{
+	Oid			argtypes[4] = {OIDOID, TEXTOID, OIDOID, TEXTOID};
+	Datum		args[4];
+	bool		found;
+
+	if (!GjCitusInstalled())
+		return false;
+	args[0] = ObjectIdGetDatum(a);
+	args[1] = CStringGetTextDatum(get_attname(a, att_a, false));
+	args[2] = ObjectIdGetDatum(b);
+	args[3] = CStringGetTextDatum(get_attname(b, att_b, false));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "gpujoin: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_dist_partition x, pg_catalog.pg_dist_partition y "
+							  "WHERE x.logicalrelid = $1 AND y.logicalrelid = $3 AND x.partmethod = 'h' "
+							  "AND y.partmethod = 'h' AND x.colocationid = y.colocationid "
+							  "AND pg_catalog.column_to_column_name(x.logicalrelid, x.partkey) = $2 "
+							  "AND pg_catalog.column_to_column_name(y.logicalrelid, y.partkey) = $4",
+							  4, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "gpujoin: could not read Citus's catalog of co-location");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}

@@ -17,6 +17,7 @@
  *	dist_knn.c	the kNN joins: the strips' bounds, halos within them
  *	shard_knn.c	the kNN joins of a few query rows: sent to every shard of
  *				the references, which do not move
+ *	match.c		the kNN joins of the query row's own kind: rows moved by kind
  *	dist_dbscan.c	dbscan: local clusters on the workers, joined here
  *	strip_tables.c	the intermediate tables, rows moved, SQL over them
  */
@@ -52,6 +53,7 @@ extern bool GjCitusReference(Oid relid);
 extern char *GjCitusReferenceShard(Oid relid);
 extern int	GjCitusWorkers(void);
 extern bool GjCitusFreshTransaction(void);
+extern bool GjCitusColocatedBy(Oid a, AttrNumber att_a, Oid b, AttrNumber att_b);
 
 /* strips.c: where to cut dimension dim of the rows of the queries */
 typedef struct GjStrips

@@ -7,6 +7,7 @@
  *	dist_join.c		the eps calls: which run here, GjDistStart, rows out
  *	dist_knn.c		the kNN calls: bounds, halos, the join
  *	shard_knn.c		the kNN calls of a few query rows: each shard answers them
+ *	match.c			the kNN calls of the query row's own kind: rows moved by kind
  *	dist_dbscan.c	dbscan: local clusters on the workers, joined here
  *	strip_tables.c	the tables, the rows moved into them, the SQL over them
  *	strips.c, citus.c	leaves
@@ -66,6 +67,8 @@ typedef struct DistCall
 	int			k;				/* kNN: k, and k + 1 for a self join (the row itself) */
 	bool		fresh;			/* nothing of the transaction ran on the workers before
 								 * the call (GjCitusFreshTransaction) */
+	char	   *match_eq;		/* the query row's own kind (match.c): the = of query_match
+								 * and ref_match, "OPERATOR(s.=)", else NULL */
 } DistCall;
 
 /* strip_tables.c */
@@ -85,6 +88,7 @@ extern char *GjDistSource(const GjInputSpec *in, int ncols, bool as_is, const ch
 extern char *GjDistFlaggedSource(const GjInputSpec *in, int ncols, bool as_is, const char *from,
 								 const char *flag);
 extern bool GjDistFiltersOthers(const DistCall *dc);
+extern const char *GjDistRowsOfR(const DistCall *dc);
 extern char *GjDistWritableSchema(void);
 extern char *GjDistValuesLiteral(const DistCall *dc);
 extern char *GjDistStripAt(const DistCall *dc, const char *x);
@@ -112,6 +116,10 @@ extern bool GjDistShardKnn(DistCall *dc, GjDist *dist, MemoryContext cxt, GjDist
 
 /* dist_knn.c: the kNN join's bounds, halos and query; rows moved */
 extern int64 GjDistKnn(DistCall *dc, GjDist *dist, MemoryContext cxt);
+
+/* match.c: the query row's own kind, its rows moved by kind */
+extern void GjDistMatchCheck(DistCall *dc);
+extern int64 GjDistMoveRowsByMatch(DistCall *dc);
 
 /* dist_dbscan.c: dbscan's labels on the workers, their clusters joined here */
 extern void GjDistDbscan(DistCall *dc, GjDist *dist, MemoryContext cxt);

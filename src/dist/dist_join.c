@@ -362,6 +362,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	}
 	if (spec->pg_order && (dc.s_ref != NULL || !s_dist || (!dc.self && !r_dist)))
 		return OnCoordinator(spec, "PostgreSQL's order is kept for two hash-distributed tables only");
+	if (dc.s->match != NULL)
+		GjDistMatchCheck(&dc);
 
 	/* a few query rows: each shard of the references answers them */
 	old = MemoryContextSwitchTo(cxt);
@@ -378,6 +380,13 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 
 	/* 1. the strips */
 	want = strips_guc > 0 ? strips_guc : GJ_STRIPS_PER_WORKER * Max(1, GjCitusWorkers());
+	if (dc.match_eq != NULL)
+	{
+		/* strips of kinds, not of space (match.c) */
+		dc.strips.n = Min(want, GJ_MAX_STRIPS);
+		dc.strips.dim = -1;
+	}
+	else
 	{
 		const char *from[2] = {dc.r_from, dc.s_from};
 
@@ -395,7 +404,8 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	t0 = gj_now_ms();
 	GjDistMakeTables(&dc, ++seq);
 	/* kNN: halos after its bounds */
-	stats->rows_moved = GjDistMoveRows(&dc, spec->is_knn ? 0 : dbscan ? 2 : 1);
+	stats->rows_moved = dc.match_eq != NULL ? GjDistMoveRowsByMatch(&dc) :
+		GjDistMoveRows(&dc, spec->is_knn ? 0 : dbscan ? 2 : 1);
 	GjDistFillCells(&dc);
 	stats->move_ms = gj_now_ms() - t0;
 
@@ -416,6 +426,10 @@ GjDistStart(const GjJobSpec *spec, MemoryContext cxt, GjDistStats *stats)
 	stats->join_ms = gj_now_ms() - t0;
 	stats->strips = dc.strips.n;
 	stats->dim = dc.strips.dim;
+	if (dc.match_eq != NULL)
+		stats->match = MemoryContextStrdup(MemoryContextGetParent(cxt),
+										   dc.self || strcmp(dc.r->match, dc.s->match) == 0 ? dc.s->match :
+										   psprintf("%s = %s", dc.r->match, dc.s->match));
 	stats->latitude = dc.geography;
 	SPI_finish();
 	GjProgressPhase(GJ_PHASE_EMIT);

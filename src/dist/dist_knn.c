@@ -217,12 +217,17 @@ static int64
 LateralKnn(DistCall *dc, GjDist *dist, MemoryContext cxt)
 {
 	int			k = dc->spec->k;
-	double	   *bound = Bounds(dc, dc->self || dc->others ? k + 1 : k);
-	int64		moved;
+	int64		moved = 0;
 
-	for (int i = 0; i < dc->strips.n; i++)
-		bound[i] = PgOrderBound(dc, bound[i]);
-	moved = Halos(dc, bound);
+	/* strips of kinds (match.c) hold their kinds whole: no bounds, no halos */
+	if (dc->match_eq == NULL)
+	{
+		double	   *bound = Bounds(dc, dc->self || dc->others ? k + 1 : k);
+
+		for (int i = 0; i < dc->strips.n; i++)
+			bound[i] = PgOrderBound(dc, bound[i]);
+		moved = Halos(dc, bound);
+	}
 	CHECK_FOR_INTERRUPTS();
 	GjDistFetch(dist, psprintf("SELECT j.* FROM %s c, LATERAL %s.knn_lateral_strip(c.lq, %d%s%s) j",
 							   dc->cells, quote_identifier(get_namespace_name(dc->spec->input.nsp)), k,

@@ -58,7 +58,14 @@
  *	  others among the rows where it holds (and the
  *	  query's own WHERE on q alone is passed on too, query_filter, so
  *	  that only the rows it keeps are query rows: QueryFilter, for the
- *	  other rows' form too);
+ *	  other rows' form too); and with any of these (0.14) r.m = q.m, the
+ *	  query row's own kind (MatchQual: one type, its own =, hashable,
+ *	  one deterministic collation or none), unless m is both tables'
+ *	  distribution column and they are co-located, which Citus pushes
+ *	  down itself: knn_lateral_join's query_match and ref_match
+ *	  (knn_lateral_selfjoin's match_col), whose strips each hold their
+ *	  kinds whole and answer every row themselves, rows without a point
+ *	  and a LEFT JOIN's row too (keep_alone): no knn_lateral_fill;
  *	- q and the subquery are reached from the query's FROM through inner
  *	  joins only (a q row without neighbours has no rows), or the subquery
  *	  is the right of a LEFT JOIN .. ON true whose left reaches q through
@@ -127,6 +134,7 @@ typedef struct KnnCandidate
 	Index		r_rti;			/* r in the subquery */
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
+	AttrNumber	match[2];		/* WHERE r.m = q.m: q's column, r's (0: none; 0.14) */
 	char	   *ref_filter;		/* WHERE on r alone, as SQL over r's columns (or NULL) */
 	char	   *query_filter;	/* the query's WHERE on q alone, the same over q's */
 	List	   *filter_params;	/* ... its parameters, $1 .. in it (a generic plan's), or NIL */
@@ -210,22 +218,25 @@ UniqueNotNull(Oid relid, AttrNumber att)
 	return found;
 }
 
-/* r.c <> q.c (either way round), c a column of both, by its type's own <>: c, else 0 */
-static AttrNumber
-OtherRowQual(Node *qual, Index r_rti, Index qe)
+/*
+ * qual is an operator of a user column of r (the subquery's entry r_rti)
+ * and one of q (entry qe of the level above), either way round: the
+ * operator, and the Vars (*r, *q), else NULL.
+ */
+static OpExpr *
+ColumnsOperator(Node *qual, Index r_rti, Index qe, Var **r, Var **q)
 {
 	OpExpr	   *op;
 	Var		   *a,
 			   *b;
-	TypeCacheEntry *tc;
 
 	if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
-		return 0;
+		return NULL;
 	op = (OpExpr *) qual;
 	a = (Var *) GjPlainStripRelabel(linitial(op->args));
 	b = (Var *) GjPlainStripRelabel(lsecond(op->args));
 	if (a == NULL || b == NULL || !IsA(a, Var) || !IsA(b, Var))
-		return 0;
+		return NULL;
 	if (a->varlevelsup == 1)
 	{
 		Var		   *t = a;
@@ -234,12 +245,54 @@ OtherRowQual(Node *qual, Index r_rti, Index qe)
 		b = t;
 	}
 	if (a->varlevelsup != 0 || a->varno != r_rti || b->varlevelsup != 1 || b->varno != qe ||
-		a->varattno <= 0 || a->varattno != b->varattno || a->vartype != b->vartype)
+		a->varattno <= 0 || b->varattno <= 0)
+		return NULL;
+	*r = a;
+	*q = b;
+	return op;
+}
+
+/* r.c <> q.c (either way round), c a column of both, by its type's own <>: c, else 0 */
+static AttrNumber
+OtherRowQual(Node *qual, Index r_rti, Index qe)
+{
+	Var		   *a,
+			   *b;
+	OpExpr	   *op = ColumnsOperator(qual, r_rti, qe, &a, &b);
+	TypeCacheEntry *tc;
+
+	if (op == NULL || a->varattno != b->varattno || a->vartype != b->vartype)
 		return 0;
 	tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR);
 	if (!OidIsValid(tc->eq_opr) || get_negator(tc->eq_opr) != op->opno)
 		return 0;
 	return a->varattno;
+}
+
+/*
+ * r.m = q.m (either way round), columns of one type compared by its own =,
+ * which has a hash function, under a deterministic collation (or none):
+ * the query row's own kind, which dist/ moves the rows by (match.c).
+ * match[0] is q's column, match[1] r's; false otherwise.
+ */
+static bool
+MatchQual(Node *qual, Index r_rti, Index qe, AttrNumber match[2])
+{
+	Var		   *a,
+			   *b;
+	OpExpr	   *op = ColumnsOperator(qual, r_rti, qe, &a, &b);
+	TypeCacheEntry *tc;
+
+	if (op == NULL || a->vartype != b->vartype ||
+		a->varcollid != b->varcollid || op->inputcollid != a->varcollid ||
+		(OidIsValid(a->varcollid) && !get_collation_isdeterministic(a->varcollid)))
+		return false;
+	tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
+	if (!OidIsValid(tc->eq_opr) || tc->eq_opr != op->opno || !OidIsValid(tc->hash_proc))
+		return false;
+	match[0] = b->varattno;
+	match[1] = a->varattno;
+	return true;
 }
 
 typedef struct OneEntry
@@ -324,12 +377,14 @@ DeparseOnEntry(List *conds, Index rti, Oid relid)
  * itself is one of them only where it holds on the row.
  */
 static bool
-SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other, char **ref_filter)
+SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other, AttrNumber match[2],
+			  char **ref_filter)
 {
 	List	   *conds = NIL;
 	ListCell   *lc;
 
 	*other = 0;
+	match[0] = match[1] = 0;
 	*ref_filter = NULL;
 	if (quals == NULL)
 		return true;
@@ -343,6 +398,8 @@ SubqueryWhere(Node *quals, Index r_rti, Index qe, Oid r_relid, AttrNumber *other
 			*other = o;
 			continue;
 		}
+		if (match[0] == 0 && MatchQual(c, r_rti, qe, match))
+			continue;
 		if (NotOnOneEntry(c, r_rti, false) || contain_volatile_functions(c))
 			return false;
 		conds = lappend(conds, c);
@@ -531,6 +588,7 @@ Consider(KnnFinder *f, Index ne)
 	int32		srid_r,
 				srid_q;
 	AttrNumber	other;
+	AttrNumber	match[2];
 	char	   *ref_filter;
 	bool		left;
 	bool		grouped;
@@ -565,8 +623,15 @@ Consider(KnnFinder *f, Index ne)
 		return;
 	rr = rt_fetch(r_rti, sq->rtable);
 	qr = rt_fetch(qv->varno, q->rtable);
-	if (!SubqueryWhere(sq->jointree->quals, r_rti, qv->varno, rr->relid, &other, &ref_filter) ||
+	if (!SubqueryWhere(sq->jointree->quals, r_rti, qv->varno, rr->relid, &other, match, &ref_filter) ||
 		(other != 0 && (rr->relid != qr->relid || !UniqueNotNull(rr->relid, other))))
+		return;
+	/*
+	 * The kind both tables' distribution column, co-located: Citus pushes
+	 * the LATERAL down to each shard itself (a GpuJoin there where gpujoin
+	 * is loaded), and nothing moves
+	 */
+	if (match[0] != 0 && GjCitusColocatedBy(qr->relid, match[0], rr->relid, match[1]))
 		return;
 	if (!GjPlainReadAsCaller(sq, rr) || !GjPlainReadAsCaller(q, qr) ||
 		GjPlainOddUse(sq, r_rti) || GjPlainOddUse(q, qv->varno) ||
@@ -583,6 +648,8 @@ Consider(KnnFinder *f, Index ne)
 	c->r_rti = r_rti;
 	c->r_col = rv->varattno;
 	c->other = other;
+	c->match[0] = match[0];
+	c->match[1] = match[1];
 	c->ref_filter = ref_filter;
 	if (f->bind < 0)
 	{
@@ -701,6 +768,18 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 
 	const char *q_cols = GjPlainRowColumns(q_relid, "u.q", &natts);
 
+	/*
+	 * The query row's own kind (0.14): each strip's LATERAL query returns
+	 * every row itself, rows without a point and LEFT JOIN's row too, so
+	 * no knn_lateral_fill (match.c)
+	 */
+	if (c->match[0] != 0)
+		filter = psprintf("%s%s%s", filter, c->other != 0 ?
+						  psprintf(", match_col => %s", quote_literal_cstr(get_attname(q_relid, c->match[0], false))) :
+						  psprintf(", query_match => %s, ref_match => %s",
+								   quote_literal_cstr(get_attname(q_relid, c->match[0], false)),
+								   quote_literal_cstr(get_attname(r_relid, c->match[1], false))),
+						  c->left ? ", keep_alone => true" : "");
 	if (c->other == 0)
 		knn = psprintf("SELECT p.q, p.r FROM %s.%s(%u::pg_catalog.oid::pg_catalog.regclass, "
 					   "%u::pg_catalog.oid::pg_catalog.regclass, ARRAY[%s]::pg_catalog.text[], %d, "
@@ -717,12 +796,15 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 		other = psprintf(", other_col => %s", quote_literal_cstr(get_attname(q_relid, c->other, false)));
 	}
 	/* (q, r): every neighbour of every row, and the rows the engine leaves out */
-	sql = psprintf("%s UNION ALL "
-				   "SELECT f.q, f.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
-				   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s%s%s) f",
-				   knn, nsp, q_relid, r_relid, qcol, rcol, c->k,
-				   qtype, rtype, other, c->left ? ", keep_alone => true" : "",
-				   c->cosine ? ", op => '<=>'" : "", filter);
+	if (c->match[0] != 0)
+		sql = knn;
+	else
+		sql = psprintf("%s UNION ALL "
+					   "SELECT f.q, f.r FROM %s.knn_lateral_fill(%u::pg_catalog.oid::pg_catalog.regclass, "
+					   "%u::pg_catalog.oid::pg_catalog.regclass, %s, %s, %d, NULL::%s, NULL::%s%s%s%s%s) f",
+					   knn, nsp, q_relid, r_relid, qcol, rcol, c->k,
+					   qtype, rtype, other, c->left ? ", keep_alone => true" : "",
+					   c->cosine ? ", op => '<=>'" : "", filter);
 	if (c->grouped)
 		sql = psprintf("SELECT %su.r FROM (SELECT v.q, pg_catalog.array_agg(v.r) AS r FROM (%s) v(q, r) "
 					   "GROUP BY v.q) u", q_cols, sql);
@@ -739,7 +821,7 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 		FilterParams fp = {c->filter_params, &found};
 
 		(void) query_tree_walker(sub, SetFilterParams, &fp, 0);
-		if (found != 2)
+		if (found != (c->match[0] != 0 ? 1 : 2))
 			elog(ERROR, "gpujoin: unexpected rewrite of a LATERAL kNN's parameters: %s", sql);
 	}
 	return sub;
@@ -905,7 +987,8 @@ GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 	const char *nspname;
 	bool		lateral_fns,
 				filter_fns,
-				other_filter_fns;
+				other_filter_fns,
+				match_fns;
 
 	GjPlainEachLevel(parse, FindInLevel, &f, 0);
 	if (f.found == NIL)
@@ -928,12 +1011,16 @@ GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 	filter_fns = lateral_fns && HasFunction(nsp, "knn_lateral_join", "ref_filter");
 	/* ... to 0.13 no knn_lateral_selfjoin with ref_filter */
 	other_filter_fns = filter_fns && HasFunction(nsp, "knn_lateral_selfjoin", "ref_filter");
+	/* ... to 0.14 no query row's own kind */
+	match_fns = other_filter_fns && HasFunction(nsp, "knn_lateral_join", "ref_match") &&
+		HasFunction(nsp, "knn_lateral_selfjoin", "match_col");
 	foreach(lc, f.found)
 	{
 		KnnCandidate *c = lfirst(lc);
 
 		if ((c->pg_order && !lateral_fns) || (c->ref_filter != NULL && !filter_fns) ||
-			(c->ref_filter != NULL && c->other != 0 && !other_filter_fns))
+			(c->ref_filter != NULL && c->other != 0 && !other_filter_fns) ||
+			(c->match[0] != 0 && !match_fns))
 			return;
 	}
 	foreach(lc, f.found)

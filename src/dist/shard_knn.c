@@ -575,7 +575,13 @@ GjDistShardKnn(DistCall *dc, GjDist *dist, MemoryContext cxt, GjDistStats *stats
 	int			nest;
 	bool		done;
 
-	if (!spec->is_knn || !spec->pg_order || !dc->fresh || broadcast_rows_guc == 0 || dc->s_ref != NULL)
+	/*
+	 * Not of the query row's own kind (match.c): those rows' LATERAL answers
+	 * need the rows without a point too, which this path leaves to
+	 * knn_lateral_fill
+	 */
+	if (!spec->is_knn || !spec->pg_order || !dc->fresh || broadcast_rows_guc == 0 || dc->s_ref != NULL ||
+		dc->match_eq != NULL)
 		return false;
 	nest = NewGUCNestLevel();
 	(void) set_config_option("citus.multi_shard_modify_mode", "sequential", PGC_USERSET, PGC_S_SESSION,

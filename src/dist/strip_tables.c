@@ -165,6 +165,8 @@ GjDistFlaggedSource(const GjInputSpec *in, int ncols, bool as_is, const char *fr
 {
 	char	   *base;
 	const char *ref = flag != NULL ? ", ref" : "";
+	/* knn_lateral_join's query_match or ref_match: the row's kind, m (match.c) */
+	const char *m = in->match != NULL ? ", m" : "";
 
 	if (as_is || from != NULL)
 	{
@@ -179,6 +181,8 @@ GjDistFlaggedSource(const GjInputSpec *in, int ncols, bool as_is, const char *fr
 		appendStringInfo(&s, "SELECT %s", GjRelationIdExpr(in));
 		for (int i = 0; i < n; i++)
 			appendStringInfo(&s, ", %s", GjDistColumnName(in, i));
+		if (in->match != NULL)
+			appendStringInfo(&s, ", %s", quote_identifier(in->match));
 		if (flag != NULL)
 			appendStringInfo(&s, ", (%s) IS TRUE", flag);
 		appendStringInfo(&s, " FROM %s", from != NULL ? from :
@@ -189,14 +193,14 @@ GjDistFlaggedSource(const GjInputSpec *in, int ncols, bool as_is, const char *fr
 			appendStringInfo(&s, " WHERE (%s)", in->where);
 		base = s.data;
 	}
-	else if (in->where != NULL || flag != NULL)
+	else if (in->where != NULL || flag != NULL || in->match != NULL)
 		elog(ERROR, "gpujoin: a filtered input of numeric columns");
 	else
 		base = GjBuildRelationQuery(in, 0);
 	if (in->keys != NULL && !in->keys->kept)
-		base = psprintf("SELECT 0::int8, %s%s FROM (%s) q0(k, %s%s)", CoordList(ncols), ref, base,
-						CoordList(ncols), ref);
-	return psprintf("(%s) q(%s%s)", base, GjDistColumnList(ncols), ref);
+		base = psprintf("SELECT 0::int8, %s%s%s FROM (%s) q0(k, %s%s%s)", CoordList(ncols), m, ref, base,
+						CoordList(ncols), m, ref);
+	return psprintf("(%s) q(%s%s%s)", base, GjDistColumnList(ncols), m, ref);
 }
 
 /* The base type and typmod of in's one coordinate column; false when it has several. */
@@ -553,8 +557,8 @@ GjDistStripAt(const DistCall *dc, const char *x)
  * of a table's rows out of its references (GjDistFiltersOthers), whether
  * each query row is one of them (ref): those lack themselves.
  */
-static const char *
-RowsOfR(const DistCall *dc)
+const char *
+GjDistRowsOfR(const DistCall *dc)
 {
 	if (!GjDistFiltersOthers(dc))
 		return dc->r_from;
@@ -604,7 +608,7 @@ GjDistMakeTables(DistCall *dc, uint32 seq)
 	if (!dc->self)
 	{
 		GjDistExec(psprintf("CREATE UNLOGGED TABLE %s AS SELECT 0::int4 AS strip, q.* FROM %s WITH NO DATA",
-							dc->r_tab, RowsOfR(dc)), SPI_OK_UTILITY);
+							dc->r_tab, GjDistRowsOfR(dc)), SPI_OK_UTILITY);
 		GjDistExec(psprintf("SELECT create_distributed_table('%s', 'strip', colocate_with => '%s')",
 							dc->r_tab, dc->cells), SPI_OK_SELECT);
 	}
@@ -666,7 +670,7 @@ GjDistMoveRows(DistCall *dc, int halo)
 	if (!dc->self)
 	{
 		moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[%s + 1], q.* FROM %s WHERE %s",
-									 dc->r_tab, vals, own, RowsOfR(dc), kept), SPI_OK_INSERT);
+									 dc->r_tab, vals, own, GjDistRowsOfR(dc), kept), SPI_OK_INSERT);
 		CHECK_FOR_INTERRUPTS();
 	}
 	if (dc->s_ref != NULL)
@@ -711,14 +715,15 @@ ReferenceQueries(const DistCall *dc)
 }
 
 /*
- * Whether each strip answers by its own LATERAL query (knn_lateral_join of
- * pgvector columns, whose order is float32's); points' order is the
- * engine's own, and knn_join's path answers them.
+ * Whether each strip answers by its own LATERAL query: knn_lateral_join of
+ * pgvector columns, whose order is float32's, and of the query row's own
+ * kind (match.c); points' order is the engine's own, and knn_join's path
+ * answers them otherwise.
  */
 bool
 GjDistLateralStrips(const DistCall *dc)
 {
-	return dc->spec->pg_order && dc->vector != 0;
+	return dc->spec->pg_order && (dc->vector != 0 || dc->match_eq != NULL);
 }
 
 /* pgvector's <-> or <=>, as "OPERATOR(schema.<->)" */
@@ -729,24 +734,38 @@ GjDistVectorOperator(const DistCall *dc)
 					dc->cosine ? "<=>" : "<->");
 }
 
+/* The ORDER BY's operator: pgvector's, or PostGIS's <-> of geometry */
+static char *
+LateralOperator(const DistCall *dc)
+{
+	if (dc->vector != 0)
+		return GjDistVectorOperator(dc);
+	return psprintf("OPERATOR(%s.<->)", quote_identifier(get_namespace_name(dc->postgis_nsp)));
+}
+
 /*
  * knn_lateral_join's query of each strip (lq), a LATERAL kNN over its
  * shards by the column type's own <-> or <=> (knn_lateral_strip, lateral_strip.c,
  * runs it on the worker): a format() of the query rows' shard (%2$I),
  * the references' (%3$I) and the strip (%4$s), schema %1$s.  The query
  * rows are r's of the strip (a self join: its own rows of s, and each
- * one's references the others).
+ * one's references the others).  Of the query row's own kind (match.c):
+ * s.m = q.m too, and keep_alone's LEFT JOIN gives a row without a
+ * reference its NULL one.
  */
 static char *
 LateralQueryFormat(const DistCall *dc)
 {
-	char	   *op = GjDistVectorOperator(dc);
+	char	   *op = LateralOperator(dc);
+	bool		left = dc->match_eq != NULL && dc->spec->keep_alone;
 
-	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q CROSS JOIN LATERAL "
-					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s "
-					"ORDER BY s.c1 %s q.c1 LIMIT %d) n WHERE q.strip = %%4$s%s",
-					op, dc->self || dc->others ? " AND s.id IS DISTINCT FROM q.id" : "", op, dc->spec->k,
-					dc->self ? " AND q.own" : "");
+	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q %s JOIN LATERAL "
+					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s%s "
+					"ORDER BY s.c1 %s q.c1 LIMIT %d) n%s WHERE q.strip = %%4$s%s",
+					left ? "LEFT" : "CROSS", op,
+					dc->self || dc->others ? " AND s.id IS DISTINCT FROM q.id" : "",
+					dc->match_eq != NULL ? psprintf(" AND s.m %s q.m", dc->match_eq) : "",
+					op, dc->spec->k, left ? " ON true" : "", dc->self ? " AND q.own" : "");
 }
 
 /*

@@ -65,6 +65,12 @@ typedef struct GjJobSpec
 	 * of the references, it is not among them at all)
 	 */
 	bool		others;
+	/*
+	 * knn_lateral_join with query_match and ref_match (input.match,
+	 * query.match): a query row without a reference comes once with a
+	 * NULL one (LEFT JOIN LATERAL's row)
+	 */
+	bool		keep_alone;
 
 	/*
 	 * Only the output rows whose id column filter_column (0: the first, 1:
@@ -87,6 +93,7 @@ typedef struct GjDistStats
 	int			workers;		/* nodes they ran on */
 	const char *placement;		/* "host:port n, ..." tasks per node */
 	int			dim;			/* the dimension cut (0-based) */
+	const char *match;			/* ... or the kind's column (strips of kinds), else NULL */
 	bool		latitude;		/* ... which is geography's latitude */
 	int64		rows_moved;		/* rows written to the strips, halos included */
 	double		plan_ms;		/* bounds and histogram */

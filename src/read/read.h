@@ -63,6 +63,8 @@ typedef struct GjInputSpec
 	ArrayType  *cols;			/* coordinate column names */
 	text	   *id_col;			/* NULL: the primary key */
 	const char *where;			/* only rows where this SQL condition holds (dist/ only) */
+	const char *match;			/* a column whose value a row's references share (dist/ only:
+								 * knn_lateral_join's query_match, ref_match) */
 	GjKeys	   *keys;			/* NULL: an integer id (else the read fills it) */
 	/* query form, and the values of its $1, $2, ... (nparams of them) */
 	const char *query;

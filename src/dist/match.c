@@ -1,0 +1,119 @@
+/*
+ * match.c
+ *		The LATERAL kNN of the query row's own kind on the workers:
+ *		knn_lateral_join's query_match and ref_match (the subquery's
+ *		r.kind = q.kind), the rows moved by their kind, not by space.
+ *
+ * A query row's references are only the rows of its kind, so strips of
+ * space would need each kind's own bound on the k-th distance, and a
+ * kind with fewer than k rows in a strip would send every reference
+ * everywhere.  Instead each row goes to the strip its kind's hash names
+ * (the type's own hash, which equal values share): every kind lies whole
+ * in one strip, with its query rows, and nothing is copied.  Each strip
+ * answers by its own LATERAL query with s.m = q.m in it
+ * (strip_tables.c), which the worker plans as a GpuJoin searching by key
+ * (join/knn_key.c).  That query sees every row of the kind, rows without
+ * a point too, so it returns PostgreSQL's rows for those as well: no
+ * knn_lateral_fill.  A kind's rows all go to one worker; a kind of half
+ * the rows makes that worker's strip the longest task.
+ *
+ * The kinds compare by the type's own = on both sides (one type, the
+ * operator a hash opclass's), under a deterministic collation, where
+ * equal values have equal bytes: the hash agrees with = whatever the
+ * collation.  A NULL kind matches nothing: its query rows go to one
+ * strip and find no reference there, and the references are left out.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_locale.h"
+#include "utils/typcache.h"
+
+#include "dist/dist_internal.h"
+
+/* The type of column name of relid, checked as a kind (its collation in *coll). */
+static Oid
+MatchColumnType(const DistCall *dc, Oid relid, const char *name, Oid *coll)
+{
+	AttrNumber	att = GjLookupColumn(relid, name);
+	Oid			type;
+	int32		typmod;
+
+	if (att <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: \"%s\" is not a user column of %s", dc->spec->fname, name, get_rel_name(relid))));
+	get_atttypetypmodcoll(relid, att, &type, &typmod, coll);
+	return type;
+}
+
+/*
+ * Check the call's kinds and note the = that compares them (dc->match_eq),
+ * or an error: the rewrite passes only kinds that fit, and no other node
+ * keeps PostgreSQL's order.
+ */
+void
+GjDistMatchCheck(DistCall *dc)
+{
+	const char *fname = dc->spec->fname;
+	Oid			qcoll,
+				rcoll;
+	Oid			qtype = MatchColumnType(dc, dc->r->relid, dc->r->match, &qcoll);
+	Oid			rtype = MatchColumnType(dc, dc->s->relid, dc->s->match, &rcoll);
+	TypeCacheEntry *tc;
+
+	if (qtype != rtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: query_match and ref_match must be columns of one type", fname)));
+	tc = lookup_type_cache(qtype, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
+	if (!OidIsValid(tc->eq_opr) || !OidIsValid(tc->hash_proc))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("%s: type %s has no equality operator with a hash function",
+						fname, format_type_be(qtype))));
+	if (qcoll != rcoll ||
+		(OidIsValid(qcoll) && !get_collation_isdeterministic(qcoll)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_COLLATION),
+				 errmsg("%s: query_match and ref_match must have one deterministic collation", fname)));
+	dc->match_eq = GjDistOperator(tc->eq_opr);
+}
+
+/*
+ * Move every row into the strip of its kind: the query rows all (a row
+ * without a point, or of a NULL kind, still has its LATERAL rows), the
+ * references of a kind (a self join's table: all, every row is a query
+ * row).  Where a query_filter keeps some of the query rows ("the 5
+ * nearest of item 42's kind"), only the references of their kinds move:
+ * the kinds' distinct values come here and go back to the workers as an
+ * intermediate result (Citus's plan of the IN), which is fewer than the
+ * query rows.  Returns the rows written.
+ */
+int64
+GjDistMoveRowsByMatch(DistCall *dc)
+{
+	int			n = dc->strips.n;
+	char	   *vals = GjDistValuesLiteral(dc);
+	/* hash_array: the element type's own hash, under the column's collation */
+	char	   *own = psprintf("(((pg_catalog.hash_array(ARRAY[q.m])::pg_catalog.int8 %% %d) + %d) %% %d)",
+							   n, n, n);
+	int64		moved = 0;
+
+	if (!dc->self)
+	{
+		moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[%s + 1], q.* FROM %s",
+									 dc->r_tab, vals, own, GjDistRowsOfR(dc)), SPI_OK_INSERT);
+		CHECK_FOR_INTERRUPTS();
+	}
+	moved += GjDistExec(psprintf("INSERT INTO %s SELECT (%s)[%s + 1], true, true, false, q.* FROM %s%s%s",
+								 dc->s_tab, vals, own, dc->s_from, dc->self ? "" : " WHERE q.m IS NOT NULL",
+								 dc->self || dc->r->where == NULL ? "" :
+								 psprintf(" AND q.m IN (SELECT DISTINCT m FROM %s)", dc->r_tab)),
+						SPI_OK_INSERT);
+	return moved;
+}
