@@ -23,8 +23,9 @@
  *
  * bench: Syn32D2M eps 0.08 (2M exponential points in 32-D, brute force and
  * blocks) and 1M x 128-D clusters kNN k = 10 (brute force and blocks), on
- * GPU 0 alone and on every visible GPU, best of two runs each, the rows
- * compared, and how the batches split between the members.  GJ_VERBOSE=1
+ * GPU 0 alone and on every visible GPU: a run of each that stores the
+ * rows, which are compared, then the best of two runs each that count
+ * them (timed), and how the batches split between the members.  GJ_VERBOSE=1
  * prints each kNN member's start and search, GJ_VERBOSE=2 also each of its
  * batches (gj_gpu_knn_batches: queued, on the host, emitted, device time).
  */
@@ -580,28 +581,47 @@ check_main(void)
 
 /* --- the benchmark ------------------------------------------------------------ */
 
+/*
+ * The faster of two timed runs.  The timed runs only count the rows: the
+ * run that stores them for the comparison (each way's first, which also
+ * pays for a cold start: contexts, peer access, pinned blocks) times the
+ * bench's own set more than the engine (12-17 ms a kNN batch to store,
+ * 4.5 to count), and a team's members emit twice as fast into it.
+ */
+static tiles_run
+best_tiles(tiles_run x, tiles_run y)
+{
+	return x.st == GJ_DONE && (y.st != GJ_DONE || x.secs <= y.secs) ? x : y;
+}
+
+static knn_run
+best_knn(knn_run x, knn_run y)
+{
+	return x.st == GJ_DONE && (y.st != GJ_DONE || x.secs <= y.secs) ? x : y;
+}
+
 static void
 bench_tiles(const char *name, const gj_points *p, gj_tiles_options o, const int *all, int n)
 {
 	gj_pairset	a = {0},
 				b = {0};
-	tiles_run	r1 = run_tiles(p, &o, options(NULL, 0), NULL, 0),
+	tiles_run	r1,
 				r2,
 				t1,
 				t2;
 	const char *why;
 	int64_t		at;
 
+	/* the rows first (each way's first run, cold), then two timed runs each that count them */
 	r2 = run_tiles(p, &o, options(NULL, 0), &a, 0);
-	r1.secs = r1.secs < r2.secs ? r1.secs : r2.secs;
-	t1 = run_tiles(p, &o, options(all, n), NULL, 0);
 	t2 = run_tiles(p, &o, options(all, n), &b, 0);
-	t1.secs = t1.secs < t2.secs ? t1.secs : t2.secs;
+	r1 = best_tiles(run_tiles(p, &o, options(NULL, 0), NULL, 0), run_tiles(p, &o, options(NULL, 0), NULL, 0));
+	t1 = best_tiles(run_tiles(p, &o, options(all, n), NULL, 0), run_tiles(p, &o, options(all, n), NULL, 0));
 	why = r2.st != GJ_DONE || t2.st != GJ_DONE ? "failed" : gj_pairset_diff(&a, &b, &at);
 	printf("| %s | %lld | %.3f | %.3f | %d | **%.2fx** | %s | %s | %.0f / %.0f |\n", name,
-		   (long long) a.n, r1.secs, t1.secs, t2.members, r1.secs / t1.secs, why ? why : "same",
-		   t2.batches, r2.start_ms, t2.start_ms);
-	if (why != NULL)
+		   (long long) a.n, r1.secs, t1.secs, t1.members, r1.secs / t1.secs, why ? why : "same",
+		   t1.batches, r1.start_ms, t1.start_ms);
+	if (why != NULL || r1.st != GJ_DONE || t1.st != GJ_DONE)
 		failed++;
 	gj_pairset_free(&a);
 	gj_pairset_free(&b);
@@ -627,18 +647,17 @@ bench_knn(const char *name, const gj_points *refs, gj_knn_options opt, const gj_
 	gj_points_copy(&r, refs, refs->n);
 	pinned = getenv("GJ_TEAM_PINNED") != NULL &&
 		gj_bench_pin(r.x, sizeof(double) * r.dims * r.n, 1) == 0;
-	r1 = run_knn(&r, NULL, &opt, g1, NULL);
+	/* the rows first (each way's first run, cold), then two timed runs each that count them */
 	r2 = run_knn(&r, NULL, &opt, g1, &a);
-	r1.secs = r1.secs < r2.secs ? r1.secs : r2.secs;
-	t1 = run_knn(&r, NULL, &opt, gn, NULL);
 	t2 = run_knn(&r, NULL, &opt, gn, &b);
-	t1.secs = t1.secs < t2.secs ? t1.secs : t2.secs;
+	r1 = best_knn(run_knn(&r, NULL, &opt, g1, NULL), run_knn(&r, NULL, &opt, g1, NULL));
+	t1 = best_knn(run_knn(&r, NULL, &opt, gn, NULL), run_knn(&r, NULL, &opt, gn, NULL));
 	why = r2.st != GJ_DONE || t2.st != GJ_DONE ? "failed" : gj_knnset_diff(&a, &b);
 	printf("| %s%s | %lld | %.3f | %.3f | %d | **%.2fx** | %s | %s | %.0f / %.0f |\n", name,
 		   pinned ? ", rows in pinned memory" : "",
-		   (long long) a.n, r1.secs, t1.secs, t2.members, r1.secs / t1.secs, why ? why : "same",
-		   t2.batches, r2.start_ms, t2.start_ms);
-	if (why != NULL)
+		   (long long) a.n, r1.secs, t1.secs, t1.members, r1.secs / t1.secs, why ? why : "same",
+		   t1.batches, r1.start_ms, t1.start_ms);
+	if (why != NULL || r1.st != GJ_DONE || t1.st != GJ_DONE)
 		failed++;
 	if (pinned)
 		gj_bench_pin(r.x, 0, 0);
@@ -671,7 +690,7 @@ bench_main(void)
 			t += *t == ',';
 		}
 	}
-	printf("%d GPUs; engine alone, host to host, best of two runs each\n\n", n);
+	printf("%d GPUs; engine alone, host to host, best of two counting runs each after a run that stores the rows\n\n", n);
 	printf("| case | rows | 1 GPU s | all GPUs s | GPUs | speed-up | rows equal | batches by member | start ms, 1 / all |\n");
 	printf("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |\n");
 	if (only == NULL || strstr(only, "syn") != NULL)
