@@ -1124,15 +1124,17 @@ times_out dbscan "SELECT count(*) FROM dbscan('d_big_s', '{x,y}', 0.002, 5)"
 # such query still runs on a worker, no intermediate table is left
 if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ]; then
 	q "SET citus.shard_count = 8;
-	   CREATE TABLE d_lw (id bigint PRIMARY KEY, v vector(32));
+	   CREATE TABLE d_lw (id bigint PRIMARY KEY, v vector(32), kind int);
 	   SELECT create_distributed_table('d_lw', 'id');
 	   INSERT INTO d_lw SELECT i, (SELECT array_agg((hashint8(i * 32 + d) % 1000) / 1000.0)
-	          FROM generate_series(1, 32) d)::vector FROM generate_series(1, 30000) i;" >/dev/null
+	          FROM generate_series(1, 32) d)::vector, i % 2 FROM generate_series(1, 30000) i;" >/dev/null
 	w1=${GJ_WORKER_PORTS%% *}
-	for way in "in strips:0" "by shard:100000"; do
+	# the third way: strips of the kind's hash (the same kind, not the distribution column)
+	for way in "in strips:0:" "by shard:100000:" "by kind:0:WHERE b.kind = a.kind"; do
+		wb=${way#*:}
 		(psql -X -q -At -c "SET application_name = 'gj_lateral_cancel'" -c "LOAD 'gpujoin'" \
-			-c "SET gpujoin.distributed_broadcast_rows = ${way#*:}" \
-			-c "SELECT count(*) FROM d_lw a CROSS JOIN LATERAL (SELECT b.id FROM d_lw b ORDER BY b.v <=> a.v LIMIT 10) n" \
+			-c "SET gpujoin.distributed_broadcast_rows = ${wb%%:*}" \
+			-c "SELECT count(*) FROM d_lw a CROSS JOIN LATERAL (SELECT b.id FROM d_lw b ${way##*:} ORDER BY b.v <=> a.v LIMIT 10) n" \
 			>/tmp/gj_lateral_cancel.$$ 2>&1; date +%s%N >/tmp/gj_lateral_cancel_end.$$) &
 		seen=0
 		for _ in $(seq 1 600); do
