@@ -106,7 +106,6 @@ extern uint64_t gj_fp_mix(uint64_t h, uint64_t v);
 extern gj_status gj_gpu_share_publish(gj_gpu_share *s, uint64_t fp, int64_t nseq);
 extern int	gj_gpu_share_claim(gj_gpu_share *s, int64_t seq);
 extern int64_t gj_gpu_share_next(gj_gpu_share *s, int64_t n);
-extern int64_t gj_gpu_share_taken(gj_gpu_share *s);
 extern int	gj_gpu_share_members(const gj_gpu_share *s);
 extern cudaError_t gj_gpu_share_upload(gj_gpu_share *s, int member, void *dst, const void *src,
 									   size_t bytes, cudaStream_t stream);

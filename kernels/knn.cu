@@ -54,7 +54,6 @@
 #define KNN_MAX_ENTRIES ((int64_t) 16 << 20)	/* k-buffer entries per batch */
 #define KNN_MIN_FIRST_BATCH 2048	/* queries of the first batch, at least */
 #define KNN_MIN_TEAM_BATCH 1024	/* a team's members' batches, at least */
-#define KNN_TEAM_TAIL_BATCH 16384	/* ... and at the end, while more are left */
 #define KNN_REG_DIMS 8			/* queries up to this wide are copied to registers */
 
 typedef struct knn_batch_buf
@@ -1049,27 +1048,32 @@ first_batch(const struct gj_gpu_knn *j)
 }
 
 /*
- * A team member's next batch, at most n queries.  Four batches a member at
- * least, so that each has some to take; and towards the end, a share of
- * what is left (guided self-scheduling): the members end within a small
- * batch of each other, where full batches to the last left one member
- * searching alone for up to a batch's time (26 ms of 65536 128-D queries
- * on an H200) while the other waited.  Not below KNN_TEAM_TAIL_BATCH
- * while that many are left: two smaller batches at once (the double
- * buffer) would leave SMs idle.
+ * A team member's next batch, at most n queries: the queries cut into
+ * batches of one size, as many a member (the fewest batches of at most n
+ * that m members can share evenly), so that equally fast members end
+ * together with every batch full.  Four batches a member at least, so
+ * that each has some to take.  A batch's device time has a floor (one
+ * CTA's sweep: 18 ms on an H200 for 1,528 128-D queries against 26 ms
+ * for 65,536), so small batches at the end, which the guided schedule
+ * of stop 62 gave (a share of what was left, down to 16,384), made every
+ * member as slow as the slower one had been (two H200s: members 218-222
+ * ms against 198-219 with full batches to the last).
  */
 static int64_t
 team_batch(const struct gj_gpu_knn *j, int64_t n, int64_t nq)
 {
 	int64_t		m = gj_gpu_share_members(j->share),
-				most = nq / (4 * m),
-				left = nq - gj_gpu_share_taken(j->share),
-				tail = (left + 2 * m - 1) / (2 * m);
+				per,
+				b;
 
-	most = most > KNN_MIN_TEAM_BATCH ? most : KNN_MIN_TEAM_BATCH;
-	tail = tail > KNN_TEAM_TAIL_BATCH ? tail : KNN_TEAM_TAIL_BATCH;
-	most = most < tail ? most : tail;
-	return n < most ? n : most;
+	(void) j;
+	n = n < nq / (4 * m) ? n : nq / (4 * m);
+	n = n > KNN_MIN_TEAM_BATCH ? n : KNN_MIN_TEAM_BATCH;
+	/* batches a member, then their even size, rounded up to whole thread blocks */
+	per = (nq + m * n - 1) / (m * n);
+	b = (nq + m * per - 1) / (m * per);
+	b = (b + KNN_BLOCK - 1) / KNN_BLOCK * KNN_BLOCK;
+	return b < n ? b : n;
 }
 
 /*

@@ -111,13 +111,6 @@ gj_gpu_share_next(gj_gpu_share *s, int64_t n)
 	return __atomic_fetch_add(&s->next, n, __ATOMIC_RELAXED);
 }
 
-/* Positions of the shared order handed out so far (some past the end). */
-int64_t
-gj_gpu_share_taken(gj_gpu_share *s)
-{
-	return __atomic_load_n(&s->next, __ATOMIC_RELAXED);
-}
-
 /* How many members share the work: engines cut it into enough pieces for all. */
 int
 gj_gpu_share_members(const gj_gpu_share *s)
