@@ -1066,7 +1066,8 @@ team_batch(const struct gj_gpu_knn *j, int64_t n, int64_t nq)
 				per,
 				b;
 
-	(void) j;
+	if (nq <= 0 || m <= 1)
+		return n;				/* nothing to share (and no division by a zero count) */
 	n = n < nq / (4 * m) ? n : nq / (4 * m);
 	n = n > KNN_MIN_TEAM_BATCH ? n : KNN_MIN_TEAM_BATCH;
 	/* batches a member, then their even size, rounded up to whole thread blocks */
