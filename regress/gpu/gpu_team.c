@@ -555,6 +555,11 @@ check_main(void)
 	gj_gen_points(&q, GJ_GEN_UNIFORM, 7000, 128, 22);
 	check_knn("clusters 30K x 128, separate queries", &p, &q,
 			  (gj_knn_options) {.k = 5, .method = GJ_KNN_BRUTE}, NULL, 0, 1);
+	/* fewer queries than a thread block: one small batch, which one member takes */
+	q.n = 3;
+	check_knn("clusters 30K x 128, 3 separate queries", &p, &q,
+			  (gj_knn_options) {.k = 5, .method = GJ_KNN_BRUTE}, NULL, 0, 1);
+	q.n = 7000;
 	/* no room for the rows twice: the order would be applied on the host */
 	check_knn("clusters 30K x 128 blocks, host order", &p, NULL,
 			  (gj_knn_options) {.k = 10, .exclude_self = 1, .method = GJ_KNN_BLOCKS}, &plan,
