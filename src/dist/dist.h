@@ -55,6 +55,9 @@ extern int	GjCitusWorkers(void);
 extern bool GjCitusFreshTransaction(void);
 extern bool GjCitusColocatedBy(Oid a, AttrNumber att_a, Oid b, AttrNumber att_b);
 
+/* match.c: is opno, of types ltype and rtype (either way round), an equality the rows can move by? */
+extern bool GjMatchHashFamily(Oid ltype, Oid rtype, Oid opno);
+
 /* strips.c: where to cut dimension dim of the rows of the queries */
 typedef struct GjStrips
 {

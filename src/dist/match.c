@@ -17,14 +17,15 @@
  * knn_lateral_fill.  A kind's rows all go to one worker; a kind of half
  * the rows makes that worker's strip the longest task.
  *
- * The kinds compare by the type's own = on both sides (one type, the
- * operator a hash opclass's), under a deterministic collation, where
- * equal values have equal bytes: the hash agrees with = whatever the
- * collation.  A NULL kind matches nothing: its query rows go to one
+ * The kinds compare by an equality of the hash operator family both
+ * columns' types hash by (one type, or bigint = int), under a
+ * deterministic collation, where equal values have equal bytes: each
+ * side's own hash agrees with = whatever the collation.  A NULL kind matches nothing: its query rows go to one
  * strip and find no reference there, and the references are left out.
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -52,6 +53,38 @@ MatchColumnType(const DistCall *dc, Oid relid, const char *name, Oid *coll)
 }
 
 /*
+ * The hash operator family both types hash by by default (their types'
+ * own hash functions, which hash_array calls), if it has an equality of
+ * ltype and rtype: that operator, else InvalidOid.  Within a family equal
+ * values hash alike across its types (bigint = int), so each side's rows
+ * can be hashed by their own type.
+ */
+static Oid
+MatchEquality(Oid ltype, Oid rtype)
+{
+	TypeCacheEntry *lt = lookup_type_cache(ltype, TYPECACHE_HASH_OPFAMILY | TYPECACHE_HASH_PROC);
+	TypeCacheEntry *rt = lookup_type_cache(rtype, TYPECACHE_HASH_OPFAMILY | TYPECACHE_HASH_PROC);
+
+	if (!OidIsValid(lt->hash_opf) || lt->hash_opf != rt->hash_opf ||
+		!OidIsValid(lt->hash_proc) || !OidIsValid(rt->hash_proc))
+		return InvalidOid;
+	return get_opfamily_member(lt->hash_opf, ltype, rtype, HTEqualStrategyNumber);
+}
+
+/*
+ * Is opno an equality of columns of types ltype and rtype, either way
+ * round, that their kinds can move by?
+ */
+bool
+GjMatchHashFamily(Oid ltype, Oid rtype, Oid opno)
+{
+	Oid			eq = MatchEquality(ltype, rtype),
+				qe = MatchEquality(rtype, ltype);
+
+	return OidIsValid(opno) && (eq == opno || qe == opno);
+}
+
+/*
  * Check the call's kinds and note the = that compares them (dc->match_eq),
  * or an error: the rewrite passes only kinds that fit, and no other node
  * keeps PostgreSQL's order.
@@ -64,24 +97,20 @@ GjDistMatchCheck(DistCall *dc)
 				rcoll;
 	Oid			qtype = MatchColumnType(dc, dc->r->relid, dc->r->match, &qcoll);
 	Oid			rtype = MatchColumnType(dc, dc->s->relid, dc->s->match, &rcoll);
-	TypeCacheEntry *tc;
+	Oid			eq = MatchEquality(rtype, qtype);	/* s.m = q.m */
 
-	if (qtype != rtype)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s: query_match and ref_match must be columns of one type", fname)));
-	tc = lookup_type_cache(qtype, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
-	if (!OidIsValid(tc->eq_opr) || !OidIsValid(tc->hash_proc))
+	if (!OidIsValid(eq))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("%s: type %s has no equality operator with a hash function",
-						fname, format_type_be(qtype))));
+				 errmsg("%s: no equality of %s and %s with hash functions that agree",
+						fname, format_type_be(rtype), format_type_be(qtype)),
+				 errhint("query_match and ref_match must be of one type, or of types of one hash operator family, such as bigint and integer.")));
 	if (qcoll != rcoll ||
 		(OidIsValid(qcoll) && !get_collation_isdeterministic(qcoll)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDETERMINATE_COLLATION),
 				 errmsg("%s: query_match and ref_match must have one deterministic collation", fname)));
-	dc->match_eq = GjDistOperator(tc->eq_opr);
+	dc->match_eq = GjDistOperator(eq);
 }
 
 /*

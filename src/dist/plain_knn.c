@@ -270,9 +270,11 @@ OtherRowQual(Node *qual, Index r_rti, Index qe)
 }
 
 /*
- * r.m = q.m (either way round), columns of one type compared by its own =,
- * which has a hash function, under a deterministic collation (or none):
- * the query row's own kind, which dist/ moves the rows by (match.c).
+ * r.m = q.m (either way round): an equality of the hash operator family
+ * that both columns' types hash by (one type, or bigint = int, text =
+ * varchar), under a deterministic collation (or none): the query row's
+ * own kind, which dist/ moves the rows by (match.c), each side hashed by
+ * its type's own hash, which the family makes agree for equal values.
  * match[0] is q's column, match[1] r's; false otherwise.
  */
 static bool
@@ -281,14 +283,10 @@ MatchQual(Node *qual, Index r_rti, Index qe, AttrNumber match[2])
 	Var		   *a,
 			   *b;
 	OpExpr	   *op = ColumnsOperator(qual, r_rti, qe, &a, &b);
-	TypeCacheEntry *tc;
 
-	if (op == NULL || a->vartype != b->vartype ||
-		a->varcollid != b->varcollid || op->inputcollid != a->varcollid ||
-		(OidIsValid(a->varcollid) && !get_collation_isdeterministic(a->varcollid)))
-		return false;
-	tc = lookup_type_cache(a->vartype, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
-	if (!OidIsValid(tc->eq_opr) || tc->eq_opr != op->opno || !OidIsValid(tc->hash_proc))
+	if (op == NULL || a->varcollid != b->varcollid || op->inputcollid != a->varcollid ||
+		(OidIsValid(a->varcollid) && !get_collation_isdeterministic(a->varcollid)) ||
+		!GjMatchHashFamily(a->vartype, b->vartype, op->opno))
 		return false;
 	match[0] = b->varattno;
 	match[1] = a->varattno;
