@@ -271,8 +271,8 @@ OtherRowQual(Node *qual, Index r_rti, Index qe)
 
 /*
  * r.m = q.m (either way round): an equality of the hash operator family
- * that both columns' types hash by (one type, or bigint = int, text =
- * varchar), under a deterministic collation (or none): the query row's
+ * that both columns' types hash by (one type, or bigint = int), under
+ * a deterministic collation (or none): the query row's
  * own kind, which dist/ moves the rows by (match.c), each side hashed by
  * its type's own hash, which the family makes agree for equal values.
  * match[0] is q's column, match[1] r's; false otherwise.
