@@ -1238,6 +1238,20 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 		[ "$bad" = 0 ] && check "... its neighbours of the row's kind, at their distance" ok ||
 			check "... its neighbours of the row's kind, at their distance" "$bad"
 	done
+	# ties in a fixed order (ORDER BY the distance, b.id): the neighbours themselves are PostgreSQL's
+	for j in "SELECT a.id AS a, n.id AS b, n.d FROM {K} a CROSS JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {K} b WHERE b.kind = a.kind AND b.id <> a.id ORDER BY b.g <-> a.g, b.id LIMIT 4) n" \
+		"SELECT a.id AS a, n.id AS b, n.d FROM {Q} a LEFT JOIN LATERAL (SELECT b.id, b.g <-> a.g AS d FROM {K} b WHERE b.kind = a.kind ORDER BY b.g <-> a.g, b.id LIMIT 700) n ON true"; do
+		d=${j//\{K\}/d_mk}
+		d=${d//\{Q\}/d_mq}
+		l=${j//\{K\}/l_mk}
+		l=${l//\{Q\}/l_mq}
+		same_as_own "the same kind, ties by b.id, the neighbours themselves: ${j:0:90}" "$d" "$l"
+	done
+	# ... where the kind is not in the query, a second key stays Citus's error, with the hint
+	out=$(psql -X -q -At -c "LOAD 'gpujoin'" -c "SELECT count(*) FROM d_mq a CROSS JOIN LATERAL (SELECT b.id FROM d_mk b ORDER BY b.g <-> a.g, b.id LIMIT 3) n" 2>&1)
+	grep -q "ERROR:  complex joins" <<<"$out" && grep -q "HINT:  gpujoin's knn_join" <<<"$out" &&
+		check "ties by b.id without the kind: Citus's error, with the hint" ok ||
+		check "ties by b.id without the kind: Citus's error, with the hint" "$(tr '\n' ' ' <<<"$out" | cut -c1-200)"
 	kq='SELECT a.id, n.d FROM %s a CROSS JOIN LATERAL (SELECT b.g <-> a.g AS d FROM %s b WHERE b.kind = a.kind ORDER BY b.g <-> a.g LIMIT 3) n'
 	plan=$(psql -X -q -At -c "LOAD 'gpujoin'" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $(printf "$kq" d_mq d_mk)" 2>&1)
 	grep -q "Function Call: knn_lateral_join" <<<"$plan" && grep -q "Engine: citus workers" <<<"$plan" &&
@@ -1269,7 +1283,8 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	# knn_lateral_join's kinds, called wrong: clear errors
 	kj="SELECT count(*) FROM knn_lateral_join('d_mq', '%s', '{g}', 3, NULL::d_mq, NULL::%s, %s)"
 	out=$(for a in "query_match => 'kind'" "keep_alone => true" "query_match => 'kind', ref_match => 'nokind'" \
-		"query_match => 'kind', ref_match => 'kind'|d_mn" "query_match => 'kind', ref_match => 'ctid'"; do
+		"query_match => 'kind', ref_match => 'kind'|d_mn" "query_match => 'kind', ref_match => 'ctid'" \
+		"ref_order => '{id}'" "query_match => 'kind', ref_match => 'kind', ref_order => '{noid}'"; do
 		t=d_mk
 		[[ $a == *"|"* ]] && t=${a##*|} a=${a%|*}
 		psql -X -q -At -c "$(printf "$kj" "$t" "$t" "$a")" 2>&1 | grep ERROR
@@ -1277,9 +1292,10 @@ if psql -X -q -At -c "CREATE EXTENSION IF NOT EXISTS postgis" >/dev/null 2>&1; t
 	grep -q "query_match and ref_match must be given together" <<<"$out" && grep -q "keep_alone needs query_match" <<<"$out" &&
 		grep -q 'column "nokind" of relation "d_mk" does not exist' <<<"$out" &&
 		grep -q "no equality of numeric and integer with hash functions that agree" <<<"$out" &&
-		grep -q '"ctid" is not a user column' <<<"$out" &&
-		check "knn_lateral_join's kinds called wrong: five clear errors" ok ||
-		check "knn_lateral_join's kinds called wrong: five clear errors" "$(tr '\n' ' ' <<<"$out" | cut -c1-400)"
+		grep -q '"ctid" is not a user column' <<<"$out" && grep -q "ref_order needs query_match" <<<"$out" &&
+		grep -q 'column "noid" of relation "d_mk" does not exist' <<<"$out" &&
+		check "knn_lateral_join's kinds called wrong: seven clear errors" ok ||
+		check "knn_lateral_join's kinds called wrong: seven clear errors" "$(tr '\n' ' ' <<<"$out" | cut -c1-500)"
 	# timing, side by side: 20,000 rows in 100 kinds on the workers, PostgreSQL on a plain copy
 	q "CREATE TABLE d_mt (id int PRIMARY KEY, kind int, g geometry(Point)); SELECT create_distributed_table('d_mt', 'id');
 	   INSERT INTO d_mt SELECT i, i % 100, ST_MakePoint(random() * 100, random() * 100) FROM generate_series(1, 20000) i;
@@ -1309,7 +1325,8 @@ if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ]; 
 	   FROM generate_series(1, 5000) i;
 	   CREATE TABLE l_vk AS SELECT * FROM d_vk; ALTER TABLE l_vk ADD PRIMARY KEY (id); ANALYZE d_vk, l_vk;" >/dev/null
 	for j in "SELECT a.id, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.v <-> a.v AS d FROM {V} b WHERE b.kind = a.kind AND b.id <> a.id ORDER BY b.v <-> a.v LIMIT 3) n" \
-		"SELECT a.id, n.d FROM {V} a LEFT JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {V} b WHERE b.kind = a.kind ORDER BY b.v <=> a.v LIMIT 4) n ON true"; do
+		"SELECT a.id, n.d FROM {V} a LEFT JOIN LATERAL (SELECT b.v <=> a.v AS d FROM {V} b WHERE b.kind = a.kind ORDER BY b.v <=> a.v LIMIT 4) n ON true" \
+		"SELECT a.id AS a, n.id AS b, n.d FROM {V} a CROSS JOIN LATERAL (SELECT b.id, b.v <-> a.v AS d FROM {V} b WHERE b.kind = a.kind ORDER BY b.v <-> a.v, b.id LIMIT 3) n"; do
 		same_as_own "pgvector LATERAL kNN of the same kind, not the distribution column: ${j:0:90}" \
 			"${j//\{V\}/d_vk}" "${j//\{V\}/l_vk}"
 	done

@@ -667,7 +667,9 @@ COMMENT ON FUNCTION knn_lateral_fill(regclass, regclass, text, text, integer, an
 -- not by space, and each strip's LATERAL query returns every row of it
 -- itself, rows without a value too, so knn_lateral_fill is not called;
 -- keep_alone (with a match only) gives a query row with no reference one
--- row with a NULL one.
+-- row with a NULL one; ref_order (with a match only): columns of ref_tbl
+-- after the distance in the ORDER BY, ascending (ORDER BY r.g <-> q.g,
+-- r.id: ties in the id's order).
 CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text[], k integer,
                                  query_key anyelement, ref_key anycompatible,
                                  ref_cols text[] DEFAULT NULL, metric text DEFAULT 'l2',
@@ -675,13 +677,13 @@ CREATE FUNCTION knn_lateral_join(query_tbl regclass, ref_tbl regclass, cols text
                                  query_id_col text DEFAULT NULL, ref_id_col text DEFAULT NULL,
                                  ref_filter text DEFAULT NULL, query_filter text DEFAULT NULL,
                                  query_match text DEFAULT NULL, ref_match text DEFAULT NULL,
-                                 keep_alone boolean DEFAULT false)
+                                 keep_alone boolean DEFAULT false, ref_order text[] DEFAULT NULL)
 RETURNS TABLE (q anyelement, r anycompatible, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_join'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text, text, text, text, boolean) IS
+COMMENT ON FUNCTION knn_lateral_join(regclass, regclass, text[], integer, anyelement, anycompatible, text[], text, boolean, text, text, text, text, text, text, boolean, text[]) IS
 'internal to the LATERAL kNN of distributed tables: knn_join ranked by the column''s own <->, '
 'on the workers';
 
@@ -690,13 +692,13 @@ CREATE FUNCTION knn_lateral_selfjoin(tbl regclass, cols text[], k integer, key a
                                      use_spheroid boolean DEFAULT false,
                                      id_col text DEFAULT NULL, query_filter text DEFAULT NULL,
                                      ref_filter text DEFAULT NULL, match_col text DEFAULT NULL,
-                                     keep_alone boolean DEFAULT false)
+                                     keep_alone boolean DEFAULT false, ref_order text[] DEFAULT NULL)
 RETURNS TABLE (a anyelement, b anyelement, rank integer, dist float8)
 AS 'MODULE_PATHNAME', 'knn_selfjoin'
 LANGUAGE C STABLE PARALLEL UNSAFE COST 100000 ROWS 100000
 SUPPORT gpujoin_support;
 
-COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text, text, text, boolean) IS
+COMMENT ON FUNCTION knn_lateral_selfjoin(regclass, text[], integer, anyelement, text, boolean, text, text, text, text, boolean, text[]) IS
 'internal to the LATERAL kNN of distributed tables: knn_selfjoin ranked by the column''s own <->, '
 'on the workers';
 

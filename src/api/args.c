@@ -254,6 +254,37 @@ MatchArg(Oid funcid, const char *name, const Datum *args, const bool *argnulls, 
 }
 
 /*
+ * knn_lateral_join's ref_order: column names of the references, at least
+ * one, none NULL (dist/ checks them against the table), with a match only.
+ */
+static void
+RefOrder(const GjJobSpec *spec, GjFunction fn, bool match, Datum d, char ***cols, int *n)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+
+	if (!match)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: ref_order needs %s", spec->fname,
+						fn == GJ_FN_KNN_JOIN ? "query_match and ref_match" : "match_col")));
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
+	if (*n < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: ref_order must name at least one column", spec->fname)));
+	*cols = palloc(sizeof(char *) * *n);
+	for (int i = 0; i < *n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s: ref_order must not hold a NULL", spec->fname)));
+		(*cols)[i] = TextDatumGetCString(elems[i]);
+	}
+}
+
+/*
  * The raw parse of sql, "SELECT FROM t WHERE <a condition given as
  * fname's argument argname>": a syntax error is that argument's error,
  * the parser's message in the detail (its position would point into the
@@ -304,6 +335,8 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 			   *query_match = NULL,
 			   *ref_match = NULL;
 	bool		keep_alone = false;
+	char	  **ref_order = NULL;
+	int			ref_order_n = 0;
 	Datum		values[FUNC_MAX_ARGS];
 	bool		nulls[FUNC_MAX_ARGS];
 
@@ -360,6 +393,9 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s: keep_alone needs %s", spec->fname,
 							fn == GJ_FN_KNN_JOIN ? "query_match and ref_match" : "match_col")));
+		filter_arg = GjArgPosition(funcid, "ref_order");
+		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+			RefOrder(spec, fn, query_match != NULL, args[filter_arg], &ref_order, &ref_order_n);
 	}
 	spec->shape = GjFunctionShape(fn);
 	spec->is_knn = spec->shape == GJ_SHAPE_KNN;
@@ -533,6 +569,8 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 	spec->input.match = ref_match;
 	spec->query.match = query_match;
 	spec->keep_alone = keep_alone;
+	spec->ref_order = ref_order;
+	spec->ref_order_n = ref_order_n;
 	if ((query_filter != NULL || filter != NULL) && fn == GJ_FN_KNN_SELFJOIN)
 	{
 		/*

@@ -69,6 +69,7 @@ typedef struct DistCall
 								 * the call (GjCitusFreshTransaction) */
 	char	   *match_eq;		/* the query row's own kind (match.c): the = of query_match
 								 * and ref_match, "OPERATOR(s.=)", else NULL */
+	char	   *match_order;	/* ... and ref_order's keys after the distance, or "" */
 } DistCall;
 
 /* strip_tables.c */

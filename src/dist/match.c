@@ -28,6 +28,7 @@
 #include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -85,6 +86,41 @@ GjMatchHashFamily(Oid ltype, Oid rtype, Oid opno)
 }
 
 /*
+ * ref_order's columns after the distance in the strips' ORDER BY, each a
+ * field of the reference's row (s.id, the ref_tbl row), ascending by its
+ * type's own order under its own collation: ", (s.id).a, (s.id).b", with
+ * every % doubled (it goes into a format() string), or "".
+ */
+static char *
+RefOrderKeys(const DistCall *dc)
+{
+	StringInfoData keys;
+	const GjJobSpec *spec = dc->spec;
+
+	initStringInfo(&keys);
+	for (int i = 0; i < spec->ref_order_n; i++)
+	{
+		Oid			coll;
+		Oid			type = MatchColumnType(dc, dc->s->relid, spec->ref_order[i], &coll);
+		const char *name = quote_identifier(spec->ref_order[i]);
+
+		if (!OidIsValid(lookup_type_cache(type, TYPECACHE_LT_OPR)->lt_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("%s: ref_order's column \"%s\" has a type without an order",
+							spec->fname, spec->ref_order[i])));
+		appendStringInfoString(&keys, ", (s.id).");
+		for (const char *c = name; *c != '\0'; c++)
+		{
+			if (*c == '%')
+				appendStringInfoChar(&keys, '%');
+			appendStringInfoChar(&keys, *c);
+		}
+	}
+	return keys.data;
+}
+
+/*
  * Check the call's kinds and note the = that compares them (dc->match_eq),
  * or an error: the rewrite passes only kinds that fit, and no other node
  * keeps PostgreSQL's order.
@@ -111,6 +147,7 @@ GjDistMatchCheck(DistCall *dc)
 				(errcode(ERRCODE_INDETERMINATE_COLLATION),
 				 errmsg("%s: query_match and ref_match must have one deterministic collation", fname)));
 	dc->match_eq = GjDistOperator(eq);
+	dc->match_order = RefOrderKeys(dc);
 }
 
 /*

@@ -45,7 +45,8 @@
  * hint):
  *	- the subquery reads one table, r, with no grouping, DISTINCT, window,
  *	  set-returning function, sublink, OFFSET, locking or WITH TIES; one
- *	  ORDER BY key, ascending with NULLS LAST, the distance of a column of
+ *	  ORDER BY key (more only for the query row's own kind, below),
+ *	  ascending with NULLS LAST, the distance of a column of
  *	  r and a column of a table q of the query; LIMIT a constant k; no
  *	  WHERE, or where r is q's table, r.c <> q.c on a column c NOT NULL and
  *	  alone a unique index's key: the other rows, and knn_selfjoin(q, ..,
@@ -65,7 +66,10 @@
  *	  down itself: knn_lateral_join's query_match and ref_match
  *	  (knn_lateral_selfjoin's match_col), whose strips each hold their
  *	  kinds whole and answer every row themselves, rows without a point
- *	  and a LEFT JOIN's row too (keep_alone): no knn_lateral_fill;
+ *	  and a LEFT JOIN's row too (keep_alone): no knn_lateral_fill; only
+ *	  this form takes ORDER BY keys past the distance, columns of r
+ *	  ascending (ORDER BY r.g <-> q.g, r.id: ref_order), which each
+ *	  strip's query sorts by itself;
  *	- q and the subquery are reached from the query's FROM through inner
  *	  joins only (a q row without neighbours has no rows), or the subquery
  *	  is the right of a LEFT JOIN .. ON true whose left reaches q through
@@ -135,6 +139,8 @@ typedef struct KnnCandidate
 	AttrNumber	r_col;
 	AttrNumber	other;			/* WHERE r.other <> q.other: the other rows (knn_selfjoin) */
 	AttrNumber	match[2];		/* WHERE r.m = q.m: q's column, r's (0: none; 0.14) */
+	List	   *ref_order;		/* ... and ORDER BY's keys past the distance: r's columns
+								 * (Integer attnos), ascending */
 	char	   *ref_filter;		/* WHERE on r alone, as SQL over r's columns (or NULL) */
 	char	   *query_filter;	/* the query's WHERE on q alone, the same over q's */
 	List	   *filter_params;	/* ... its parameters, $1 .. in it (a generic plan's), or NIL */
@@ -170,7 +176,7 @@ KnnSide(Node *n, void *arg)
 	return v->varlevelsup == 1 ? 1 : -1;
 }
 
-/* ORDER BY one key LIMIT k over one table and nothing else: r's entry, k. */
+/* ORDER BY keys LIMIT k over one table and nothing else: r's entry, k (RefOrder: keys past the first). */
 static bool
 PlainKnnSubquery(Query *sq, Index *r_rti, int *k)
 {
@@ -186,7 +192,7 @@ PlainKnnSubquery(Query *sq, Index *r_rti, int *k)
 		sq->distinctClause != NIL || sq->hasDistinctOn || sq->rowMarks != NIL || sq->hasForUpdate ||
 		sq->limitOffset != NULL || sq->setOperations != NULL || sq->cteList != NIL ||
 		sq->limitOption != LIMIT_OPTION_COUNT || sq->limitCount == NULL ||
-		list_length(sq->sortClause) != 1)
+		sq->sortClause == NIL)
 		return false;
 	*r_rti = linitial_node(RangeTblRef, sq->jointree->fromlist)->rtindex;
 	n = eval_const_expressions(NULL, sq->limitCount);
@@ -570,6 +576,35 @@ Taken(KnnFinder *f, Index qe)
 	return false;
 }
 
+/*
+ * The subquery's ORDER BY keys past the first (the distance): each a
+ * column of r, ascending by its type's own order, NULLS LAST, under the
+ * column's own collation (ORDER BY d, r.id: ties in the id's order), as
+ * a list of attnos (NIL: none); false for any other key.  Only the strips
+ * of kinds keep them (knn_lateral_join's ref_order): each strip's LATERAL
+ * query has every row of the kind and sorts them itself.
+ */
+static bool
+RefOrder(Query *sq, Index r_rti, List **order)
+{
+	ListCell   *lc;
+
+	*order = NIL;
+	for_each_from(lc, sq->sortClause, 1)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Node	   *e = (Node *) get_sortgroupclause_tle(sgc, sq->targetList)->expr;
+		Var		   *v = (Var *) e;
+
+		if (!IsA(e, Var) || v->varlevelsup != 0 || v->varno != r_rti || v->varattno <= 0 ||
+			sgc->nulls_first ||
+			sgc->sortop != lookup_type_cache(v->vartype, TYPECACHE_LT_OPR)->lt_opr)
+			return false;
+		*order = lappend_int(*order, v->varattno);
+	}
+	return true;
+}
+
 /* Entry ne of f's level, a LATERAL subquery: a kNN the workers can answer? */
 static void
 Consider(KnnFinder *f, Index ne)
@@ -587,6 +622,7 @@ Consider(KnnFinder *f, Index ne)
 				srid_q;
 	AttrNumber	other;
 	AttrNumber	match[2];
+	List	   *ref_order;
 	char	   *ref_filter;
 	bool		left;
 	bool		grouped;
@@ -631,6 +667,9 @@ Consider(KnnFinder *f, Index ne)
 	 */
 	if (match[0] != 0 && GjCitusColocatedBy(qr->relid, match[0], rr->relid, match[1]))
 		return;
+	/* ORDER BY keys past the distance: only the strips of kinds keep them */
+	if (!RefOrder(sq, r_rti, &ref_order) || (ref_order != NIL && match[0] == 0))
+		return;
 	if (!GjPlainReadAsCaller(sq, rr) || !GjPlainReadAsCaller(q, qr) ||
 		GjPlainOddUse(sq, r_rti) || GjPlainOddUse(q, qv->varno) ||
 		!GjCitusDistributed(rr->relid) || !GjCitusDistributed(qr->relid) ||
@@ -648,6 +687,7 @@ Consider(KnnFinder *f, Index ne)
 	c->other = other;
 	c->match[0] = match[0];
 	c->match[1] = match[1];
+	c->ref_order = ref_order;
 	c->ref_filter = ref_filter;
 	if (f->bind < 0)
 	{
@@ -771,6 +811,17 @@ NeighboursQuery(const KnnCandidate *c, Oid q_relid, Oid r_relid, const char *nsp
 	 * every row itself, rows without a point and LEFT JOIN's row too, so
 	 * no knn_lateral_fill (match.c)
 	 */
+	if (c->ref_order != NIL)
+	{
+		StringInfoData a;
+		ListCell   *lc;
+
+		initStringInfo(&a);
+		foreach(lc, c->ref_order)
+			appendStringInfo(&a, "%s%s", a.len > 0 ? ", " : "",
+							 quote_literal_cstr(get_attname(r_relid, lfirst_int(lc), false)));
+		filter = psprintf("%s, ref_order => ARRAY[%s]::pg_catalog.text[]", filter, a.data);
+	}
 	if (c->match[0] != 0)
 		filter = psprintf("%s%s%s", filter, c->other != 0 ?
 						  psprintf(", match_col => %s", quote_literal_cstr(get_attname(q_relid, c->match[0], false))) :
@@ -1011,7 +1062,9 @@ GjPlainKnn(Query *parse, List **relids, ParamListInfo params)
 	other_filter_fns = filter_fns && HasFunction(nsp, "knn_lateral_selfjoin", "ref_filter");
 	/* ... to 0.14 no query row's own kind */
 	match_fns = other_filter_fns && HasFunction(nsp, "knn_lateral_join", "ref_match") &&
-		HasFunction(nsp, "knn_lateral_selfjoin", "match_col");
+		HasFunction(nsp, "knn_lateral_selfjoin", "match_col") &&
+		HasFunction(nsp, "knn_lateral_join", "ref_order") &&
+		HasFunction(nsp, "knn_lateral_selfjoin", "ref_order");
 	foreach(lc, f.found)
 	{
 		KnnCandidate *c = lfirst(lc);

@@ -750,8 +750,8 @@ LateralOperator(const DistCall *dc)
  * the references' (%3$I) and the strip (%4$s), schema %1$s.  The query
  * rows are r's of the strip (a self join: its own rows of s, and each
  * one's references the others).  Of the query row's own kind (match.c):
- * s.m = q.m too, and keep_alone's LEFT JOIN gives a row without a
- * reference its NULL one.
+ * s.m = q.m too, ref_order's keys after the distance, and keep_alone's
+ * LEFT JOIN gives a row without a reference its NULL one.
  */
 static char *
 LateralQueryFormat(const DistCall *dc)
@@ -761,11 +761,12 @@ LateralQueryFormat(const DistCall *dc)
 
 	return psprintf("SELECT q.ctid, q.id, n.id, n.d FROM %%1$s.%%2$I q %s JOIN LATERAL "
 					"(SELECT s.id, s.c1 %s q.c1 AS d FROM %%1$s.%%3$I s WHERE s.strip = %%4$s%s%s "
-					"ORDER BY s.c1 %s q.c1 LIMIT %d) n%s WHERE q.strip = %%4$s%s",
+					"ORDER BY s.c1 %s q.c1%s LIMIT %d) n%s WHERE q.strip = %%4$s%s",
 					left ? "LEFT" : "CROSS", op,
 					dc->self || dc->others ? " AND s.id IS DISTINCT FROM q.id" : "",
 					dc->match_eq != NULL ? psprintf(" AND s.m %s q.m", dc->match_eq) : "",
-					op, dc->spec->k, left ? " ON true" : "", dc->self ? " AND q.own" : "");
+					op, dc->match_order != NULL ? dc->match_order : "", dc->spec->k,
+					left ? " ON true" : "", dc->self ? " AND q.own" : "");
 }
 
 /*

@@ -71,6 +71,12 @@ typedef struct GjJobSpec
 	 * NULL one (LEFT JOIN LATERAL's row)
 	 */
 	bool		keep_alone;
+	/*
+	 * ... and ref_order: columns of the references (names, ref_order_n of
+	 * them) after the distance in the workers' ORDER BY, ascending
+	 */
+	char	  **ref_order;
+	int			ref_order_n;
 
 	/*
 	 * Only the output rows whose id column filter_column (0: the first, 1:
