@@ -73,6 +73,10 @@ endif
 # No FMA contraction anywhere: distances must round identically everywhere.
 PG_CFLAGS = -ffp-contract=off -pthread -Wno-declaration-after-statement
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/kernels
+# Each C object's headers, written beside it (PGXS tracks none): a struct
+# changed in a header rebuilds every object that uses it (an object left
+# with the old layout overran a caller's stack).
+PG_CPPFLAGS += -MMD -MP
 SHLIB_LINK = $(CORE_LIB) -lm -lpthread
 
 # CUDA: found on PATH or in /usr/local/cuda; the runtime is linked
@@ -109,11 +113,12 @@ BENCH_KERNELS = regress/gpu/bruteforce.o regress/gpu/ceilings.o
 
 EXTRA_CLEAN = kernels/.flavour $(CORE_LIB) $(UNIT_TESTS) $(GPU_PROGRAMS) $(CPU_BENCHES) regress/gpu/gpu_knn_prof \
 	regress/bench/bench_shm $(TEST_SUPPORT) $(BENCH_KERNELS) kernels/knn_tiles_prof.o \
-	$(CORE_OBJS) kernels/*.o
+	$(CORE_OBJS) kernels/*.o $(GLUE_OBJS:.o=.d) $(CORE_OBJS:.o=.d)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+-include $(wildcard $(GLUE_OBJS:.o=.d) $(CORE_OBJS:.o=.d))
 
 # --- the core library -----------------------------------------------------
 
