@@ -1068,8 +1068,10 @@ team_batch(const struct gj_gpu_knn *j, int64_t n, int64_t nq)
 
 	if (nq <= 0 || m <= 1)
 		return n;				/* nothing to share (and no division by a zero count) */
-	n = n < nq / (4 * m) ? n : nq / (4 * m);
-	n = n > KNN_MIN_TEAM_BATCH ? n : KNN_MIN_TEAM_BATCH;
+	/* never above n: the batch buffers hold n queries (fewer where k is large) */
+	b = nq / (4 * m);
+	b = b > KNN_MIN_TEAM_BATCH ? b : KNN_MIN_TEAM_BATCH;
+	n = n < b ? n : b;
 	/* batches a member, then their even size, rounded up to whole thread blocks */
 	per = (nq + m * n - 1) / (m * n);
 	b = (nq + m * per - 1) / (m * per);

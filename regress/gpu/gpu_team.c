@@ -560,6 +560,22 @@ check_main(void)
 	check_knn("clusters 30K x 128, 3 separate queries", &p, &q,
 			  (gj_knn_options) {.k = 5, .method = GJ_KNN_BRUTE}, NULL, 0, 1);
 	q.n = 7000;
+	/*
+	 * k so large that a batch holds fewer queries than a team's smallest
+	 * batch (16M entries / 17,000 = 986 < 1024): the team must not ask for
+	 * more queries than its buffers hold (745d2e5 did, past their end)
+	 */
+	{
+		gj_points	big;
+
+		gj_gen_points(&big, GJ_GEN_UNIFORM, 20000, 8, 25);
+		gj_gen_points(&q, GJ_GEN_UNIFORM, 1800, 8, 26);
+		check_knn("uniform 20K x 8, 1,800 queries, k 17000", &big, &q,
+				  (gj_knn_options) {.k = 17000, .method = GJ_KNN_BRUTE}, NULL, 0, 1);
+		gj_points_free(&big);
+		gj_points_free(&q);
+		gj_gen_points(&q, GJ_GEN_UNIFORM, 7000, 128, 22);
+	}
 	/* no room for the rows twice: the order would be applied on the host */
 	check_knn("clusters 30K x 128 blocks, host order", &p, NULL,
 			  (gj_knn_options) {.k = 10, .exclude_self = 1, .method = GJ_KNN_BLOCKS}, &plan,
