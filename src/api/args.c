@@ -244,13 +244,13 @@ RowFilter(const char *fname, const char *argname, const char *table, Datum d)
 	return filter;
 }
 
-/* knn_lateral_join's column argument name, if given (NULL: none) */
-static char *
-MatchArg(Oid funcid, const char *name, const Datum *args, const bool *argnulls, int nargs)
+/* The position of funcid's argument of this name where the call gives it, not NULL; else -1. */
+static int
+GivenArg(Oid funcid, const char *name, const bool *argnulls, int nargs)
 {
 	int			i = GjArgPosition(funcid, name);
 
-	return i >= 0 && i < nargs && !argnulls[i] ? TextDatumGetCString(args[i]) : NULL;
+	return i >= 0 && i < nargs && !argnulls[i] ? i : -1;
 }
 
 /*
@@ -368,21 +368,21 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 		spec->pg_order = true;
 		spec->fname = fn == GJ_FN_KNN_JOIN ? "knn_lateral_join" : "knn_lateral_selfjoin";
 		/* 0.11's knn_lateral_join, 0.13's knn_lateral_selfjoin */
-		filter_arg = GjArgPosition(funcid, "ref_filter");
-		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+		if ((filter_arg = GivenArg(funcid, "ref_filter", argnulls, nargs_given)) >= 0)
 			filter = RowFilter(spec->fname, "ref_filter",
 							   fn == GJ_FN_KNN_JOIN ? "ref_tbl" : "tbl", args[filter_arg]);
-		filter_arg = GjArgPosition(funcid, "query_filter");
-		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+		if ((filter_arg = GivenArg(funcid, "query_filter", argnulls, nargs_given)) >= 0)
 			query_filter = RowFilter(spec->fname, "query_filter",
 									 fn == GJ_FN_KNN_JOIN ? "query_tbl" : "tbl", args[filter_arg]);
 		/* 0.14: the rows of the query row's own kind (dist/ checks the columns) */
-		query_match = MatchArg(funcid, fn == GJ_FN_KNN_JOIN ? "query_match" : "match_col", args, argnulls,
-							   nargs_given);
-		ref_match = fn == GJ_FN_KNN_JOIN ? MatchArg(funcid, "ref_match", args, argnulls, nargs_given) :
-			query_match;
-		filter_arg = GjArgPosition(funcid, "keep_alone");
-		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+		if ((filter_arg = GivenArg(funcid, fn == GJ_FN_KNN_JOIN ? "query_match" : "match_col",
+								   argnulls, nargs_given)) >= 0)
+			query_match = TextDatumGetCString(args[filter_arg]);
+		if (fn != GJ_FN_KNN_JOIN)
+			ref_match = query_match;
+		else if ((filter_arg = GivenArg(funcid, "ref_match", argnulls, nargs_given)) >= 0)
+			ref_match = TextDatumGetCString(args[filter_arg]);
+		if ((filter_arg = GivenArg(funcid, "keep_alone", argnulls, nargs_given)) >= 0)
 			keep_alone = DatumGetBool(args[filter_arg]);
 		if ((query_match == NULL) != (ref_match == NULL))
 			ereport(ERROR,
@@ -393,8 +393,7 @@ GjJobSpecFromArgs(GjFunction fn, Oid funcid, const Datum *args,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s: keep_alone needs %s", spec->fname,
 							fn == GJ_FN_KNN_JOIN ? "query_match and ref_match" : "match_col")));
-		filter_arg = GjArgPosition(funcid, "ref_order");
-		if (filter_arg >= 0 && filter_arg < nargs_given && !argnulls[filter_arg])
+		if ((filter_arg = GivenArg(funcid, "ref_order", argnulls, nargs_given)) >= 0)
 			RefOrder(spec, fn, query_match != NULL, args[filter_arg], &ref_order, &ref_order_n);
 	}
 	spec->shape = GjFunctionShape(fn);
