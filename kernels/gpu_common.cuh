@@ -241,6 +241,7 @@ typedef struct gj_knn_filter
 	int			dp;
 	int64_t		nref;
 	int64_t		qcap;
+	void	   *arena;			/* the one allocation the buffers below are carved from */
 	float	   *rf;
 	float	   *rh;
 	double	   *rblockr;

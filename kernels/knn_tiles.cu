@@ -979,6 +979,64 @@ gj_knn_prof_dump(const char *what)
  * the references' norms put the filter beyond float32 (the caller keeps
  * its plain scan).
  */
+/*
+ * The next bytes of the filter's one allocation (kf->arena, cur the bytes
+ * taken so far), aligned for any access; NULL when only counting.
+ */
+static void *
+arena_take(const gj_knn_filter *kf, size_t *cur, size_t bytes)
+{
+	size_t		at = *cur;
+
+	*cur += (bytes + 255) & ~(size_t) 255;
+	return kf->arena != NULL ? (char *) kf->arena + at : NULL;
+}
+
+/* Room in kf's arena for the bounds of nb blocks in dims (dev_bounds_alloc's shapes). */
+static void
+arena_bounds(const gj_knn_filter *kf, size_t *cur, dev_bounds *B, int64_t nb, int dims)
+{
+	size_t		sz = sizeof(double) * (size_t) (nb + 1) * dims;
+
+	B->lo = (double *) arena_take(kf, cur, sz);
+	B->hi = (double *) arena_take(kf, cur, sz);
+	B->c = (double *) arena_take(kf, cur, sz);
+	B->r = (double *) arena_take(kf, cur, sizeof(double) * (nb + 1));
+}
+
+/*
+ * Every buffer of the filter, carved from kf->arena, or (arena NULL) only
+ * counted; the bytes.  r: the references' norms, scratch of the
+ * preparation.
+ */
+static size_t
+filter_layout(gj_knn_filter *kf, int64_t nref, int64_t nrb, int64_t batch, double **r)
+{
+	size_t		cur = 0;
+
+	kf->rf = (float *) arena_take(kf, &cur, sizeof(float) * (size_t) (nref + 1) * kf->dp);
+	kf->rh = (float *) arena_take(kf, &cur, sizeof(float) * (nref + 1));
+	*r = (double *) arena_take(kf, &cur, sizeof(double) * (nref + 1));
+	kf->rblockr = (double *) arena_take(kf, &cur, sizeof(double) * (nrb + 1));
+	for (int b = 0; b < 2; b++)
+	{
+		kf->qf[b] = (float *) arena_take(kf, &cur, sizeof(float) * (size_t) (batch + 1) * kf->dp);
+		kf->qr[b] = (double *) arena_take(kf, &cur, sizeof(double) * (batch + 1));
+	}
+	arena_bounds(kf, &cur, &kf->rbnd, nrb, kf->dims);
+	for (int b = 0; b < 2; b++)
+		arena_bounds(kf, &cur, &kf->qbnd[b], (batch + TILE - 1) / TILE, kf->dims);
+	return cur;
+}
+
+/*
+ * The references' filter rows (centre: their column means) and the
+ * queries' buffers for batches of up to batch queries; *usable is 0 when
+ * the references' norms put the filter beyond float32 (the caller keeps
+ * its plain scan).  The buffers are one cudaMalloc: a team's members
+ * prepare at once, and their twenty allocations and a free each took the
+ * preparation from 5 ms alone to 7-10 a member (two H200s).
+ */
 gj_status
 gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dims,
 					  int64_t batch, int prune, cudaStream_t s, int *usable, char *err,
@@ -996,24 +1054,10 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	kf->nref = nref;
 	kf->qcap = batch;
 	kf->prune = prune && nref > TILE;
-	e = cudaMalloc(&kf->rf, sizeof(float) * (size_t) (nref + 1) * kf->dp);
+	e = cudaMalloc(&kf->arena, filter_layout(kf, nref, nrb, batch, &r));
 	if (e == cudaSuccess)
-		e = cudaMalloc(&kf->rh, sizeof(float) * (nref + 1));
-	if (e == cudaSuccess)
-		e = cudaMalloc(&r, sizeof(double) * (nref + 1));
-	if (e == cudaSuccess)
-		e = cudaMalloc(&kf->rblockr, sizeof(double) * (nrb + 1));
-	for (int b = 0; b < 2 && e == cudaSuccess; b++)
-	{
-		e = cudaMalloc(&kf->qf[b], sizeof(float) * (size_t) (batch + 1) * kf->dp);
-		if (e == cudaSuccess)
-			e = cudaMalloc(&kf->qr[b], sizeof(double) * (batch + 1));
-	}
+		filter_layout(kf, nref, nrb, batch, &r);
 	/* every block's bounds: their centres are the filter's, their boxes the index's */
-	if (e == cudaSuccess)
-		e = dev_bounds_alloc(&kf->rbnd, nrb, dims);
-	for (int b = 0; b < 2 && e == cudaSuccess; b++)
-		e = dev_bounds_alloc(&kf->qbnd[b], (batch + TILE - 1) / TILE, dims);
 	if (e == cudaSuccess && nref > 0)
 	{
 		bounds_kernel<<<(unsigned) nrb, 256, 0, s>>>(rx, nref, dims, kf->rbnd);
@@ -1029,7 +1073,6 @@ gj_knn_filter_prepare(gj_knn_filter *kf, const double *rx, int64_t nref, int dim
 	if (e == cudaSuccess)
 		e = cudaFuncSetAttribute(knn_tiles_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
 								 cudaSharedmemCarveoutMaxShared);
-	cudaFree(r);
 	if (e != cudaSuccess)
 	{
 		snprintf(err, errlen, "kNN filter: %s", cudaGetErrorName(e));
@@ -1089,15 +1132,6 @@ gj_knn_filter_launch(const gj_knn_filter *kf, int slot, const double *rx, const 
 void
 gj_knn_filter_free(gj_knn_filter *kf)
 {
-	cudaFree(kf->rf);
-	cudaFree(kf->rh);
-	cudaFree(kf->rblockr);
-	for (int b = 0; b < 2; b++)
-	{
-		cudaFree(kf->qf[b]);
-		cudaFree(kf->qr[b]);
-		dev_bounds_free(&kf->qbnd[b]);
-	}
-	dev_bounds_free(&kf->rbnd);
+	cudaFree(kf->arena);		/* every buffer of the filter */
 	memset(kf, 0, sizeof(*kf));
 }
