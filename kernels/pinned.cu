@@ -22,12 +22,13 @@
 /*
  * Slots for the blocks a join holds at once: its batch buffers, and the
  * staged upload's copiers' two chunks each (16 blocks for one engine, 32
- * for a team of two in one process).  A block with no slot is freed with
- * cudaFreeHost when it comes back and pinned again by the next join: with
- * 16 slots, the kNN engine's 1 GB upload behind its batch buffers took
- * 36-40 ms on the H200, with 64 slots 22-24.
+ * for a team of two in one process, of a smaller size: gj_upload_staged_by;
+ * a process that joins on one GPU and on two keeps both sizes).  A block
+ * with no slot is freed with cudaFreeHost when it comes back and pinned
+ * again by the next join: with 16 slots, the kNN engine's 1 GB upload
+ * behind its batch buffers took 36-40 ms on the H200, with 64 slots 22-24.
  */
-#define GJ_PINNED_SLOTS 64
+#define GJ_PINNED_SLOTS 96
 #define GJ_PINNED_KEEP ((size_t) 256 << 20)
 
 typedef struct pinned_block
@@ -151,14 +152,38 @@ gj_pinned_release(void)
 /* --- staged uploads ------------------------------------------------------ */
 
 #define GJ_STAGE_PIECE ((size_t) 4 << 20)	/* a copier's pinned chunk */
+#define GJ_STAGE_SHARED_PIECE ((size_t) 1 << 20)	/* ... in a team's upload */
 #define GJ_STAGE_MIN ((size_t) 64 << 20)	/* smaller uploads: one plain copy */
 #define GJ_STAGE_THREADS 8
+#define GJ_STAGE_MAX_THREADS 32
+
+/* the staging's shape, set only by the benchmarks (gj_upload_tune) */
+static size_t stage_piece = GJ_STAGE_PIECE;
+static int	stage_threads = GJ_STAGE_THREADS;
+static size_t shared_piece = 0;	/* a team member's: 0, GJ_STAGE_SHARED_PIECE */
+static int	shared_threads = 0;	/* ... 0, as many as alone */
+
+/*
+ * The piece size and copiers an upload uses from now on (0: the default),
+ * alone and as one of a team's (gj_upload_staged_by), for
+ * regress/gpu/gpu_team's upload table and bench; the engines never call
+ * it.  Not for a running upload.
+ */
+void
+gj_upload_tune(size_t piece, int threads, size_t team_piece, int team_threads)
+{
+	stage_piece = piece >= 4096 ? piece : GJ_STAGE_PIECE;
+	stage_threads = threads >= 1 && threads <= GJ_STAGE_MAX_THREADS ? threads : GJ_STAGE_THREADS;
+	shared_piece = team_piece >= 4096 ? team_piece : 0;
+	shared_threads = team_threads >= 1 && team_threads <= GJ_STAGE_MAX_THREADS ? team_threads : 0;
+}
 
 typedef struct stage_run
 {
 	char	   *dst;
 	const char *src;
 	size_t		bytes;
+	size_t		piece;			/* each DMA's bytes, and a copier's chunks' */
 	cudaStream_t s;
 	int			device;
 	size_t		next;			/* atomic: the next piece's offset */
@@ -182,18 +207,18 @@ stage_copier(void *arg)
 	int			pinned = e == cudaSuccess;
 
 	for (int b = 0; b < 2 && pinned; b++)
-		pinned = gj_pinned_alloc(&buf[b], GJ_STAGE_PIECE) == cudaSuccess &&
+		pinned = gj_pinned_alloc(&buf[b], r->piece) == cudaSuccess &&
 			cudaEventCreateWithFlags(&ev[b], cudaEventDisableTiming) == cudaSuccess;
 	cudaGetLastError();
 	for (int i = 0; e == cudaSuccess; i++)
 	{
-		size_t		off = __atomic_fetch_add(&r->next, GJ_STAGE_PIECE, __ATOMIC_RELAXED);
+		size_t		off = __atomic_fetch_add(&r->next, r->piece, __ATOMIC_RELAXED);
 		size_t		len;
 		int			b = i % 2;
 
 		if (off >= r->bytes || __atomic_load_n(&r->failed, __ATOMIC_RELAXED))
 			break;
-		len = r->bytes - off < GJ_STAGE_PIECE ? r->bytes - off : GJ_STAGE_PIECE;
+		len = r->bytes - off < r->piece ? r->bytes - off : r->piece;
 		if (!pinned)
 		{
 			e = cudaMemcpyAsync(r->dst + off, r->src + off, len, cudaMemcpyHostToDevice, r->s);
@@ -256,10 +281,28 @@ host_pinned(const void *p, size_t bytes)
 cudaError_t
 gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
+	return gj_upload_staged_by(dst, src, bytes, s, 1);
+}
+
+/*
+ * gj_upload_staged as one of sharers uploads running at once (a team's
+ * members, each its own part), in smaller pieces.  On the two-H200 host
+ * (gpu_team upload, the pinned cache emptied before each shape), two
+ * halves of 1 GB at once, 8 copiers each, then copied across: 14.4-17.9
+ * ms in 1 MB pieces, 16.9-18.6 in 4 MB (one GPU alone, the whole GB:
+ * 23.3-24.5 in 1 MB pieces, 20.9-21.4 in 4 MB, so alone they stay 4 MB).
+ * In the kNN team's start (gpu_team bench, by blocks, three runs each in
+ * one call) 1 MB pieces gave 1.81-1.84x one GPU, 4 MB and 4 copiers a
+ * member 1.75-1.81x.
+ */
+cudaError_t
+gj_upload_staged_by(void *dst, const void *src, size_t bytes, cudaStream_t s, int sharers)
+{
 	stage_run	r;
-	pthread_t	th[GJ_STAGE_THREADS];
+	pthread_t	th[GJ_STAGE_MAX_THREADS];
 	sigset_t	old;
-	int			started = 0;
+	int			started = 0,
+				copiers;
 	cudaError_t e;
 
 	if (bytes < GJ_STAGE_MIN || host_pinned(src, bytes))
@@ -273,6 +316,7 @@ gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
 	r.dst = (char *) dst;
 	r.src = (const char *) src;
 	r.bytes = bytes;
+	r.piece = sharers <= 1 ? stage_piece : shared_piece > 0 ? shared_piece : GJ_STAGE_SHARED_PIECE;
 	r.s = s;
 	r.err = cudaSuccess;
 	e = cudaGetDevice(&r.device);
@@ -280,7 +324,8 @@ gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
 		return e;
 	/* the copiers take no signal: the backend's handlers run on its own thread */
 	gj_block_async_signals(&old);
-	for (int t = 1; t < GJ_STAGE_THREADS; t++, started++)
+	copiers = sharers > 1 && shared_threads > 0 ? shared_threads : stage_threads;
+	for (int t = 1; t < copiers; t++, started++)
 		if (pthread_create(&th[started], NULL, stage_copier, &r) != 0)
 			break;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -183,7 +183,8 @@ peers_reachable(const gj_gpu_share *s, int member)
  * member's dst its own.  The upload from pageable memory is bound by the
  * host's copies into pinned chunks (gj_upload_staged: 22-23 ms for 1 GB on
  * the H200 host, the DMA alone 19.5; stop 59's staging took 50-85 ms for
- * two members at once), so each member stages 1/m of the bytes and then
+ * two members at once), so each member stages 1/m of the bytes (in
+ * smaller pieces: gj_upload_staged_by) and then
  * copies the other parts from the other members' devices (NVLink: 512 MB
  * in 1.4 ms).  Where a
  * member cannot reach the others' memory, or a part failed, every member
@@ -199,7 +200,7 @@ gj_gpu_share_upload(gj_gpu_share *s, int member, void *dst, const void *src, siz
 				hi = member == m - 1 ? bytes : bytes / m * (member + 1);
 	cudaError_t e;
 
-	e = gj_upload_staged((char *) dst + lo, (const char *) src + lo, hi - lo, stream);
+	e = gj_upload_staged_by((char *) dst + lo, (const char *) src + lo, hi - lo, stream, m);
 	s->part[member] = dst;
 	if (share_meet(s, e == cudaSuccess && peers_reachable(s, member), 0))
 	{
@@ -225,9 +226,9 @@ gj_gpu_share_upload(gj_gpu_share *s, int member, void *dst, const void *src, siz
 		return e;
 	}
 	if (e == cudaSuccess && lo > 0)
-		e = gj_upload_staged(dst, src, lo, stream);
+		e = gj_upload_staged_by(dst, src, lo, stream, m);
 	if (e == cudaSuccess && hi < bytes)
-		e = gj_upload_staged((char *) dst + hi, (const char *) src + hi, bytes - hi, stream);
+		e = gj_upload_staged_by((char *) dst + hi, (const char *) src + hi, bytes - hi, stream, m);
 	return e;
 }
 
