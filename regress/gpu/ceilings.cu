@@ -11,6 +11,9 @@
  * multiply-adds on the vector pipes.  Each is run twice and the faster
  * kept.  Linked into the benchmark programs only, not the extension.
  */
+#include <pthread.h>
+#include <string.h>
+
 #include "gpu_common.cuh"
 #include "gpu_bench.h"
 #include "tile_math.cuh"
@@ -276,6 +279,133 @@ gj_bench_upload_ways(const void *src, size_t bytes, double ms[4])
 	if (s != NULL)
 		cudaStreamDestroy(s);
 	cudaFree(d);
+	return r;
+}
+
+/* --- several devices' uploads at once (gj_bench_upload_team) --- */
+
+typedef struct up_member
+{
+	int			dev;
+	int			ndev;
+	int			mode;
+	const char *src;
+	size_t		bytes;
+	char	   *d;				/* the whole bytes on this device */
+	cudaStream_t s;
+	pthread_barrier_t *bar;
+	struct up_member *all;
+	double		ms;
+	cudaError_t e;
+} up_member;
+
+static void *
+up_member_main(void *arg)
+{
+	up_member  *m = (up_member *) arg;
+	int			n = m->ndev,
+				i = m->dev;
+	size_t		lo = m->bytes / n * i,
+				hi = i == n - 1 ? m->bytes : m->bytes / n * (i + 1);
+	double		t;
+
+	m->e = cudaSetDevice(i);
+	pthread_barrier_wait(m->bar);
+	t = gj_now_ms();
+	if (m->e == cudaSuccess)
+	{
+		if (m->mode == 1)
+			m->e = gj_upload_staged(m->d, m->src, m->bytes, m->s);
+		else if (m->mode == 0 || i == 0)
+			m->e = m->mode == 0 ? gj_upload_staged(m->d + lo, m->src + lo, hi - lo, m->s) :
+				gj_upload_staged(m->d, m->src, m->bytes, m->s);
+	}
+	pthread_barrier_wait(m->bar);
+	for (int j = 0; j < n && m->e == cudaSuccess && m->mode != 1; j++)
+	{
+		size_t		a = m->mode == 0 ? m->bytes / n * j : 0,
+					b = m->mode == 0 ? (j == n - 1 ? m->bytes : m->bytes / n * (j + 1)) : m->bytes;
+
+		if (j != i && (m->mode == 0 || (j == 0)))
+			m->e = cudaMemcpyPeerAsync(m->d + a, i, m->all[j].d + a, j, b - a, m->s);
+	}
+	if (m->e == cudaSuccess)
+		m->e = cudaStreamSynchronize(m->s);
+	m->ms = gj_now_ms() - t;
+	pthread_barrier_wait(m->bar);
+	return NULL;
+}
+
+/*
+ * bytes of host memory at src onto each of devices 0 .. ndev-1 at once,
+ * timed (*ms: until the last device has them all).  mode 0: each device
+ * stages 1/ndev of the bytes, then copies the others' parts from their
+ * devices (the team's gj_gpu_share_upload); 1: each stages all; 2: device
+ * 0 stages all, then the others copy it from device 0.  0: done.
+ */
+extern "C" int
+gj_bench_upload_team(const void *src, size_t bytes, int ndev, int mode, double *ms)
+{
+	up_member	m[8];
+	pthread_t	th[8];
+	pthread_barrier_t bar;
+	int			r = 0;
+
+	if (ndev < 1 || ndev > 8)
+		return -1;
+	memset(m, 0, sizeof(m));
+	pthread_barrier_init(&bar, NULL, (unsigned) ndev);
+	for (int i = 0; i < ndev; i++)
+	{
+		m[i].dev = i;
+		m[i].ndev = ndev;
+		m[i].mode = mode;
+		m[i].src = (const char *) src;
+		m[i].bytes = bytes;
+		m[i].bar = &bar;
+		m[i].all = m;
+		if (cudaSetDevice(i) != cudaSuccess || cudaMalloc(&m[i].d, bytes) != cudaSuccess ||
+			cudaStreamCreateWithFlags(&m[i].s, cudaStreamNonBlocking) != cudaSuccess)
+			r = -1;
+		for (int j = 0; j < ndev && r == 0; j++)
+			if (j != i)
+			{
+				cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+
+				if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+					r = -1;
+			}
+		cudaGetLastError();
+	}
+	for (int i = 0; i < ndev && r == 0; i++)
+		if (pthread_create(&th[i], NULL, up_member_main, &m[i]) != 0)
+		{
+			/* the barrier would wait for ever: give up before any started */
+			r = -1;
+			for (int j = 0; j < i; j++)
+				pthread_cancel(th[j]);
+			for (int j = 0; j < i; j++)
+				pthread_join(th[j], NULL);
+			break;
+		}
+	if (r == 0)
+		for (int i = 0; i < ndev; i++)
+		{
+			pthread_join(th[i], NULL);
+			if (m[i].e != cudaSuccess)
+				r = -1;
+			*ms = i == 0 || m[i].ms > *ms ? m[i].ms : *ms;
+		}
+	for (int i = 0; i < ndev; i++)
+	{
+		cudaSetDevice(i);
+		if (m[i].s != NULL)
+			cudaStreamDestroy(m[i].s);
+		cudaFree(m[i].d);
+	}
+	cudaSetDevice(0);
+	cudaGetLastError();
+	pthread_barrier_destroy(&bar);
 	return r;
 }
 

@@ -47,6 +47,12 @@ extern int	gj_bench_prep_check(int64_t n, int dims, int per_block, int tf32, uin
 /* Staged upload, register, DMA and unregister of src, timed (ms[4]). */
 extern int	gj_bench_upload_ways(const void *src, size_t bytes, double ms[4]);
 
+/* src to devices 0 .. ndev-1 at once (mode 0: parts and peer copies, 1: each all, 2: one, then peers). */
+extern int	gj_bench_upload_team(const void *src, size_t bytes, int ndev, int mode, double *ms);
+
+/* The staging's piece size and copiers from now on, alone and a team member's (pinned.cu; 0: the defaults). */
+extern void gj_upload_tune(size_t piece, int threads, size_t team_piece, int team_threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -699,6 +699,17 @@ bench_main(void)
 
 	for (int i = 0; i < n; i++)
 		all[i] = i;
+	/* another staging shape for every upload (the upload table's question) */
+	if (getenv("GJ_STAGE_TEAM") != NULL)
+	{
+		/* GJ_STAGE_TEAM=KB,copiers: a team member's pieces and copiers (0: the defaults) */
+		const char *t = getenv("GJ_STAGE_TEAM");
+		size_t		kb = (size_t) atol(t);
+		int			c = strchr(t, ',') != NULL ? atoi(strchr(t, ',') + 1) : 0;
+
+		gj_upload_tune(0, 0, kb << 10, c);
+		printf("a team member's staging: pieces of %zu KB, %d copiers (0: the defaults)\n", kb, c);
+	}
 	if (getenv("GJ_BENCH_TEAM") != NULL)
 	{
 		/* another team, as "0,0": one GPU's members, for the team's own costs */
@@ -744,6 +755,72 @@ bench_main(void)
 	return failed > 0;
 }
 
+/* fastest and slowest of reps runs of one way to the devices (ms), after a run unwatched */
+static void
+upload_team_way(const char *src, size_t bytes, int ndev, int mode, int reps, double *lo, double *hi)
+{
+	double		ms = 0;
+
+	*lo = *hi = -1;
+	if (gj_bench_upload_team(src, bytes, ndev, mode, &ms) != 0)
+		return;
+	for (int r = 0; r < reps; r++)
+	{
+		if (gj_bench_upload_team(src, bytes, ndev, mode, &ms) != 0)
+		{
+			*lo = *hi = -1;
+			return;
+		}
+		*lo = r == 0 || ms < *lo ? ms : *lo;
+		*hi = r == 0 || ms > *hi ? ms : *hi;
+	}
+}
+
+/*
+ * The team's question: 1 GB of pageable rows onto two GPUs at once, by
+ * the staging's piece size and copiers a device.  One GPU alone, the
+ * team's parts (each stages half, then copies the other half from the
+ * other GPU), each GPU all of it, and one GPU all of it then the other
+ * from it.  GJ_UPLOAD_QUICK: the engines' shape only.
+ */
+static void
+upload_team_table(size_t bytes)
+{
+	static const size_t pieces[] = {256 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20};
+	static const int threads[] = {4, 8, 16};
+	char	   *src = malloc(bytes);
+
+	if (src == NULL)
+		return;
+	memset(src, 3, bytes);
+	printf("\n1 GB of pageable rows, ms, fastest-slowest of 3: one GPU; two GPUs: halves and peer copies "
+		   "(the team's way), each all, one all then a peer copy\n\n");
+	printf("| piece KB | copiers a GPU | one GPU | two: halves + peer | two: each all | two: one + peer |\n");
+	printf("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+	for (int p = 0; p < (int) (sizeof(pieces) / sizeof(pieces[0])); p++)
+		for (int t = 0; t < (int) (sizeof(threads) / sizeof(threads[0])); t++)
+		{
+			double		lo[4],
+						hi[4];
+
+			if (getenv("GJ_UPLOAD_QUICK") != NULL && (pieces[p] != (4 << 20) || threads[t] != 8))
+				continue;
+			/* the pinned cache holds this shape's chunks only (not the last shapes', evicting these) */
+			gj_gpu_release_cache();
+			gj_upload_tune(pieces[p], threads[t], 0, threads[t]);
+			upload_team_way(src, bytes, 1, 1, 3, &lo[0], &hi[0]);
+			upload_team_way(src, bytes, 2, 0, 3, &lo[1], &hi[1]);
+			upload_team_way(src, bytes, 2, 1, 3, &lo[2], &hi[2]);
+			upload_team_way(src, bytes, 2, 2, 3, &lo[3], &hi[3]);
+			printf("| %zu | %d |", pieces[p] >> 10, threads[t]);
+			for (int w = 0; w < 4; w++)
+				printf(" %.1f-%.1f |", lo[w], hi[w]);
+			printf("\n");
+		}
+	gj_upload_tune(0, 0, 0, 0);
+	free(src);
+}
+
 /*
  * upload: what 1 GB of rows costs to reach GPU 0 from pageable memory
  * (malloc, and gj_big_alloc's huge pages): staged through pinned chunks,
@@ -771,6 +848,8 @@ upload_main(void)
 					   ms[0], ms[1], ms[2], ms[3]);
 			free(src);
 		}
+	if (ngpus >= 2)
+		upload_team_table(bytes);
 	return 0;
 }
 
