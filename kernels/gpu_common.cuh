@@ -268,7 +268,7 @@ extern void gj_pinned_free(void *p);
 extern void gj_pinned_release(void);
 extern cudaError_t gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s);
 extern cudaError_t gj_upload_staged_by(void *dst, const void *src, size_t bytes, cudaStream_t s,
-									   int sharers);
+									   bool shared);
 extern "C" void gj_upload_tune(size_t piece, int threads, size_t team_piece, int team_threads);
 
 /* Grid geometry and neighbour table, passed to kernels by value. */

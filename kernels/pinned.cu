@@ -281,12 +281,12 @@ host_pinned(const void *p, size_t bytes)
 cudaError_t
 gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
 {
-	return gj_upload_staged_by(dst, src, bytes, s, 1);
+	return gj_upload_staged_by(dst, src, bytes, s, false);
 }
 
 /*
- * gj_upload_staged as one of sharers uploads running at once (a team's
- * members, each its own part), in smaller pieces.  On the two-H200 host
+ * gj_upload_staged, or (shared) as one of several uploads running at once
+ * (a team's members, each its own part), in smaller pieces.  On the two-H200 host
  * (gpu_team upload, the pinned cache emptied before each shape), two
  * halves of 1 GB at once, 8 copiers each, then copied across: 14.4-17.9
  * ms in 1 MB pieces, 16.9-18.6 in 4 MB (one GPU alone, the whole GB:
@@ -296,7 +296,7 @@ gj_upload_staged(void *dst, const void *src, size_t bytes, cudaStream_t s)
  * member 1.75-1.81x.
  */
 cudaError_t
-gj_upload_staged_by(void *dst, const void *src, size_t bytes, cudaStream_t s, int sharers)
+gj_upload_staged_by(void *dst, const void *src, size_t bytes, cudaStream_t s, bool shared)
 {
 	stage_run	r;
 	pthread_t	th[GJ_STAGE_MAX_THREADS];
@@ -316,7 +316,7 @@ gj_upload_staged_by(void *dst, const void *src, size_t bytes, cudaStream_t s, in
 	r.dst = (char *) dst;
 	r.src = (const char *) src;
 	r.bytes = bytes;
-	r.piece = sharers <= 1 ? stage_piece : shared_piece > 0 ? shared_piece : GJ_STAGE_SHARED_PIECE;
+	r.piece = !shared ? stage_piece : shared_piece > 0 ? shared_piece : GJ_STAGE_SHARED_PIECE;
 	r.s = s;
 	r.err = cudaSuccess;
 	e = cudaGetDevice(&r.device);
@@ -324,7 +324,7 @@ gj_upload_staged_by(void *dst, const void *src, size_t bytes, cudaStream_t s, in
 		return e;
 	/* the copiers take no signal: the backend's handlers run on its own thread */
 	gj_block_async_signals(&old);
-	copiers = sharers > 1 && shared_threads > 0 ? shared_threads : stage_threads;
+	copiers = shared && shared_threads > 0 ? shared_threads : stage_threads;
 	for (int t = 1; t < copiers; t++, started++)
 		if (pthread_create(&th[started], NULL, stage_copier, &r) != 0)
 			break;

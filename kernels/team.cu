@@ -200,7 +200,7 @@ gj_gpu_share_upload(gj_gpu_share *s, int member, void *dst, const void *src, siz
 				hi = member == m - 1 ? bytes : bytes / m * (member + 1);
 	cudaError_t e;
 
-	e = gj_upload_staged_by((char *) dst + lo, (const char *) src + lo, hi - lo, stream, m);
+	e = gj_upload_staged_by((char *) dst + lo, (const char *) src + lo, hi - lo, stream, m > 1);
 	s->part[member] = dst;
 	if (share_meet(s, e == cudaSuccess && peers_reachable(s, member), 0))
 	{
@@ -226,9 +226,9 @@ gj_gpu_share_upload(gj_gpu_share *s, int member, void *dst, const void *src, siz
 		return e;
 	}
 	if (e == cudaSuccess && lo > 0)
-		e = gj_upload_staged_by(dst, src, lo, stream, m);
+		e = gj_upload_staged_by(dst, src, lo, stream, m > 1);
 	if (e == cudaSuccess && hi < bytes)
-		e = gj_upload_staged_by((char *) dst + hi, (const char *) src + hi, bytes - hi, stream, m);
+		e = gj_upload_staged_by((char *) dst + hi, (const char *) src + hi, bytes - hi, stream, m > 1);
 	return e;
 }
 
