@@ -12,6 +12,8 @@
  * kept.  Linked into the benchmark programs only, not the extension.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_common.cuh"
@@ -312,23 +314,23 @@ up_member_main(void *arg)
 	m->e = cudaSetDevice(i);
 	pthread_barrier_wait(m->bar);
 	t = gj_now_ms();
-	if (m->e == cudaSuccess)
-	{
-		if (m->mode == 1)
-			m->e = gj_upload_staged(m->d, m->src, m->bytes, m->s);
-		else if (m->mode == 0 || i == 0)
-			m->e = m->mode == 0 ? gj_upload_staged(m->d + lo, m->src + lo, hi - lo, m->s) :
-				gj_upload_staged(m->d, m->src, m->bytes, m->s);
-	}
+	/* from the host: each device its part (0), all of it (1), device 0 all of it (2) */
+	if (m->e == cudaSuccess && m->mode == 0)
+		m->e = gj_upload_staged(m->d + lo, m->src + lo, hi - lo, m->s);
+	else if (m->e == cudaSuccess && (m->mode == 1 || i == 0))
+		m->e = gj_upload_staged(m->d, m->src, m->bytes, m->s);
 	pthread_barrier_wait(m->bar);
-	for (int j = 0; j < n && m->e == cudaSuccess && m->mode != 1; j++)
+	/* then across: the others' parts (0), or device 0's whole copy (2) */
+	for (int j = 0; j < n && m->e == cudaSuccess && m->mode == 0; j++)
 	{
-		size_t		a = m->mode == 0 ? m->bytes / n * j : 0,
-					b = m->mode == 0 ? (j == n - 1 ? m->bytes : m->bytes / n * (j + 1)) : m->bytes;
+		size_t		a = m->bytes / n * j,
+					b = j == n - 1 ? m->bytes : m->bytes / n * (j + 1);
 
-		if (j != i && (m->mode == 0 || (j == 0)))
+		if (j != i)
 			m->e = cudaMemcpyPeerAsync(m->d + a, i, m->all[j].d + a, j, b - a, m->s);
 	}
+	if (m->e == cudaSuccess && m->mode == 2 && i != 0)
+		m->e = cudaMemcpyPeerAsync(m->d, i, m->all[0].d, 0, m->bytes, m->s);
 	if (m->e == cudaSuccess)
 		m->e = cudaStreamSynchronize(m->s);
 	m->ms = gj_now_ms() - t;
@@ -380,13 +382,12 @@ gj_bench_upload_team(const void *src, size_t bytes, int ndev, int mode, double *
 	for (int i = 0; i < ndev && r == 0; i++)
 		if (pthread_create(&th[i], NULL, up_member_main, &m[i]) != 0)
 		{
-			/* the barrier would wait for ever: give up before any started */
-			r = -1;
-			for (int j = 0; j < i; j++)
-				pthread_cancel(th[j]);
-			for (int j = 0; j < i; j++)
-				pthread_join(th[j], NULL);
-			break;
+			/*
+			 * the started ones wait at the barrier for ever (it is no
+			 * cancellation point): a benchmark program can only stop
+			 */
+			fprintf(stderr, "gj_bench_upload_team: pthread_create failed\n");
+			exit(2);
 		}
 	if (r == 0)
 		for (int i = 0; i < ndev; i++)
